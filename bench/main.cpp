@@ -1,0 +1,72 @@
+// `blockfuse`: the command-line front end (./run calls it).
+//   blockfuse bench --suite NAME | --workload KEY ...   benchmark (GPU if present, else CPU)
+//   blockfuse check KEY ...                             parse + print canonical keys
+//   blockfuse info                                      device, Halide version, kernels built
+// Exit codes: 0 ok, 1 a kernel failed or gave a wrong result, 2 bad input.
+#include "bench/harness.h"
+#include "runtime/conv2d.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/kernel_registry.h"
+#include "runtime/workload.h"
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <iostream>
+
+using namespace blockfuse;
+
+int main(int argc, char **argv) {
+    CLI::App app{"blockfuse: Halide conv layers and fused convnet blocks on CUDA, benchmarked"};
+    app.require_subcommand(1);
+    BenchOptions bopt;
+    for (int i = 0; i < argc; ++i) bopt.command_line += (i ? " " : "") + std::string(argv[i]);
+
+    auto *bench = app.add_subcommand("bench", "check every candidate kernel against the float64 reference, then time it");
+    bench->add_option("--suite", bopt.suite, "suite name (workloads/NAME.txt) or path");
+    bench->add_option("--workload", bopt.keys, "workload key(s), e.g. conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3,pad=1");
+    bench->add_option("--device", bopt.device, "auto | cpu | cuda | opencl")->capture_default_str();
+    bench->add_option("--variants", bopt.variants, "all | default")->capture_default_str();
+    bench->add_option("--dtype", bopt.dtype, "only workloads of this dtype (f32, f16, bf16)");
+    bench->add_option("--out", bopt.out_dir, "write results.json and results.csv to this folder");
+    bench->add_option("--min-samples", bopt.min_samples, "samples per kernel, at least")->capture_default_str();
+    bench->add_option("--min-seconds", bopt.min_seconds, "seconds of samples per kernel, at least")->capture_default_str();
+    bool no_ceilings = false;
+    bench->add_flag("--no-ceilings", no_ceilings, "skip measuring the copy / FMA ceilings");
+
+    std::vector<std::string> keys;
+    auto *check = app.add_subcommand("check", "validate workload keys and print them in canonical form");
+    check->add_option("keys", keys, "workload keys")->required();
+
+    auto *info = app.add_subcommand("info", "device, Halide version and the kernels built in");
+
+    CLI11_PARSE(app, argc, argv);
+    try {
+        if (*bench) {
+            bopt.ceilings = !no_ceilings;
+            return run_bench(bopt);
+        }
+        if (*check) {
+            for (const auto &k : keys) std::cout << to_key(parse_conv2d(k)) << "\n";
+            return 0;
+        }
+        if (*info) {
+            std::string why;
+            Device d = pick_device("auto", &why);
+            std::cout << "device: " << device_name(d) << " -- " << why << "\n";
+            std::cout << run_context(bopt.command_line).dump(1) << "\n";
+            for (const auto &v : all_kernels())
+                std::cout << fmt::format("{:<40} {:<7} {:<5} {}\n", v.name, device_name(v.device), dtype_name(v.dtype),
+                                         v.kind);
+            return 0;
+        }
+    } catch (const WorkloadError &e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 2;
+    } catch (const KernelError &e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 1;
+    } catch (const std::exception &e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 1;
+    }
+    return 0;
+}

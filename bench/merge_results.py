@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Joins blockfuse harness results with the PyTorch baseline into one table.
+
+Usage:
+  python3 bench/merge_results.py --ours RESULTS.json --torch PYTORCH.json \
+      [--out-md SUMMARY.md] [--out-csv MERGED.csv]
+
+For each workload of RESULTS.json (several rows, one per kernel variant) the best row is the
+one with the lowest runtime_ms among rows whose check_ok is true; the "default" row is noted
+too. Rows are joined with PYTORCH.json (bench/pytorch_baseline.py) by (workload name, key),
+keys compared in canonical form (so 'pad=1' equals 'pad_t=1,pad_b=1,pad_l=1,pad_r=1').
+The Markdown table goes to stdout and, with --out-md, to a file; --out-csv writes the same
+columns as CSV. Missing values show as "n/a"; ratios are torch ms / ours ms with 2 decimals.
+Only the standard library is used.
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pytorch_baseline import canonical_key  # noqa: E402  (stdlib-only part of that module)
+
+NA = "n/a"
+COLUMNS = ["workload", "dtype", "ours best ms", "variant", "GB/s", "% copy BW", "GFLOP/s", "% FFMA",
+           "torch eager ms", "torch.compile ms", "eager/ours", "compile/ours", "check",
+           "default variant", "default ms"]
+
+
+def _num(x):
+    """A finite float, or None (missing, null, NaN, or not a number)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def fmt_ms(x):
+    x = _num(x)
+    return NA if x is None else f"{x:.4g}" if x < 1000 else f"{x:.0f}"
+
+
+def fmt_1(x):
+    x = _num(x)
+    return NA if x is None else f"{x:.1f}"
+
+
+def fmt_ratio(num, den):
+    num, den = _num(num), _num(den)
+    return NA if num is None or den is None or den <= 0 else f"{num / den:.2f}"
+
+
+def load_json(path, what):
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, json.JSONDecodeError) as e:
+        raise SystemExit(f"error: cannot read {what} file '{path}': {e}")
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+        raise SystemExit(f"error: {what} file '{path}' has no 'results' list")
+    return doc
+
+
+def group_ours(rows):
+    """{(name, canonical key): [rows]} in order of first appearance."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r.get("workload"), canonical_key(str(r.get("key", "")))), []).append(r)
+    return groups
+
+
+def pick_best(rows):
+    """Lowest runtime_ms among rows with check_ok true (None if none passed)."""
+    ok = [r for r in rows if r.get("check_ok") is True and _num(r.get("runtime_ms")) is not None]
+    return min(ok, key=lambda r: r["runtime_ms"]) if ok else None
+
+
+def pick_default(rows):
+    return next((r for r in rows if r.get("default") is True), None)
+
+
+def index_torch(rows):
+    """{(name, canonical key): row}; a duplicate keeps the first row and is reported."""
+    out = {}
+    for r in rows:
+        k = (r.get("name"), canonical_key(str(r.get("key", ""))))
+        if k in out:
+            print(f"warning: duplicate torch row for {k[0]} ({k[1]}); keeping the first", file=sys.stderr)
+            continue
+        out[k] = r
+    return out
+
+
+def check_cell(rows, best, trow):
+    """Ours: how many variants passed the check; torch: compile-vs-eager result, if any."""
+    n_fail = sum(1 for r in rows if r.get("check_ok") is not True)
+    if best is None:
+        parts = [f"FAIL: no variant passed ({len(rows)} tried)"]
+    elif n_fail:
+        parts = [f"ok ({n_fail}/{len(rows)} variants failed)"]
+    else:
+        parts = ["ok"]
+    if trow is not None:
+        if trow.get("error"):
+            parts.append("torch error")
+        elif trow.get("compile_error"):
+            parts.append("torch.compile error")
+        elif trow.get("compile_check_ok") is False:
+            parts.append("torch.compile mismatch")
+    return "; ".join(parts)
+
+
+def merge(ours, torch_doc):
+    """Returns the table rows (lists of strings, COLUMNS order) and notes for the footer."""
+    groups = group_ours(ours["results"])
+    tindex = index_torch(torch_doc["results"]) if torch_doc else {}
+    table, notes = [], []
+    for (name, key), rows in groups.items():
+        best, default = pick_best(rows), pick_default(rows)
+        trow = tindex.get((name, key))
+        if trow is None and torch_doc is not None:
+            # Same name, different key usually means a changed suite or a --dtype mismatch.
+            other = [k for (n, k) in tindex if n == name]
+            notes.append(f"{name}: no torch row with key {key}" + (f" (torch has {other[0]})" if other else ""))
+        b = best or {}
+        t_eager = trow.get("eager_ms") if trow else None
+        t_comp = trow.get("compile_ms") if trow else None
+        dtype = b.get("dtype") or rows[0].get("dtype") or (trow or {}).get("dtype")
+        table.append([
+            str(name), str(dtype or NA),
+            fmt_ms(b.get("runtime_ms")), str(b.get("strategy", NA)),
+            fmt_1(b.get("gbps")), fmt_1(b.get("pct_copy_bw")),
+            fmt_1(b.get("gflops")), fmt_1(b.get("pct_ffma")),
+            fmt_ms(t_eager), fmt_ms(t_comp),
+            fmt_ratio(t_eager, b.get("runtime_ms")), fmt_ratio(t_comp, b.get("runtime_ms")),
+            check_cell(rows, best, trow),
+            str(default.get("strategy", NA)) if default else NA,
+            fmt_ms(default.get("runtime_ms")) if default else NA,
+        ])
+    ours_keys = set(groups)
+    for (name, key) in tindex:
+        if (name, key) not in ours_keys:
+            notes.append(f"{name}: torch row only (not in ours): {key}")
+    return table, notes
+
+
+def to_markdown(table, ours, torch_doc, notes):
+    oc = ours.get("context", {}) or {}
+    gpu = (oc.get("gpu") or {}).get("name") if isinstance(oc.get("gpu"), dict) else oc.get("gpu")
+    ceil = oc.get("ceilings") or {}
+    lines = ["# blockfuse vs PyTorch", ""]
+    lines.append(f"- ours: device {oc.get('device', NA)}, GPU {gpu or NA}, Halide {oc.get('halide_version', NA)}; "
+                 f"ceilings: copy {fmt_1(ceil.get('copy_gbps'))} GB/s, FFMA f32 "
+                 f"{fmt_1(ceil.get('ffma_f32_tflops'))} TFLOP/s, HFMA2 f16 {fmt_1(ceil.get('hfma2_f16_tflops'))} TFLOP/s")
+    if torch_doc:
+        tc = torch_doc.get("context", {}) or {}
+        lines.append(f"- torch: {tc.get('torch_version', NA)} (CUDA {tc.get('cuda_version', NA)}, cuDNN "
+                     f"{tc.get('cudnn_version', NA)}, TF32 conv {tc.get('cudnn_allow_tf32', NA)}), "
+                     f"GPU {tc.get('gpu', NA)}, {tc.get('timestamp', NA)}")
+        if gpu and tc.get("gpu") and gpu != tc.get("gpu"):
+            lines.append(f"- **warning: GPUs differ** (ours '{gpu}', torch '{tc.get('gpu')}')")
+    else:
+        lines.append("- torch: no baseline file given")
+    lines.append("- best = lowest median runtime among variants whose check passed; "
+                 "ratios = torch ms / ours best ms (> 1: ours is faster)")
+    lines.append("")
+    lines.append("| " + " | ".join(COLUMNS) + " |")
+    lines.append("|" + "|".join("---" if i in (0, 1, 3, 12, 13) else "---:" for i in range(len(COLUMNS))) + "|")
+    for row in table:
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+    if notes:
+        lines += ["", "Notes:"] + [f"- {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def build_arg_parser():
+    p = argparse.ArgumentParser(description="Merge blockfuse results with the PyTorch baseline.")
+    p.add_argument("--ours", required=True, help="results JSON of the C++ harness")
+    p.add_argument("--torch", help="JSON of bench/pytorch_baseline.py (optional: torch columns n/a)")
+    p.add_argument("--out-md", help="write the Markdown summary here")
+    p.add_argument("--out-csv", help="write the table as CSV here")
+    return p
+
+
+def main(argv=None):
+    args = build_arg_parser().parse_args(argv)
+    ours = load_json(args.ours, "ours")
+    torch_doc = load_json(args.torch, "torch") if args.torch else None
+    table, notes = merge(ours, torch_doc)
+    md = to_markdown(table, ours, torch_doc, notes)
+    sys.stdout.write(md)
+    if args.out_md:
+        with open(args.out_md, "w", encoding="utf-8") as fh:
+            fh.write(md)
+    if args.out_csv:
+        with open(args.out_csv, "w", encoding="utf-8", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(COLUMNS)
+            w.writerows(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,558 @@
+#!/usr/bin/env python3
+"""PyTorch baseline for the blockfuse conv2d suite: cuDNN eager and torch.compile timings.
+
+Usage:
+  python3 bench/pytorch_baseline.py --suite workloads/conv2d.txt --out OUT.json \
+      [--dtype f16] [--only NAME ...] [--no-compile] [--seed N] [--no-tf32] [--cudagraph]
+
+For each `conv2d:` workload of the suite this builds random CUDA tensors (input NCHW in
+channels_last memory format, weight [k, c/groups, r, s]), runs F.conv2d (+ bias, + activation)
+eagerly and under torch.compile, times both with triton.testing.do_bench (median, L2 flushed
+between reps) and checks the compiled output against eager (relative L2 < 1e-2).
+
+Caveat: do_bench times each call between CUDA events, so for very small convolutions the
+host-side cost of a call (Python, torch.compile guards, kernel launch) can show up in the
+numbers; --cudagraph adds graph-replayed timings without it (but also without the L2 flush).
+
+The key parser below mirrors runtime/workload.cpp (same fields, defaults, validation and
+messages), so that keys are read the same way here as in the C++ harness; merge_results.py
+imports it to join results on canonical keys. Nothing in this module needs torch until a
+benchmark actually runs: `--help` and the parsing work without it.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import sys
+import traceback
+from dataclasses import dataclass
+
+ACTIVATIONS = ("none", "relu", "relu6", "silu", "gelu", "sigmoid")
+DTYPES = ("f32", "f16", "bf16")
+INT_MAX = 2**31 - 1
+
+# do_bench settings (warmup and rep are milliseconds of run time, not iteration counts).
+BENCH_WARMUP_MS = 25
+BENCH_REP_MS = 100
+REL_L2_TOL = 1e-2
+
+
+# ---------------------------------------------------------------------------------------------
+# Workload keys (mirror of runtime/workload.{h,cpp})
+# ---------------------------------------------------------------------------------------------
+
+class WorkloadError(ValueError):
+    """A key or suite file that cannot be read; the message names the field and value."""
+
+
+def _fail(key, msg):
+    raise WorkloadError(f"invalid workload '{key}': {msg}")
+
+
+def _parse_int(key, field, v):
+    # Optional sign, then decimal digits only (no spaces, no '0x', no '1e3'); int32 range.
+    if v == "":
+        _fail(key, f"field '{field}' has no value")
+    digits = v[1:] if v[0] in "+-" else v
+    if digits == "" or not all("0" <= ch <= "9" for ch in digits):
+        _fail(key, f"field '{field}' = '{v}' is not an integer")
+    x = int(v)
+    if x > INT_MAX or x < -INT_MAX - 1:
+        _fail(key, f"field '{field}' = '{v}' is out of range")
+    return x
+
+
+def split_key(key):
+    """'family:a=1,b=2' -> (family, [(name, value), ...]) in the order given."""
+    if key == "":
+        _fail(key, "empty key")
+    if ":" not in key:
+        _fail(key, "expected 'family:field=value,...' (no ':' found)")
+    family, rest = key.split(":", 1)
+    if family == "":
+        _fail(key, "missing family before ':'")
+    if rest == "":
+        _fail(key, "no fields after ':'")
+    if rest.endswith(","):
+        _fail(key, "trailing ','")
+    fields, seen = [], set()
+    for item in rest.split(","):
+        if item == "":
+            _fail(key, "empty field (two commas in a row?)")
+        if "=" not in item:
+            _fail(key, f"field '{item}' has no '='")
+        name, value = item.split("=", 1)
+        if name == "":
+            _fail(key, f"field with empty name ('{item}')")
+        if name in seen:
+            _fail(key, f"field '{name}' given twice")
+        seen.add(name)
+        fields.append((name, value))
+    return family, fields
+
+
+def key_family(key):
+    """The family of a key ('conv2d', 'mbconv', ...), or None if it has no 'family:' prefix."""
+    family, sep, _ = key.partition(":")
+    return family if sep and family else None
+
+
+@dataclass
+class Conv2dWorkload:
+    n: int = 0
+    c: int = 0
+    h: int = 0
+    w: int = 0
+    k: int = 0
+    r: int = 0  # kernel height
+    s: int = 0  # kernel width
+    stride_h: int = 1
+    stride_w: int = 1
+    pad_t: int = 0
+    pad_b: int = 0
+    pad_l: int = 0
+    pad_r: int = 0
+    dil_h: int = 1
+    dil_w: int = 1
+    groups: int = 1
+    bias: bool = False
+    act: str = "none"
+    dtype: str = "f32"
+
+    def out_h(self):
+        return (self.h + self.pad_t + self.pad_b - self.dil_h * (self.r - 1) - 1) // self.stride_h + 1
+
+    def out_w(self):
+        return (self.w + self.pad_l + self.pad_r - self.dil_w * (self.s - 1) - 1) // self.stride_w + 1
+
+
+def parse_conv2d(key):
+    """Parses and validates a `conv2d:` key; raises WorkloadError with a clear message."""
+    family, fields = split_key(key)
+    if family != "conv2d":
+        _fail(key, f"family '{family}' is not 'conv2d'")
+    f = dict(fields)
+    wl = Conv2dWorkload()
+
+    def take_int(name):
+        return _parse_int(key, name, f.pop(name)) if name in f else None
+
+    for req in ("n", "c", "h", "w", "k", "r", "s"):
+        v = take_int(req)
+        if v is None:
+            _fail(key, f"missing field '{req}'")
+        setattr(wl, req, v)
+
+    # A symmetric field (stride, pad, dil) and its per-side forms are exclusive.
+    def pair_field(both, sides):
+        v = take_int(both)
+        for side in sides:
+            if v is not None and side in f:
+                _fail(key, f"fields '{both}' and '{side}' are both given")
+            sv = v if v is not None else take_int(side)
+            if sv is not None:
+                setattr(wl, side, sv)
+
+    pair_field("stride", ("stride_h", "stride_w"))
+    pair_field("pad", ("pad_t", "pad_b", "pad_l", "pad_r"))
+    pair_field("dil", ("dil_h", "dil_w"))
+    g = take_int("groups")
+    if g is not None:
+        wl.groups = g
+    b = take_int("bias")
+    if b is not None:
+        if b not in (0, 1):
+            _fail(key, f"field 'bias' = {b} must be 0 or 1")
+        wl.bias = b == 1
+    if "act" in f:
+        a = f.pop("act")
+        if a not in ACTIVATIONS:
+            _fail(key, f"field 'act' = '{a}' is not one of {', '.join(ACTIVATIONS)}")
+        wl.act = a
+    if "dtype" in f:
+        d = f.pop("dtype")
+        if d not in DTYPES:
+            _fail(key, f"field 'dtype' = '{d}' is not supported (f32, f16, bf16)")
+        wl.dtype = d
+    if f:
+        _fail(key, f"unknown field '{sorted(f)[0]}'")
+    validate(wl, key)
+    return wl
+
+
+def validate(wl, key):
+    """Rejects impossible shapes, as the C++ validate() does."""
+    for name in ("n", "c", "h", "w", "k", "r", "s", "stride_h", "stride_w", "dil_h", "dil_w", "groups"):
+        v = getattr(wl, name)
+        if v <= 0:
+            _fail(key, f"field '{name}' = {v} must be positive")
+    for name in ("pad_t", "pad_b", "pad_l", "pad_r"):
+        v = getattr(wl, name)
+        if v < 0:
+            _fail(key, f"field '{name}' = {v} must not be negative")
+    if wl.c % wl.groups:
+        _fail(key, f"field 'groups' = {wl.groups} does not divide c = {wl.c}")
+    if wl.k % wl.groups:
+        _fail(key, f"field 'groups' = {wl.groups} does not divide k = {wl.k}")
+    span_h = wl.dil_h * (wl.r - 1) + 1
+    span_w = wl.dil_w * (wl.s - 1) + 1
+    if wl.h + wl.pad_t + wl.pad_b < span_h:
+        _fail(key, f"empty output: padded height {wl.h + wl.pad_t + wl.pad_b} is smaller than "
+                   f"the dilated kernel height {span_h}")
+    if wl.w + wl.pad_l + wl.pad_r < span_w:
+        _fail(key, f"empty output: padded width {wl.w + wl.pad_l + wl.pad_r} is smaller than "
+                   f"the dilated kernel width {span_w}")
+    for what, dims in (("input", (wl.n, wl.c, wl.h, wl.w)),
+                       ("weight", (wl.k, wl.c // wl.groups, wl.r, wl.s)),
+                       ("output", (wl.n, wl.k, wl.out_h(), wl.out_w()))):
+        if math.prod(dims) > INT_MAX:
+            _fail(key, f"{what} tensor has more than 2^31 elements")
+
+
+def to_key(wl):
+    """Canonical key, byte-for-byte as the C++ to_key() prints it."""
+    parts = [f"conv2d:n={wl.n},c={wl.c},h={wl.h},w={wl.w},k={wl.k},r={wl.r},s={wl.s}"]
+    if wl.stride_h == wl.stride_w:
+        parts.append(f"stride={wl.stride_h}")
+    else:
+        parts.append(f"stride_h={wl.stride_h},stride_w={wl.stride_w}")
+    if wl.pad_t == wl.pad_b == wl.pad_l == wl.pad_r:
+        parts.append(f"pad={wl.pad_t}")
+    else:
+        parts.append(f"pad_t={wl.pad_t},pad_b={wl.pad_b},pad_l={wl.pad_l},pad_r={wl.pad_r}")
+    if wl.dil_h != wl.dil_w:
+        parts.append(f"dil_h={wl.dil_h},dil_w={wl.dil_w}")
+    elif wl.dil_h != 1:
+        parts.append(f"dil={wl.dil_h}")
+    parts.append(f"groups={wl.groups}")
+    if wl.bias:
+        parts.append("bias=1")
+    if wl.act != "none":
+        parts.append(f"act={wl.act}")
+    parts.append(f"dtype={wl.dtype}")
+    return ",".join(parts)
+
+
+def canonical_key(key):
+    """Canonical form of a conv2d key (so that 'pad=1' and 'pad_t=1,...' compare equal);
+    other families and unparsable keys are returned stripped but otherwise unchanged."""
+    key = key.strip()
+    if key_family(key) == "conv2d":
+        try:
+            return to_key(parse_conv2d(key))
+        except WorkloadError:
+            pass
+    return key
+
+
+def load_suite(path):
+    """Lines '<name> <key>'; '#' starts a comment; blank lines are skipped.
+    Returns [(name, key)]; raises WorkloadError 'path:line: ...' on a malformed line."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except OSError as e:
+        raise WorkloadError(f"cannot open suite file '{path}': {e.strerror}") from None
+    entries = []
+    for lineno, line in enumerate(lines, 1):
+        tokens = line.split("#", 1)[0].split()
+        if not tokens:
+            continue
+        if len(tokens) != 2:
+            raise WorkloadError(f"{path}:{lineno}: expected '<name> <key>'")
+        entries.append((tokens[0], tokens[1]))
+    return entries
+
+
+def conv_call_args(wl):
+    """How the workload maps onto torch calls (pure Python, so it is testable without torch).
+
+    Returns a dict: 'pre_pad' is None or the F.pad tuple (left, right, top, bottom) for padding
+    that conv2d cannot express (top != bottom or left != right); 'padding', 'stride',
+    'dilation', 'groups' are F.conv2d arguments."""
+    if wl.pad_t == wl.pad_b and wl.pad_l == wl.pad_r:
+        pre_pad, padding = None, (wl.pad_t, wl.pad_l)  # conv2d pads natively: no extra kernel
+    else:
+        pre_pad, padding = (wl.pad_l, wl.pad_r, wl.pad_t, wl.pad_b), (0, 0)
+    return {"pre_pad": pre_pad, "padding": padding, "stride": (wl.stride_h, wl.stride_w),
+            "dilation": (wl.dil_h, wl.dil_w), "groups": wl.groups}
+
+
+# ---------------------------------------------------------------------------------------------
+# Benchmarking (torch and triton are imported here only)
+# ---------------------------------------------------------------------------------------------
+
+def _torch_dtype(torch, name):
+    return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[name]
+
+
+def _make_conv_fn(wl):
+    """The function that is timed: [F.pad] -> F.conv2d (+bias) -> activation."""
+    import torch
+    import torch.nn.functional as F
+
+    a = conv_call_args(wl)
+    act = {
+        "none": None,
+        "relu": F.relu,
+        "relu6": F.relu6,
+        "silu": F.silu,
+        "gelu": lambda y: F.gelu(y, approximate="tanh"),  # same tanh formula as the C++ side
+        "sigmoid": torch.sigmoid,
+    }[wl.act]
+
+    def conv(x, weight, bias):
+        if a["pre_pad"] is not None:
+            x = F.pad(x, a["pre_pad"])
+        y = F.conv2d(x, weight, bias, stride=a["stride"], padding=a["padding"],
+                     dilation=a["dilation"], groups=a["groups"])
+        return act(y) if act is not None else y
+
+    return conv
+
+
+def _make_inputs(wl, seed):
+    import torch
+
+    dt = _torch_dtype(torch, wl.dtype)
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    cg = wl.c // wl.groups
+    x = torch.randn(wl.n, wl.c, wl.h, wl.w, device="cuda", dtype=dt, generator=g)
+    x = x.contiguous(memory_format=torch.channels_last)
+    # Weights scaled by 1/sqrt(fan_in) keep outputs O(1) (no f16 overflow on wide reductions).
+    weight = torch.randn(wl.k, cg, wl.r, wl.s, device="cuda", dtype=dt, generator=g)
+    weight = (weight / math.sqrt(cg * wl.r * wl.s)).contiguous(memory_format=torch.channels_last)
+    bias = torch.randn(wl.k, device="cuda", dtype=dt, generator=g) if wl.bias else None
+    return x, weight, bias
+
+
+def _rel_l2(got, ref):
+    """||got - ref|| / ||ref|| in float64 (0 when both are zero; inf if only ref is zero)."""
+    got, ref = got.double(), ref.double()
+    num, den = (got - ref).norm().item(), ref.norm().item()
+    if den == 0.0:
+        return 0.0 if num == 0.0 else math.inf
+    return num / den
+
+
+def _bench(fn):
+    from triton.testing import do_bench
+
+    return float(do_bench(fn, warmup=BENCH_WARMUP_MS, rep=BENCH_REP_MS, return_mode="median"))
+
+
+def _bench_graph(fn):
+    """GPU time without host launch overhead: fn replayed from a CUDA graph. No L2 flush
+    between calls, so small working sets stay in L2 (an optimistic number)."""
+    from triton.testing import do_bench_cudagraph
+
+    return float(do_bench_cudagraph(fn, rep=BENCH_REP_MS, return_mode="median"))
+
+
+def run_workload(name, suite_key, dtype_override, use_compile, seed, cudagraph=False):
+    """Times one conv2d workload; returns its result record (raises on eager failure)."""
+    import time
+    import torch
+
+    wl = parse_conv2d(suite_key)
+    if dtype_override:
+        wl.dtype = dtype_override
+    rec = {"name": name, "key": to_key(wl), "suite_key": suite_key, "dtype": wl.dtype,
+           "eager_ms": None, "eager_ms_repeat": None, "compile_ms": None, "compile_error": None,
+           "compile_s": None, "compile_rel_l2": None, "compile_check_ok": None, "error": None}
+    conv = _make_conv_fn(wl)
+    x, weight, bias = _make_inputs(wl, seed)
+
+    with torch.no_grad():
+        ref = conv(x, weight, bias)  # eager result (also the first cudnn.benchmark call)
+        torch.cuda.synchronize()
+        expected = (wl.n, wl.k, wl.out_h(), wl.out_w())  # same shape as the C++ side computes
+        if tuple(ref.shape) != expected:
+            raise RuntimeError(f"output shape {tuple(ref.shape)} != expected {expected}")
+        rec["eager_ms"] = _bench(lambda: conv(x, weight, bias))
+
+        if use_compile:
+            try:
+                torch._dynamo.reset()  # compile each workload fresh and static-shaped
+                compiled = torch.compile(conv, dynamic=False)
+                t0 = time.perf_counter()
+                out = compiled(x, weight, bias)  # compilation happens on this first call
+                torch.cuda.synchronize()
+                rec["compile_s"] = round(time.perf_counter() - t0, 3)
+                rel = _rel_l2(out, ref)
+                rec["compile_rel_l2"] = rel if math.isfinite(rel) else str(rel)
+                rec["compile_check_ok"] = bool(rel < REL_L2_TOL)
+                rec["compile_ms"] = _bench(lambda: compiled(x, weight, bias))
+            except Exception as e:  # recorded, not fatal: the eager numbers still stand
+                rec["compile_ms"] = None
+                rec["compile_error"] = f"{type(e).__name__}: {e}"
+
+        # Second eager timing after the compile run: the spread shows the measurement noise.
+        rec["eager_ms_repeat"] = _bench(lambda: conv(x, weight, bias))
+
+        if cudagraph:  # optional extra: timings free of host (Python/launch) overhead
+            rec["eager_graph_ms"] = rec["compile_graph_ms"] = rec["graph_error"] = None
+            try:
+                rec["eager_graph_ms"] = _bench_graph(lambda: conv(x, weight, bias))
+                if rec["compile_ms"] is not None:
+                    rec["compile_graph_ms"] = _bench_graph(lambda: compiled(x, weight, bias))
+            except Exception as e:
+                rec["graph_error"] = f"{type(e).__name__}: {e}"
+    return rec
+
+
+def _context(args):
+    import torch
+    import triton
+
+    return {
+        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": list(sys.argv),
+        "python": platform.python_version(),
+        "host": platform.node(),
+        "torch_version": torch.__version__,
+        "triton_version": triton.__version__,
+        "cuda_version": torch.version.cuda,
+        "cudnn_version": torch.backends.cudnn.version(),
+        "gpu": torch.cuda.get_device_name(),
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+        "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "timing": {"tool": "triton.testing.do_bench", "warmup_ms": BENCH_WARMUP_MS,
+                   "rep_ms": BENCH_REP_MS, "return_mode": "median", "l2_flush": True},
+        "compile": {"enabled": not args.no_compile, "mode": "default", "dynamic": False},
+        "cudagraph_timing": args.cudagraph,
+        "rel_l2_tol": REL_L2_TOL,
+        "seed": args.seed,
+        "dtype_override": args.dtype,
+        "suite": args.suite,
+    }
+
+
+def _write_json(path, doc):
+    # Write to a temporary file then rename, so a crash never leaves a half-written file.
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=2)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+def _fmt(x, spec=".4f"):
+    return "n/a" if x is None else format(x, spec)
+
+
+def print_table(results):
+    head = f"{'workload':<24} {'dtype':<5} {'eager ms':>10} {'eager rpt':>10} {'compile ms':>10}  check"
+    print(head)
+    print("-" * len(head))
+    for r in results:
+        if r.get("error"):
+            check = "ERROR: " + r["error"].splitlines()[0][:60]
+        elif r.get("compile_error"):
+            check = "compile failed: " + r["compile_error"].splitlines()[0][:60]
+        elif r.get("compile_check_ok") is None:
+            check = "-"
+        else:
+            check = "ok" if r["compile_check_ok"] else "MISMATCH"
+            check += f" (rel_l2={r['compile_rel_l2']})" if isinstance(r["compile_rel_l2"], str) \
+                else f" (rel_l2={r['compile_rel_l2']:.2e})"
+        print(f"{r['name']:<24} {str(r.get('dtype') or '-'):<5} {_fmt(r['eager_ms']):>10} {_fmt(r['eager_ms_repeat']):>10} "
+              f"{_fmt(r['compile_ms']):>10}  {check}")
+
+
+def build_arg_parser():
+    p = argparse.ArgumentParser(
+        description="Time PyTorch eager (cuDNN) and torch.compile on the conv2d workloads of a suite.")
+    p.add_argument("--suite", required=True, help="suite file: lines '<name> <key>', '#' comments")
+    p.add_argument("--out", required=True, help="output JSON path")
+    p.add_argument("--dtype", choices=DTYPES, default=None,
+                   help="override the dtype of every workload (the recorded key shows the override)")
+    p.add_argument("--only", nargs="+", action="extend", metavar="NAME", default=None,
+                   help="run only these workload names (may be repeated)")
+    p.add_argument("--no-compile", action="store_true", help="skip torch.compile (eager only)")
+    p.add_argument("--seed", type=int, default=0, help="random seed for inputs (default 0)")
+    p.add_argument("--cudagraph", action="store_true",
+                   help="also time eager and compiled replayed from a CUDA graph "
+                        "(triton.testing.do_bench_cudagraph: no host launch overhead, no L2 flush) "
+                        "into eager_graph_ms / compile_graph_ms")
+    p.add_argument("--no-tf32", action="store_true",
+                   help="disable TF32 in cuDNN/cuBLAS for f32 workloads (PyTorch's default allows "
+                        "TF32 convolutions; the setting is recorded in the context either way)")
+    return p
+
+
+def main(argv=None):
+    args = build_arg_parser().parse_args(argv)
+    try:
+        entries = load_suite(args.suite)
+    except WorkloadError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.only:
+        names = {n for n, _ in entries}
+        unknown = [n for n in args.only if n not in names]
+        if unknown:
+            print(f"error: --only names not in {args.suite}: {', '.join(unknown)}", file=sys.stderr)
+            return 2
+        entries = [(n, k) for n, k in entries if n in set(args.only)]
+
+    import torch
+
+    if not torch.cuda.is_available():
+        print("error: CUDA is not available (this baseline times GPU kernels)", file=sys.stderr)
+        return 2
+    torch.backends.cudnn.benchmark = True
+    if args.no_tf32:
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+    doc = {"context": _context(args), "results": [], "skipped": []}
+    n_errors = 0
+    for i, (name, key) in enumerate(entries, 1):
+        family = key_family(key)
+        if family != "conv2d":
+            note = f"family '{family}' is not supported by this baseline" if family else "key has no family"
+            print(f"[{i}/{len(entries)}] skip {name}: {note}")
+            doc["skipped"].append({"name": name, "key": key, "reason": note})
+            continue
+        print(f"[{i}/{len(entries)}] {name} {key}", flush=True)
+        try:
+            rec = run_workload(name, key, args.dtype, not args.no_compile, args.seed, args.cudagraph)
+        except Exception as e:  # record and carry on with the next workload
+            n_errors += 1
+            wl = _safe_parse(key)
+            if wl is not None and args.dtype:
+                wl.dtype = args.dtype
+            rec = {"name": name, "key": to_key(wl) if wl else key, "suite_key": key,
+                   "dtype": wl.dtype if wl else args.dtype,
+                   "eager_ms": None, "eager_ms_repeat": None, "compile_ms": None,
+                   "compile_error": None, "error": f"{type(e).__name__}: {e}",
+                   "traceback": traceback.format_exc()}
+            print(f"    error: {rec['error']}", file=sys.stderr)
+        doc["results"].append(rec)
+        _write_json(args.out, doc)  # after every workload: partial results survive a crash
+        try:
+            torch.cuda.empty_cache()
+        except Exception:
+            pass
+
+    _write_json(args.out, doc)
+    print()
+    print_table(doc["results"])
+    print(f"\nwrote {args.out} ({len(doc['results'])} workloads, {len(doc['skipped'])} skipped, "
+          f"{n_errors} errors)")
+    return 1 if n_errors else 0
+
+
+def _safe_parse(key):
+    try:
+        return parse_conv2d(key)
+    except WorkloadError:
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

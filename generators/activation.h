@@ -1,0 +1,40 @@
+// Element-wise activations shared by every algorithm. Pure expressions: no scheduling here.
+#pragma once
+#include "Halide.h"
+#include <string>
+
+namespace blockfuse {
+
+// The numeric ids are part of the kernels' ABI (the `activation` runtime argument).
+enum class Activation : int { none = 0, relu = 1, relu6 = 2, silu = 3, gelu = 4, sigmoid = 5 };
+
+// GELU is the tanh approximation (PyTorch's gelu(approximate="tanh")): Halide has no erf,
+// and the float64 reference and the PyTorch baseline use the same formula.
+inline Halide::Expr apply_activation(const Halide::Expr &x, Activation a) {
+    using namespace Halide;
+    switch (a) {
+    case Activation::none: return x;
+    case Activation::relu: return max(x, 0.0f);
+    case Activation::relu6: return clamp(x, 0.0f, 6.0f);
+    case Activation::silu: return x / (1.0f + exp(-x));
+    case Activation::gelu: {
+        Expr inner = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+        return 0.5f * x * (1.0f + tanh(inner));
+    }
+    case Activation::sigmoid: return 1.0f / (1.0f + exp(-x));
+    }
+    return x;
+}
+
+// Activation chosen at run time by id (conv2d family kernels take it as an argument).
+inline Halide::Expr apply_activation(const Halide::Expr &x, const Halide::Expr &id) {
+    using namespace Halide;
+    return select(id == int(Activation::relu), apply_activation(x, Activation::relu),
+                  id == int(Activation::relu6), apply_activation(x, Activation::relu6),
+                  id == int(Activation::silu), apply_activation(x, Activation::silu),
+                  id == int(Activation::gelu), apply_activation(x, Activation::gelu),
+                  id == int(Activation::sigmoid), apply_activation(x, Activation::sigmoid),
+                  x);
+}
+
+}  // namespace blockfuse

@@ -1,0 +1,105 @@
+// Thin Generator over the conv2d algorithm: shape knobs and schedule knobs are
+// GeneratorParams; the algorithm and the schedules are plain functions it calls, so Halide JIT
+// (autotuner, kernels regenerated for new shapes) uses the very same code.
+#include "Halide.h"
+#include "generators/activation.h"
+#include "generators/conv2d_algorithm.h"
+#include "schedules/conv2d_schedule.h"
+
+namespace {
+using namespace Halide;
+using blockfuse::ConvKind;
+
+class Conv2dGenerator : public Generator<Conv2dGenerator> {
+public:
+    GeneratorParam<ConvKind> kind{"kind", ConvKind::general,
+                                  {{"general", ConvKind::general},
+                                   {"pointwise", ConvKind::pointwise},
+                                   {"depthwise", ConvKind::depthwise}}};
+    // 0: kernel size taken from the weights buffer; >0: a static square kernel (unrolled).
+    GeneratorParam<int> kernel_size{"kernel_size", 0};
+    // GPU schedule knobs (see schedules/conv2d_schedule.h for the space).
+    GeneratorParam<int> vec_k{"vec_k", 2};
+    GeneratorParam<int> threads_k{"threads_k", 32};
+    GeneratorParam<int> threads_x{"threads_x", 4};
+    GeneratorParam<int> tile_x{"tile_x", 2};
+    GeneratorParam<int> tile_y{"tile_y", 2};
+    GeneratorParam<int> unroll_reduction{"unroll_reduction", 1};
+    // CPU schedule knobs.
+    GeneratorParam<int> cpu_vec_k{"cpu_vec_k", 8};
+    GeneratorParam<int> cpu_tile_x{"cpu_tile_x", 4};
+
+    // Storage types come from the automatic `input.type` / `weights.type` / `output.type` params.
+    Input<Buffer<void, 4>> input{"input"};      // (c, x, y, n)
+    Input<Buffer<void, 4>> weights{"weights"};  // (k, cg, kx, ky)
+    Input<Buffer<float, 1>> bias{"bias"};       // (k), f32 (BN folded in)
+    Input<int> stride_x{"stride_x"}, stride_y{"stride_y"};
+    Input<int> dilation_x{"dilation_x"}, dilation_y{"dilation_y"};
+    Input<int> pad_left{"pad_left"}, pad_top{"pad_top"};
+    Input<int> groups{"groups"};
+    Input<int> activation{"activation"};
+    Output<Buffer<void, 4>> output{"output"};   // (k, x, y, n)
+
+    void generate() {
+        blockfuse::Conv2dGeometry g;
+        g.in_width = input.dim(1).extent();
+        g.in_height = input.dim(2).extent();
+        Expr K = weights.dim(0).extent();
+        switch (kind) {
+        case ConvKind::general:
+            g.groups = groups;
+            g.in_channels_per_group = weights.dim(1).extent();
+            break;
+        case ConvKind::pointwise:
+            g.groups = 1;
+            g.in_channels_per_group = weights.dim(1).extent();
+            break;
+        case ConvKind::depthwise:  // groups = C, one input channel per group, K = C * multiplier
+            g.groups = input.dim(0).extent();
+            g.in_channels_per_group = 1;
+            break;
+        }
+        g.out_channels_per_group = K / g.groups;
+        const bool static_kernel = kind == ConvKind::pointwise || kernel_size > 0;
+        const int ks = kind == ConvKind::pointwise ? 1 : int(kernel_size);
+        g.kernel_w = static_kernel ? Expr(ks) : weights.dim(2).extent();
+        g.kernel_h = static_kernel ? Expr(ks) : weights.dim(3).extent();
+        g.stride_x = stride_x;
+        g.stride_y = stride_y;
+        g.dilation_x = dilation_x;
+        g.dilation_y = dilation_y;
+        g.pad_left = pad_left;
+        g.pad_top = pad_top;
+
+        Expr act = activation;
+        auto f = blockfuse::conv2d(
+            input, weights, bias, g,
+            [act](const Expr &a, const std::vector<Var> &) { return blockfuse::apply_activation(a, act); },
+            output.type(), "conv2d");
+        output(f.output.args()) = f.output(f.output.args());
+
+        // The output wrapper is what gets scheduled: alias the algorithm's output to it.
+        f.output.compute_inline();
+        blockfuse::Conv2dFuncs sched = f;
+        sched.output = output;
+        if (get_target().has_gpu_feature()) {
+            blockfuse::Conv2dGpuKnobs kn{vec_k, threads_k, threads_x, tile_x, tile_y, unroll_reduction};
+            blockfuse::schedule_conv2d_gpu(sched, kind, kn, static_kernel);
+        } else {
+            blockfuse::schedule_conv2d_cpu(sched, kind, {cpu_vec_k, cpu_tile_x}, static_kernel);
+        }
+
+        // Shapes the kernel relies on; the runtime validates workloads before calling, these
+        // turn anything that slips through into a Halide error instead of a bad access.
+        weights.dim(2).set_min(0);
+        weights.dim(3).set_min(0);
+        if (static_kernel) {
+            weights.dim(2).set_extent(ks);
+            weights.dim(3).set_extent(ks);
+        }
+    }
+};
+
+}  // namespace
+
+HALIDE_REGISTER_GENERATOR(Conv2dGenerator, conv2d)

@@ -1,0 +1,27 @@
+// Conversions between storage types and the f32 compute type. bf16 is converted with integer
+// bit operations: Halide 21's PTX backend hits an LLVM "Invalid cast" assertion on native
+// bf16 casts (seen building host-cuda-cuda_capability_80), and the bit form is exact anyway.
+#pragma once
+#include "Halide.h"
+
+namespace blockfuse {
+
+inline Halide::Expr to_f32(const Halide::Expr &e) {
+    using namespace Halide;
+    if (e.type().is_bfloat())
+        return reinterpret(Float(32), cast(UInt(32), reinterpret(UInt(16), e)) << 16);
+    return cast<float>(e);
+}
+
+// Round to nearest even, as PyTorch does.
+inline Halide::Expr from_f32(const Halide::Type &t, const Halide::Expr &f) {
+    using namespace Halide;
+    if (t.is_bfloat()) {
+        Expr bits = reinterpret(UInt(32), f);
+        Expr rounded = (bits + (Expr(uint32_t(0x7fff)) + ((bits >> 16) & 1))) >> 16;
+        return reinterpret(t, cast(UInt(16), rounded));
+    }
+    return cast(t, f);
+}
+
+}  // namespace blockfuse

@@ -1,0 +1,45 @@
+#include "runtime/ceilings.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/timing.h"
+
+namespace blockfuse {
+namespace {
+const char *kCeilingPtx =
+#include "ceiling_kernels.ptx.inc"
+    ;
+}
+
+Ceilings measure_ceilings() {
+    Ceilings c;
+    cuda::make_current();
+    TimingOptions opt;
+    opt.min_samples = 10;
+    opt.min_seconds = 0;
+    opt.max_samples = 10;
+    opt.flush_l2 = false;
+
+    const size_t bytes = size_t(1) << 30;  // far beyond L2
+    uintptr_t src = cuda::mem_alloc(bytes), dst = cuda::mem_alloc(bytes);
+    cuda::memset_d8(src, 1, bytes);
+    auto copy = time_interleaved({[&] { cuda::memcpy_dtod(dst, src, bytes); }}, true, opt);
+    c.copy_gbps = 2.0 * bytes / (copy[0].median_ms * 1e-3) / 1e9;
+    cuda::mem_free(src);
+    cuda::mem_free(dst);
+
+    cuda::Module mod(kCeilingPtx);
+    const unsigned block = 256, grid = unsigned(cuda::device().sm_count) * 8;
+    uintptr_t out = cuda::mem_alloc(size_t(grid) * block * sizeof(float));
+    float b = 0.999f, cc = 1e-3f;
+    int iters = 4096;
+    void *args[] = {&out, &b, &cc, &iters};
+    const double fmas = double(grid) * block * iters * 16 * 8;
+    auto f32 = time_interleaved({[&] { mod.launch("ffma_f32", grid, block, args); }}, true, opt);
+    auto f16 = time_interleaved({[&] { mod.launch("hfma2_f16", grid, block, args); }}, true, opt);
+    c.ffma_f32_tflops = 2 * fmas / (f32[0].median_ms * 1e-3) / 1e12;
+    c.hfma2_f16_tflops = 4 * fmas / (f16[0].median_ms * 1e-3) / 1e12;  // 2 lanes x 2 ops
+    cuda::mem_free(out);
+    c.measured = true;
+    return c;
+}
+
+}  // namespace blockfuse

@@ -1,0 +1,132 @@
+#include "runtime/conv2d.h"
+#include "runtime/cuda_driver.h"
+#include <algorithm>
+#include <sstream>
+
+namespace blockfuse {
+namespace {
+thread_local std::string g_last_halide_error;
+void halide_error_to_string(void *, const char *msg) {
+    g_last_halide_error = msg;
+    while (!g_last_halide_error.empty() && g_last_halide_error.back() == '\n') g_last_halide_error.pop_back();
+}
+const char *kind_name(ConvKindTag k) {
+    switch (k) {
+    case ConvKindTag::general: return "general";
+    case ConvKindTag::pointwise: return "pointwise";
+    case ConvKindTag::depthwise: return "depthwise";
+    }
+    return "?";
+}
+long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+}  // namespace
+
+void install_halide_error_handler() { halide_set_error_handler(&halide_error_to_string); }
+
+Conv2dTensors make_conv2d_tensors(const Conv2dWorkload &w) {
+    Conv2dTensors t;
+    t.input = make_tensor(w.dtype, {w.c, w.w, w.h, w.n});
+    t.weights = make_tensor(w.dtype, {w.k, w.c / w.groups, w.s, w.r});
+    t.bias = Halide::Runtime::Buffer<float>(w.k);
+    t.bias.fill(0.0f);
+    t.output = make_tensor(w.dtype, {w.k, w.out_w(), w.out_h(), w.n});
+    return t;
+}
+
+void randomize(Conv2dTensors &t, const Conv2dWorkload &w, std::mt19937_64 &rng) {
+    fill_uniform(t.input, w.dtype, rng, -1.0, 1.0);
+    fill_uniform(t.weights, w.dtype, rng, -1.0, 1.0);
+    std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+    if (w.bias) t.bias.for_each_value([&](float &b) { b = d(rng); });
+    t.bias.set_host_dirty();
+    poison(t.output, w.dtype);
+}
+
+std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, Device device) {
+    std::vector<const KernelVariant *> out;
+    for (const auto &v : all_kernels()) {
+        if (v.family != "conv2d" || v.device != device || v.dtype != w.dtype) continue;
+        if (v.kind != kind_name(w.kind())) continue;
+        int ks = v.knob("kernel_size", 0);
+        if (ks != 0 && (w.r != ks || w.s != ks)) continue;
+        out.push_back(&v);
+    }
+    // Static kernel size first; then variants whose channel tile divides K (no idle lanes).
+    auto score = [&](const KernelVariant *v) {
+        int s = 0;
+        if (v->knob("kernel_size", 0) != 0) s += 2;
+        int tile = v->knob("threads_k", 32) * v->knob("vec_k", 2);
+        if (v->device != Device::cpu && w.k % tile == 0) s += 1;
+        return s;
+    };
+    std::stable_sort(out.begin(), out.end(), [&](auto *a, auto *b) { return score(a) > score(b); });
+    return out;
+}
+
+const KernelVariant &select_conv2d(const Conv2dWorkload &w, Device device) {
+    auto c = conv2d_candidates(w, device);
+    if (c.empty())
+        throw KernelError(std::string("no ") + device_name(device) + " conv2d kernel built for " + to_key(w) +
+                          " (kind " + kind_name(w.kind()) + ", dtype " + dtype_name(w.dtype) + ")");
+    return *c.front();
+}
+
+LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w) {
+    LaunchShape s;
+    if (v.device == Device::cpu) return s;
+    int tk = v.knob("threads_k", 32), vk = v.knob("vec_k", 2), tx = v.knob("threads_x", 4);
+    int rx = v.knob("tile_x", 2), ry = v.knob("tile_y", 2);
+    s.threads = tk * tx;
+    s.grid[0] = ceil_div(w.k, 1LL * tk * vk);
+    s.grid[1] = ceil_div(w.out_w(), 1LL * tx * rx);
+    s.grid[2] = ceil_div(w.out_h(), ry) * w.n;
+    return s;
+}
+
+void check_launch(const KernelVariant &v, const Conv2dWorkload &w) {
+    if (v.device == Device::cpu) return;
+    LaunchShape s = conv2d_launch_shape(v, w);
+    int max_threads = 1024, max_shared = 48 * 1024;
+    if (v.device == Device::cuda && cuda::device().available) {
+        max_threads = cuda::device().max_threads_per_block;
+        max_shared = cuda::device().max_shared_per_block_optin;
+    }
+    const long long max_grid[3] = {2147483647LL, 65535, 65535};
+    std::ostringstream why;
+    if (s.threads > max_threads)
+        why << s.threads << " threads per block exceed the device limit of " << max_threads;
+    else if (s.shared_bytes > max_shared)
+        why << s.shared_bytes << " bytes of shared memory exceed the device limit of " << max_shared;
+    else
+        for (int d = 0; d < 3; ++d)
+            if (s.grid[d] > max_grid[d]) {
+                why << "grid dimension " << "xyz"[d] << " = " << s.grid[d] << " exceeds the limit of " << max_grid[d];
+                break;
+            }
+    if (!why.str().empty())
+        throw KernelError("launch rejected before running: kernel " + v.name + " on " + to_key(w) + ": " + why.str());
+}
+
+void run_conv2d(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &t) {
+    check_launch(v, w);
+    auto fn = reinterpret_cast<Conv2dFn>(v.fn);
+    g_last_halide_error.clear();
+    int rc = fn(t.input.raw_buffer(), t.weights.raw_buffer(), t.bias.raw_buffer(), w.stride_w, w.stride_h,
+                w.dil_w, w.dil_h, w.pad_l, w.pad_t, w.groups, int(w.act), t.output.raw_buffer());
+    if (rc != 0)
+        throw KernelError("kernel " + v.name + " failed on " + to_key(w) + ": " +
+                          (g_last_halide_error.empty() ? "Halide error " + std::to_string(rc) : g_last_halide_error));
+}
+
+double conv2d_flops(const Conv2dWorkload &w) {
+    return 2.0 * w.n * w.k * double(w.out_h()) * w.out_w() * (w.c / w.groups) * w.r * w.s;
+}
+
+double conv2d_bytes(const Conv2dWorkload &w) {
+    double e = dtype_bytes(w.dtype);
+    double in = double(w.n) * w.c * w.h * w.w, wt = double(w.k) * (w.c / w.groups) * w.r * w.s;
+    double out = double(w.n) * w.k * w.out_h() * w.out_w();
+    return e * (in + wt + out) + (w.bias ? 4.0 * w.k : 0.0);
+}
+
+}  // namespace blockfuse

@@ -1,0 +1,55 @@
+// Running the conv2d family: tensors for a workload, choosing a kernel variant, checking its
+// launch against the device, calling it, and the tensor-machine accounting.
+#pragma once
+#include "runtime/kernel_registry.h"
+#include "runtime/tensor.h"
+#include "runtime/workload.h"
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+namespace blockfuse {
+
+// A kernel that cannot or did not run: carries one clear message.
+struct KernelError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct Conv2dTensors {
+    Tensor input;    // (c, x, y, n)
+    Tensor weights;  // (k, cg, kx, ky)
+    Halide::Runtime::Buffer<float> bias;  // (k); zeros when the workload has no bias
+    Tensor output;   // (k, ox, oy, n)
+};
+
+Conv2dTensors make_conv2d_tensors(const Conv2dWorkload &w);
+// Fresh random input/weights/bias (bias only if w.bias); output poisoned with NaN.
+void randomize(Conv2dTensors &t, const Conv2dWorkload &w, std::mt19937_64 &rng);
+
+// Variants that can run this workload on `device`, most specialized first.
+std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, Device device);
+// The default choice; throws KernelError naming the workload if none exists.
+const KernelVariant &select_conv2d(const Conv2dWorkload &w, Device device);
+
+// Launch geometry of a GPU variant for a workload (blocks and threads per block).
+struct LaunchShape {
+    long long grid[3] = {1, 1, 1};
+    int threads = 0;
+    int shared_bytes = 0;
+};
+LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w);
+// Throws KernelError if the launch would exceed the device's limits (threads per block,
+// grid dims, shared memory). No-op for CPU variants.
+void check_launch(const KernelVariant &v, const Conv2dWorkload &w);
+
+// Runs one variant; throws KernelError with Halide's message on failure.
+void run_conv2d(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &t);
+
+// Tensor-machine accounting: 2 ops per MAC; compulsory DRAM bytes = each tensor once.
+double conv2d_flops(const Conv2dWorkload &w);
+double conv2d_bytes(const Conv2dWorkload &w);
+
+// Routes Halide runtime errors into KernelError messages (call once at start-up).
+void install_halide_error_handler();
+
+}  // namespace blockfuse

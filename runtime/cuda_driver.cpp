@@ -1,0 +1,200 @@
+#include "runtime/cuda_driver.h"
+#include <HalideRuntimeCuda.h>
+#include <dlfcn.h>
+#include <stdexcept>
+
+namespace blockfuse::cuda {
+namespace {
+
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = void *;
+using CUevent = void *;
+using CUstream = void *;
+using CUmodule = void *;
+using CUfunction = void *;
+using CUdeviceptr = unsigned long long;
+
+// Attribute ids from cuda.h (stable ABI values).
+enum : int {
+    ATTR_MAX_THREADS_PER_BLOCK = 1,
+    ATTR_MAX_SHARED_PER_BLOCK = 8,
+    ATTR_CLOCK_RATE = 13,
+    ATTR_SM_COUNT = 16,
+    ATTR_MEMORY_CLOCK_RATE = 36,
+    ATTR_BUS_WIDTH = 37,
+    ATTR_L2_SIZE = 38,
+    ATTR_CC_MAJOR = 75,
+    ATTR_CC_MINOR = 76,
+    ATTR_MAX_SHARED_PER_BLOCK_OPTIN = 97,
+};
+
+struct Api {
+    void *lib = nullptr;
+    CUresult (*cuInit)(unsigned);
+    CUresult (*cuDriverGetVersion)(int *);
+    CUresult (*cuDeviceGetCount)(int *);
+    CUresult (*cuDeviceGet)(CUdevice *, int);
+    CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+    CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*cuCtxSetCurrent)(CUcontext);
+    CUresult (*cuCtxSynchronize)();
+    CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*cuMemFree)(CUdeviceptr);
+    CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*cuEventCreate)(CUevent *, unsigned);
+    CUresult (*cuEventDestroy)(CUevent);
+    CUresult (*cuEventRecord)(CUevent, CUstream);
+    CUresult (*cuEventSynchronize)(CUevent);
+    CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+    CUresult (*cuModuleUnload)(CUmodule);
+    CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               unsigned, unsigned, CUstream, void **, void **);
+    CUresult (*cuGetErrorString)(CUresult, const char **);
+    CUcontext ctx = nullptr;
+    CUdevice dev = 0;
+};
+
+Api &api() {
+    static Api a;
+    return a;
+}
+
+template <typename F>
+bool load(void *lib, F *dst, const char *name) {
+    *dst = reinterpret_cast<F>(dlsym(lib, name));
+    return *dst != nullptr;
+}
+
+void check(CUresult r, const char *call) {
+    if (r == 0) return;
+    const char *s = "unknown error";
+    if (api().cuGetErrorString) api().cuGetErrorString(r, &s);
+    throw std::runtime_error(std::string("CUDA error in ") + call + ": " + s + " (" + std::to_string(r) + ")");
+}
+
+DeviceInfo probe() {
+    DeviceInfo info;
+    Api &a = api();
+    a.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (!a.lib) {
+        info.reason = "no CUDA driver on this machine (libcuda.so.1 not found)";
+        return info;
+    }
+    bool ok = load(a.lib, &a.cuInit, "cuInit") && load(a.lib, &a.cuDriverGetVersion, "cuDriverGetVersion") &&
+              load(a.lib, &a.cuDeviceGetCount, "cuDeviceGetCount") && load(a.lib, &a.cuDeviceGet, "cuDeviceGet") &&
+              load(a.lib, &a.cuDeviceGetName, "cuDeviceGetName") &&
+              load(a.lib, &a.cuDeviceGetAttribute, "cuDeviceGetAttribute") &&
+              load(a.lib, &a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") &&
+              load(a.lib, &a.cuCtxSetCurrent, "cuCtxSetCurrent") && load(a.lib, &a.cuCtxSynchronize, "cuCtxSynchronize") &&
+              load(a.lib, &a.cuMemAlloc, "cuMemAlloc_v2") && load(a.lib, &a.cuMemFree, "cuMemFree_v2") &&
+              load(a.lib, &a.cuMemsetD8, "cuMemsetD8_v2") && load(a.lib, &a.cuMemcpyDtoD, "cuMemcpyDtoD_v2") &&
+              load(a.lib, &a.cuEventCreate, "cuEventCreate") && load(a.lib, &a.cuEventDestroy, "cuEventDestroy_v2") &&
+              load(a.lib, &a.cuEventRecord, "cuEventRecord") && load(a.lib, &a.cuEventSynchronize, "cuEventSynchronize") &&
+              load(a.lib, &a.cuEventElapsedTime, "cuEventElapsedTime") &&
+              load(a.lib, &a.cuModuleLoadData, "cuModuleLoadData") && load(a.lib, &a.cuModuleUnload, "cuModuleUnload") &&
+              load(a.lib, &a.cuModuleGetFunction, "cuModuleGetFunction") &&
+              load(a.lib, &a.cuLaunchKernel, "cuLaunchKernel") && load(a.lib, &a.cuGetErrorString, "cuGetErrorString");
+    if (!ok) {
+        info.reason = "libcuda.so.1 found but lacks driver API symbols";
+        return info;
+    }
+    if (int r = a.cuInit(0); r != 0) {
+        info.reason = "CUDA driver present but cuInit failed (error " + std::to_string(r) + "): no usable GPU";
+        return info;
+    }
+    int count = 0;
+    if (a.cuDeviceGetCount(&count) != 0 || count == 0) {
+        info.reason = "CUDA driver present but no CUDA device";
+        return info;
+    }
+    a.cuDeviceGet(&a.dev, 0);
+    char name[256] = {0};
+    a.cuDeviceGetName(name, sizeof(name), a.dev);
+    info.name = name;
+    a.cuDriverGetVersion(&info.driver_version);
+    auto attr = [&](int id) { int v = 0; a.cuDeviceGetAttribute(&v, id, a.dev); return v; };
+    info.max_threads_per_block = attr(ATTR_MAX_THREADS_PER_BLOCK);
+    info.max_shared_per_block = attr(ATTR_MAX_SHARED_PER_BLOCK);
+    info.max_shared_per_block_optin = attr(ATTR_MAX_SHARED_PER_BLOCK_OPTIN);
+    info.sm_clock_khz = attr(ATTR_CLOCK_RATE);
+    info.sm_count = attr(ATTR_SM_COUNT);
+    info.mem_clock_khz = attr(ATTR_MEMORY_CLOCK_RATE);
+    info.bus_width_bits = attr(ATTR_BUS_WIDTH);
+    info.l2_bytes = attr(ATTR_L2_SIZE);
+    info.cc_major = attr(ATTR_CC_MAJOR);
+    info.cc_minor = attr(ATTR_CC_MINOR);
+    if (a.cuDevicePrimaryCtxRetain(&a.ctx, a.dev) != 0) {
+        info.reason = "CUDA device found but its primary context could not be retained";
+        return info;
+    }
+    a.cuCtxSetCurrent(a.ctx);
+    info.available = true;
+    info.reason = "CUDA device 0 found through the driver API";
+    return info;
+}
+
+int acquire_context(void *, void **ctx, bool) {
+    *ctx = api().ctx;
+    return api().ctx ? 0 : -1;
+}
+int release_context(void *) { return 0; }
+
+}  // namespace
+
+const DeviceInfo &device() {
+    static const DeviceInfo info = probe();
+    return info;
+}
+
+void make_current() {
+    if (!device().available) throw std::runtime_error("no CUDA device: " + device().reason);
+    check(api().cuCtxSetCurrent(api().ctx), "cuCtxSetCurrent");
+}
+void synchronize() { check(api().cuCtxSynchronize(), "cuCtxSynchronize"); }
+uintptr_t mem_alloc(size_t bytes) {
+    CUdeviceptr p = 0;
+    check(api().cuMemAlloc(&p, bytes), "cuMemAlloc");
+    return uintptr_t(p);
+}
+void mem_free(uintptr_t p) { api().cuMemFree(CUdeviceptr(p)); }
+void memset_d8(uintptr_t p, unsigned char v, size_t bytes) { check(api().cuMemsetD8(p, v, bytes), "cuMemsetD8"); }
+void memcpy_dtod(uintptr_t d, uintptr_t s, size_t bytes) { check(api().cuMemcpyDtoD(d, s, bytes), "cuMemcpyDtoD"); }
+
+EventPair::EventPair() {
+    check(api().cuEventCreate(&start, 0), "cuEventCreate");
+    check(api().cuEventCreate(&stop, 0), "cuEventCreate");
+}
+EventPair::~EventPair() {
+    if (start) api().cuEventDestroy(start);
+    if (stop) api().cuEventDestroy(stop);
+}
+void EventPair::record_start() { check(api().cuEventRecord(start, nullptr), "cuEventRecord"); }
+void EventPair::record_stop() { check(api().cuEventRecord(stop, nullptr), "cuEventRecord"); }
+double EventPair::elapsed_ms() {
+    check(api().cuEventSynchronize(stop), "cuEventSynchronize");
+    float ms = 0;
+    check(api().cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+    return ms;
+}
+
+Module::Module(const char *ptx) { check(api().cuModuleLoadData(&mod, ptx), "cuModuleLoadData"); }
+Module::~Module() {
+    if (mod) api().cuModuleUnload(mod);
+}
+void Module::launch(const char *kernel, unsigned grid, unsigned block, void **args) {
+    CUfunction f = nullptr;
+    check(api().cuModuleGetFunction(&f, mod, kernel), "cuModuleGetFunction");
+    check(api().cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, nullptr, args, nullptr), "cuLaunchKernel");
+}
+
+void install_halide_hooks() {
+    halide_set_cuda_acquire_context(&acquire_context);
+    halide_set_cuda_release_context(&release_context);
+}
+
+}  // namespace blockfuse::cuda

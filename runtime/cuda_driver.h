@@ -1,0 +1,58 @@
+// The CUDA driver API, loaded with dlopen: binaries need no libcuda at link time, run the
+// CPU path on machines without a driver, and share the primary context with Halide's
+// CUDA runtime (so our events and Halide's launches are in one context and stream).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace blockfuse::cuda {
+
+struct DeviceInfo {
+    bool available = false;
+    std::string reason;  // why not available, or how it was found
+    std::string name;
+    int driver_version = 0;
+    int sm_count = 0, cc_major = 0, cc_minor = 0;
+    int max_threads_per_block = 0;
+    int max_shared_per_block = 0;        // bytes, default limit
+    int max_shared_per_block_optin = 0;  // bytes, opt-in limit
+    int sm_clock_khz = 0, mem_clock_khz = 0, bus_width_bits = 0, l2_bytes = 0;
+};
+
+// Probes once: libcuda.so.1 present, cuInit ok, at least one device. Never throws.
+const DeviceInfo &device();
+
+// Everything below requires device().available; failures throw std::runtime_error naming
+// the CUDA call and its error string.
+void make_current();           // primary context of device 0 current on this thread
+void synchronize();
+uintptr_t mem_alloc(size_t bytes);
+void mem_free(uintptr_t p);
+void memset_d8(uintptr_t p, unsigned char v, size_t bytes);
+void memcpy_dtod(uintptr_t dst, uintptr_t src, size_t bytes);
+
+// Event pair timing on the default stream (the one Halide launches on).
+struct EventPair {
+    void *start = nullptr, *stop = nullptr;
+    EventPair();
+    ~EventPair();
+    EventPair(const EventPair &) = delete;
+    EventPair &operator=(const EventPair &) = delete;
+    void record_start();
+    void record_stop();
+    double elapsed_ms();  // synchronizes on stop
+};
+
+// Loads PTX and launches one kernel (used by the ceiling microbenchmarks).
+struct Module {
+    void *mod = nullptr;
+    explicit Module(const char *ptx);
+    ~Module();
+    void launch(const char *kernel, unsigned grid, unsigned block, void **args);
+};
+
+// Installs the Halide CUDA context hooks so Halide uses the primary context.
+void install_halide_hooks();
+
+}  // namespace blockfuse::cuda

@@ -1,0 +1,55 @@
+#include "runtime/kernel_registry.h"
+#include <sstream>
+
+#include "kernel_registry_includes.inc"
+
+namespace blockfuse {
+
+const char *device_name(Device d) {
+    switch (d) {
+    case Device::cpu: return "cpu";
+    case Device::cuda: return "cuda";
+    case Device::opencl: return "opencl";
+    }
+    return "?";
+}
+
+int KernelVariant::threads_per_block() const {
+    if (device == Device::cpu) return 0;
+    return knob("threads_k", 32) * knob("threads_x", 4);
+}
+
+namespace {
+KernelVariant make(const char *family, void *fn, const char *name, const char *device,
+                   const char *dtype, const char *knobs) {
+    KernelVariant v;
+    v.family = family;
+    v.fn = fn;
+    v.name = name;
+    std::string d = device;
+    v.device = d == "cuda" ? Device::cuda : d == "opencl" ? Device::opencl : Device::cpu;
+    parse_dtype(dtype, &v.dtype);
+    std::istringstream ss(knobs);
+    std::string kv;
+    while (ss >> kv) {
+        auto eq = kv.find('=');
+        std::string k = kv.substr(0, eq), val = kv.substr(eq + 1);
+        if (k == "kind") v.kind = val;
+        else v.knobs[k] = std::stoi(val);
+    }
+    if (v.kind.empty()) v.kind = "general";
+    return v;
+}
+}  // namespace
+
+const std::vector<KernelVariant> &all_kernels() {
+#define BF_KERNEL(family, fn, name, device, dtype, knobs) \
+    make(#family, reinterpret_cast<void *>(&fn), name, device, dtype, knobs),
+    static const std::vector<KernelVariant> kernels{
+#include "kernel_registry.inc"
+    };
+#undef BF_KERNEL
+    return kernels;
+}
+
+}  // namespace blockfuse

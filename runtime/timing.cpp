@@ -1,0 +1,88 @@
+#include "runtime/timing.h"
+#include "runtime/cuda_driver.h"
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+namespace blockfuse {
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+struct L2Flusher {
+    uintptr_t buf = 0;
+    size_t bytes = 0;
+    explicit L2Flusher(bool on) {
+        if (!on) return;
+        bytes = std::max<size_t>(size_t(2) * cuda::device().l2_bytes, size_t(64) << 20);
+        buf = cuda::mem_alloc(bytes);
+    }
+    ~L2Flusher() {
+        if (buf) cuda::mem_free(buf);
+    }
+    void flush() {
+        if (buf) cuda::memset_d8(buf, 0, bytes);
+    }
+};
+}  // namespace
+
+std::vector<TimingStats> time_interleaved(const std::vector<std::function<void()>> &fns, bool on_device,
+                                          const TimingOptions &opt) {
+    std::vector<TimingStats> st(fns.size());
+    if (fns.empty()) return st;
+    L2Flusher flusher(on_device && opt.flush_l2);
+    std::unique_ptr<cuda::EventPair> ev;
+    if (on_device) ev = std::make_unique<cuda::EventPair>();
+    for (auto &f : fns)
+        for (int i = 0; i < opt.warmup; ++i) {
+            f();
+            if (on_device) cuda::synchronize();
+        }
+    std::vector<double> total(fns.size(), 0.0);
+    for (int s = 0; s < opt.max_samples; ++s) {
+        bool done = true;
+        for (size_t i = 0; i < fns.size(); ++i)
+            if (int(st[i].host_ms.size()) < opt.min_samples || total[i] < opt.min_seconds * 1e3) done = false;
+        if (done) break;
+        for (size_t i = 0; i < fns.size(); ++i) {
+            if (on_device) {
+                flusher.flush();
+                cuda::synchronize();
+                auto t0 = Clock::now();
+                ev->record_start();
+                fns[i]();
+                ev->record_stop();
+                double d = ev->elapsed_ms();  // synchronizes on the stop event
+                st[i].host_ms.push_back(ms_since(t0));
+                st[i].device_ms.push_back(d);
+                total[i] += d;
+            } else {
+                auto t0 = Clock::now();
+                fns[i]();
+                double h = ms_since(t0);
+                st[i].host_ms.push_back(h);
+                total[i] += h;
+            }
+        }
+    }
+    for (auto &t : st) {
+        const auto &v = on_device ? t.device_ms : t.host_ms;
+        t.median_ms = median(v);
+        t.min_ms = *std::min_element(v.begin(), v.end());
+        t.max_ms = *std::max_element(v.begin(), v.end());
+        t.host_median_ms = median(t.host_ms);
+    }
+    return st;
+}
+
+}  // namespace blockfuse

@@ -1,0 +1,108 @@
+#include "schedules/conv2d_schedule.h"
+
+namespace blockfuse {
+using namespace Halide;
+
+namespace {
+const TailStrategy guard = TailStrategy::GuardWithIf;
+
+// Vectors along output channels are only used where K is a multiple of the vector width
+// (Halide specialization); elsewhere the same mapping runs with scalar lanes. This keeps
+// predicated vector code out (the OpenCL backend cannot emit it) and lets odd K (1, 3, 7...)
+// run the same thread mapping.
+Expr channels_divisible(const Func &out, int vec) { return out.output_buffer().dim(0).extent() % vec == 0; }
+}  // namespace
+
+// GPU (CUDA and OpenCL share it; OpenCL runs it on PoCL in CI).
+// Output channels are innermost in memory, so threads along k give coalesced loads of
+// weights and of the input (depthwise) and coalesced stores; each thread keeps a
+// vec_k x tile_x x tile_y accumulator tile in registers and walks the reduction.
+// Tails are guarded (GuardWithIf) so no size constraint leaks to the caller: odd widths, K=1
+// and 1x1 images run the same kernel.
+// Measured on the H200: bench/results/h200/conv2d/ (each variant's time and share of the
+// copy bandwidth / FFMA ceiling).
+void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKnobs &kn,
+                         bool static_kernel) {
+    if (kn.threads_per_block() > kMaxThreadsPerBlock)
+        throw CompileError("conv2d GPU schedule: threads_k*threads_x = " + std::to_string(kn.threads_per_block()) +
+                           " exceeds " + std::to_string(kMaxThreadsPerBlock) + " threads per block");
+    Func out = f.output, acc = f.accum;
+    Var k = out.args()[0], x = out.args()[1], y = out.args()[2], n = out.args()[3];
+    Var k1("k1"), ko("ko"), kt("kt"), kv("kv"), xo("xo"), xi("xi"), xt("xt"), xr("xr"), yo("yo"), yi("yi"),
+        yn("yn");
+    Var ak = acc.args()[0], ax = acc.args()[1], ay = acc.args()[2];
+    const RDom &r = f.r;
+
+    auto schedule_with = [&](Stage o, Stage a, Stage u, bool vec) {
+        o.split(k, k1, kv, kn.vec_k, vec ? TailStrategy::RoundUp : guard)
+            .split(k1, ko, kt, kn.threads_k, guard)
+            .split(x, xo, xi, kn.threads_x * kn.tile_x, guard)
+            .split(xi, xt, xr, kn.tile_x, guard)
+            .split(y, yo, yi, kn.tile_y, guard)
+            .reorder(kv, xr, yi, kt, xt, ko, xo, yo, n)
+            .fuse(yo, n, yn)
+            .gpu_blocks(ko, xo, yn)
+            .gpu_threads(kt, xt)
+            .unroll(xr)
+            .unroll(yi);
+        a.reorder(ak, ax, ay).unroll(ax).unroll(ay);
+        if (kind == ConvKind::general) {
+            u.reorder(ak, ax, ay, r.y, r.z, r.x);  // window inner, input channels outer
+        } else {
+            u.reorder(ak, ax, ay, r.x, r.y, r.z);
+        }
+        u.unroll(ax).unroll(ay);
+        if (static_kernel && kn.unroll_reduction) u.unroll(r.y).unroll(r.z);
+        if (vec) {
+            o.vectorize(kv);
+            a.vectorize(ak);
+            u.vectorize(ak);
+        }
+    };
+    // The accumulator tile lives in registers of the thread that owns it.
+    acc.compute_at(out, kt);
+    if (kn.vec_k > 1) {
+        Expr div = channels_divisible(out, kn.vec_k);
+        schedule_with(out.specialize(div), acc.specialize(div), acc.update().specialize(div), true);
+    }
+    schedule_with(out, acc, acc.update(), false);
+}
+
+// CPU: vectorized over output channels, parallel over rows and batch; a register tile of
+// vec_k x tile_x accumulators per innermost step. On the build machines (2 cores, no GPU)
+// this is the correctness and demo path; its timings are CPU timings.
+void schedule_conv2d_cpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dCpuKnobs &kn,
+                         bool static_kernel) {
+    Func out = f.output, acc = f.accum;
+    Var k = out.args()[0], x = out.args()[1], y = out.args()[2], n = out.args()[3];
+    Var ko("ko"), kv("kv"), xo("xo"), xi("xi"), yn("yn");
+    Var ak = acc.args()[0], ax = acc.args()[1];
+    const RDom &r = f.r;
+    auto schedule_with = [&](Stage o, Stage a, Stage u, bool vec) {
+        o.split(k, ko, kv, kn.vec_k, vec ? TailStrategy::RoundUp : guard)
+            .split(x, xo, xi, kn.tile_x, guard)
+            .reorder(kv, xi, ko, xo, y, n)
+            .fuse(y, n, yn)
+            .parallel(yn)
+            .unroll(xi);
+        a.unroll(ax);
+        if (kind == ConvKind::general) {
+            u.reorder(ak, ax, r.y, r.z, r.x);
+        } else {
+            u.reorder(ak, ax, r.x, r.y, r.z);
+        }
+        u.unroll(ax);
+        if (static_kernel) u.unroll(r.y).unroll(r.z);
+        if (vec) {
+            o.vectorize(kv);
+            a.vectorize(ak);
+            u.vectorize(ak);
+        }
+    };
+    acc.compute_at(out, ko);
+    Expr div = channels_divisible(out, kn.vec_k);
+    schedule_with(out.specialize(div), acc.specialize(div), acc.update().specialize(div), true);
+    schedule_with(out, acc, acc.update(), false);
+}
+
+}  // namespace blockfuse

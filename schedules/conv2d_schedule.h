@@ -1,0 +1,57 @@
+// Hand-written schedules for the conv2d family. Schedules only: they never redefine the
+// algorithm (generators/conv2d_algorithm.h); they take its Funcs and a knob struct.
+// The knob space is declared as data next to the schedule (TVM style) so that the autotuner
+// can search it and the launch checker can derive resources from it.
+#pragma once
+#include "Halide.h"
+#include "generators/conv2d_algorithm.h"
+#include <map>
+#include <string>
+#include <vector>
+
+namespace blockfuse {
+
+enum class ConvKind { general, pointwise, depthwise };
+
+// CUDA / OpenCL thread mapping: each thread owns a register tile of
+// vec_k output channels (vectorized) x tile_x x tile_y pixels; a block is
+// threads_k x threads_x threads.
+struct Conv2dGpuKnobs {
+    int vec_k = 2;
+    int threads_k = 32;
+    int threads_x = 4;
+    int tile_x = 2;
+    int tile_y = 2;
+    int unroll_reduction = 1;  // unroll the kernel window loops (needs a static kernel size)
+    int threads_per_block() const { return threads_k * threads_x; }
+};
+
+struct Conv2dCpuKnobs {
+    int vec_k = 8;    // f32 lanes along output channels
+    int tile_x = 4;   // output pixels per register tile
+};
+
+// The values each knob may take, as data: what the autotuner searches and what
+// the build-time variant list must stay inside.
+inline const std::map<std::string, std::vector<int>> &conv2d_gpu_knob_space() {
+    static const std::map<std::string, std::vector<int>> space{
+        {"vec_k", {1, 2, 4, 8}},
+        {"threads_k", {4, 8, 9, 16, 18, 30, 32, 36, 60, 64, 72}},
+        {"threads_x", {1, 2, 4, 8, 16}},
+        {"tile_x", {1, 2, 4, 7, 8}},
+        {"tile_y", {1, 2, 4, 7, 8}},
+        {"unroll_reduction", {0, 1}},
+    };
+    return space;
+}
+
+// Device limits every GPU schedule must respect; checked at generation time and again
+// against the actual device before any launch (runtime/launch_check).
+constexpr int kMaxThreadsPerBlock = 1024;
+
+void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKnobs &knobs,
+                         bool static_kernel);
+void schedule_conv2d_cpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dCpuKnobs &knobs,
+                         bool static_kernel);
+
+}  // namespace blockfuse

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Bad input through ./run: each case must exit 2 with one 'error:' line naming what is wrong,
+# and never a crash or a raw Halide error.
+set -u
+run="$1"
+fail=0
+expect() {  # expect <substring> <args...>
+    local want="$1"; shift
+    local out rc
+    out=$("$run" "$@" 2>&1); rc=$?
+    if [ "$rc" -ne 2 ] || ! grep -qF -- "$want" <<<"$out" || [ "$(grep -c '^error:' <<<"$out")" -ne 1 ]; then
+        echo "FAIL: ./run $* -> rc=$rc, output: $out"; fail=1
+    else
+        echo "ok: ./run $* -> $out"
+    fi
+}
+expect "missing field 'k'" check "conv2d:n=1,c=8,h=4,w=4,r=3,s=3"
+expect "field 'groups' = 3 does not divide c = 8" check "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,groups=3"
+expect "field 'dtype' = 'f64' is not supported" check "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,dtype=f64"
+expect "empty output" check "conv2d:n=1,c=8,h=1,w=1,k=8,r=3,s=3"
+expect "no ':' found" check "garbage"
+expect "field 'w' = 0 must be positive" bench --workload "conv2d:n=1,c=8,h=4,w=0,k=8,r=3,s=3"
+expect "unknown suite 'nosuchsuite'" bench --suite nosuchsuite
+expect "--dtype 'f8' is not supported" bench --suite conv2d --dtype f8
+exit $fail

@@ -1,0 +1,97 @@
+// The conv2d shape table every device's test walks, and the check of one variant on one shape.
+// Shapes are chosen to break naive code: odd sizes, C=3, K=1, 1x1 and 7x13 images, stride 2 on
+// odd sizes, dilation 2 and 12, groups = C (with channel multiplier) and 32, group width 8,
+// asymmetric padding, non-square kernels, channel counts not divisible by the vector width.
+#pragma once
+#include "runtime/check.h"
+#include "runtime/conv2d.h"
+#include <catch2/catch.hpp>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace blockfuse::test {
+
+inline std::vector<std::string> conv2d_shapes() {
+    return {
+        // full
+        "conv2d:n=1,c=3,h=7,w=13,k=1,r=3,s=3,stride=1,pad=1,groups=1,act=relu",
+        "conv2d:n=2,c=5,h=9,w=11,k=7,r=3,s=3,stride=2,pad=1,groups=1,bias=1,act=silu",
+        "conv2d:n=1,c=4,h=1,w=1,k=6,r=3,s=3,stride=1,pad=1,groups=1,bias=1",
+        "conv2d:n=1,c=6,h=15,w=17,k=10,r=3,s=3,stride=1,pad=2,dil=2,groups=1,act=gelu",
+        "conv2d:n=1,c=8,h=29,w=27,k=9,r=3,s=3,stride=1,pad=12,dil=12,groups=1,bias=1,act=relu6",
+        "conv2d:n=1,c=7,h=11,w=9,k=5,r=5,s=5,stride=2,pad=2,groups=1,act=sigmoid",
+        "conv2d:n=1,c=5,h=8,w=10,k=4,r=2,s=3,stride=1,pad_t=0,pad_b=2,pad_l=1,pad_r=0,groups=1,bias=1",
+        "conv2d:n=1,c=6,h=9,w=7,k=6,r=3,s=3,stride_h=2,stride_w=1,pad=1,dil_h=1,dil_w=2,groups=1",
+        // grouped
+        "conv2d:n=1,c=64,h=9,w=9,k=64,r=3,s=3,stride=1,pad=1,groups=32,bias=1,act=relu",
+        "conv2d:n=2,c=16,h=7,w=13,k=24,r=3,s=3,stride=1,pad=1,groups=2,act=silu",
+        "conv2d:n=1,c=24,h=9,w=11,k=12,r=3,s=3,stride=2,pad=1,groups=3",
+        // pointwise
+        "conv2d:n=1,c=3,h=7,w=13,k=1,r=1,s=1,stride=1,pad=0,groups=1",
+        "conv2d:n=2,c=37,h=5,w=6,k=19,r=1,s=1,stride=1,pad=0,groups=1,bias=1,act=relu6",
+        "conv2d:n=1,c=16,h=1,w=1,k=32,r=1,s=1,stride=1,pad=0,groups=1,act=gelu",
+        "conv2d:n=1,c=8,h=9,w=9,k=16,r=1,s=1,stride=2,pad=0,groups=1,bias=1",
+        // depthwise (groups = C), with multiplier, static-kernel shapes for the tuned variants
+        "conv2d:n=1,c=9,h=7,w=13,k=9,r=3,s=3,stride=1,pad=1,groups=9,act=relu",
+        "conv2d:n=2,c=6,h=5,w=7,k=12,r=3,s=3,stride=1,pad=1,groups=6,bias=1",
+        "conv2d:n=1,c=10,h=11,w=9,k=10,r=5,s=5,stride=2,pad=2,groups=10,act=silu",
+        "conv2d:n=1,c=12,h=13,w=13,k=12,r=3,s=3,stride=1,pad=2,dil=2,groups=12",
+        "conv2d:n=1,c=8,h=1,w=1,k=8,r=3,s=3,stride=1,pad=1,groups=8,bias=1",
+        "conv2d:n=1,c=7,h=9,w=11,k=7,r=3,s=3,stride=1,pad_t=1,pad_b=0,pad_l=0,pad_r=1,groups=7",
+        "conv2d:n=2,c=144,h=9,w=11,k=144,r=3,s=3,stride=1,pad=1,groups=144,act=relu",
+        "conv2d:n=1,c=240,h=7,w=9,k=240,r=5,s=5,stride=1,pad=2,groups=240,bias=1",
+        "conv2d:n=1,c=150,h=7,w=7,k=150,r=3,s=3,stride=2,pad=1,groups=150",
+        "conv2d:n=1,c=35,h=6,w=5,k=35,r=5,s=5,stride=1,pad=2,groups=35,act=gelu",
+    };
+}
+
+inline Conv2dWorkload with_dtype(const std::string &key, DType d) {
+    Conv2dWorkload w = parse_conv2d(key);
+    w.dtype = d;
+    return w;
+}
+
+// Runs `v` on fresh random data with a NaN-poisoned output and compares every output with
+// the float64 reference. Returns the comparison (REQUIREs are left to the caller).
+inline Comparison run_and_compare(const KernelVariant &v, const Conv2dWorkload &w, std::mt19937_64 &rng) {
+    Conv2dTensors t = make_conv2d_tensors(w);
+    randomize(t, w, rng);
+    run_conv2d(v, w, t);
+    return check_conv2d(w, t, size_t(1) << 30, rng);
+}
+
+// Walks the whole table on `device` for each dtype, and requires that every variant built for
+// that device (and those dtypes) ran at least once: a variant no shape reaches is a test gap.
+inline void check_all_variants(Device device, const std::vector<DType> &dtypes) {
+    install_halide_error_handler();
+    uint64_t seed = std::random_device{}();
+    std::mt19937_64 rng(seed);
+    INFO("seed " << seed);
+    std::set<std::string> ran;
+    for (DType d : dtypes) {
+        for (const auto &key : conv2d_shapes()) {
+            Conv2dWorkload w = with_dtype(key, d);
+            for (const KernelVariant *v : conv2d_candidates(w, device)) {
+                INFO(v->name << " on " << to_key(w));
+                Comparison c = run_and_compare(*v, w, rng);
+                INFO(c.summary());
+                CHECK(c.unwritten == 0);
+                CHECK(c.violations == 0);
+                ran.insert(v->name);
+            }
+        }
+    }
+    for (const auto &v : all_kernels()) {
+        if (v.device != device) continue;
+        bool wanted = false;
+        for (DType d : dtypes) wanted |= v.dtype == d;
+        if (wanted) {
+            INFO("variant never exercised by the shape table: " << v.name);
+            CHECK(ran.count(v.name) == 1);
+        }
+    }
+}
+
+}  // namespace blockfuse::test

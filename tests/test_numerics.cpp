@@ -1,0 +1,87 @@
+// Storage conversions, BatchNorm folding (against an unfolded conv + BN), and the launch checker.
+#define CATCH_CONFIG_MAIN
+#include "runtime/check.h"
+#include "runtime/conv2d.h"
+#include "runtime/reference.h"
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <random>
+
+using namespace blockfuse;
+
+TEST_CASE("f16 and bf16 conversions round to nearest even and keep specials", "[dtype]") {
+    CHECK(f16_to_f32(f32_to_f16(1.0f)) == 1.0f);
+    CHECK(f32_to_f16(65504.0f) == 0x7bff);              // largest finite
+    CHECK(f32_to_f16(65520.0f) == 0x7c00);              // rounds to inf
+    CHECK(f32_to_f16(std::ldexp(1.0f, -24)) == 0x0001);  // smallest subnormal
+    CHECK(f16_to_f32(0x0001) == std::ldexp(1.0f, -24));
+    CHECK(f32_to_f16(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);   // tie -> even (down)
+    CHECK(f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);  // tie -> even (up)
+    CHECK(std::isnan(f16_to_f32(f32_to_f16(std::nanf("")))));
+    CHECK(std::isinf(f16_to_f32(f32_to_f16(-INFINITY))));
+    CHECK(bf16_to_f32(f32_to_bf16(1.0f)) == 1.0f);
+    CHECK(f32_to_bf16(1.0f + std::ldexp(1.0f, -8)) == 0x3f80);  // tie -> even
+    CHECK(std::isnan(bf16_to_f32(f32_to_bf16(std::nanf("")))));
+    std::mt19937 rng(std::random_device{}());
+    std::uniform_real_distribution<float> d(-1000.f, 1000.f);
+    for (int i = 0; i < 10000; ++i) {
+        float x = d(rng);
+        float h = f16_to_f32(f32_to_f16(x)), b = bf16_to_f32(f32_to_bf16(x));
+        REQUIRE(std::fabs(h - x) <= std::ldexp(1.0f, -11) * std::fabs(x) + 1e-7f);
+        REQUIRE(std::fabs(b - x) <= std::ldexp(1.0f, -8) * std::fabs(x));
+    }
+}
+
+TEST_CASE("BatchNorm folded into weights and bias equals conv followed by BN", "[bn]") {
+    install_halide_error_handler();
+    std::mt19937_64 rng(std::random_device{}());
+    std::uniform_real_distribution<double> u(-1, 1), pos(0.2, 2.0);
+    for (const char *key : {"conv2d:n=2,c=6,h=7,w=9,k=5,r=3,s=3,stride=1,pad=1,groups=1,bias=1,act=relu,dtype=f32",
+                            "conv2d:n=1,c=8,h=5,w=5,k=8,r=3,s=3,stride=2,pad=1,groups=8,bias=1,dtype=f32"}) {
+        INFO(key);
+        Conv2dWorkload w = parse_conv2d(key);
+        Conv2dTensors t = make_conv2d_tensors(w);
+        randomize(t, w, rng);
+        std::vector<double> in = to_doubles(t.input, w.dtype), wt = to_doubles(t.weights, w.dtype), b(w.k);
+        for (int k = 0; k < w.k; ++k) b[k] = t.bias(k);
+        std::vector<double> gamma(w.k), beta(w.k), mean(w.k), var(w.k);
+        for (int k = 0; k < w.k; ++k) gamma[k] = u(rng), beta[k] = u(rng), mean[k] = u(rng), var[k] = pos(rng);
+        const double eps = 1e-5;
+
+        // Unfolded: conv without activation, then BN, then the activation, all float64.
+        Conv2dWorkload lin = w;
+        lin.act = Activation::none;
+        std::vector<double> ref, scale;
+        conv2d_reference(lin, in, wt, b, &ref, &scale);
+        for (size_t i = 0; i < ref.size(); ++i) {
+            int k = int(i % w.k);
+            ref[i] = activation_ref((ref[i] - mean[k]) / std::sqrt(var[k] + eps) * gamma[k] + beta[k], w.act);
+            scale[i] = scale[i] * std::fabs(gamma[k]) / std::sqrt(var[k] + eps) + std::fabs(beta[k]) +
+                       std::fabs(mean[k] * gamma[k]) / std::sqrt(var[k] + eps);
+        }
+        // Folded: weights and bias rewritten, then the ordinary kernel.
+        fold_batchnorm(wt, b, gamma, beta, mean, var, eps);
+        for (size_t i = 0; i < wt.size(); ++i) store_from_double(t.weights.data(), w.dtype, i, wt[i]);
+        t.weights.set_host_dirty();
+        for (int k = 0; k < w.k; ++k) t.bias(k) = float(b[k]);
+        t.bias.set_host_dirty();
+        run_conv2d(select_conv2d(w, Device::cpu), w, t);
+        Comparison c = compare(to_doubles(t.output, w.dtype), ref, scale, (w.c / w.groups) * w.r * w.s + 4, w.dtype);
+        INFO(c.summary());
+        CHECK(c.ok());
+    }
+    std::vector<double> wt(4), b(2), g(2, 1), be(2), m(2), v{1, -2};
+    CHECK_THROWS_WITH(fold_batchnorm(wt, b, g, be, m, v, 1e-5), Catch::Contains("var + eps must be positive"));
+}
+
+TEST_CASE("launches beyond device limits are rejected before running, naming the limit", "[launch]") {
+    Conv2dWorkload w = parse_conv2d("conv2d:n=70000,c=8,h=1,w=1,k=8,r=1,s=1,stride=1,pad=0,groups=1,dtype=f16");
+    const KernelVariant &v = select_conv2d(w, Device::cuda);
+    CHECK_THROWS_WITH(check_launch(v, w), Catch::Contains("grid dimension z") && Catch::Contains("65535"));
+    KernelVariant big = v;
+    big.knobs["threads_k"] = 64;
+    big.knobs["threads_x"] = 32;
+    Conv2dWorkload small = parse_conv2d("conv2d:n=1,c=8,h=4,w=4,k=8,r=1,s=1,dtype=f16");
+    CHECK_THROWS_WITH(check_launch(big, small), Catch::Contains("2048 threads per block exceed"));
+    CHECK_NOTHROW(check_launch(v, small));
+}

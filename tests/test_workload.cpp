@@ -1,0 +1,80 @@
+#define CATCH_CONFIG_MAIN
+#include "runtime/workload.h"
+#include <catch2/catch.hpp>
+
+using namespace blockfuse;
+
+TEST_CASE("canonical keys round-trip through parse and print", "[workload]") {
+    for (const char *key : {
+             "conv2d:n=2,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1,groups=1,dtype=f16",
+             "conv2d:n=1,c=3,h=7,w=13,k=1,r=3,s=3,stride_h=2,stride_w=1,pad_t=0,pad_b=2,pad_l=1,pad_r=0,dil=2,groups=1,bias=1,act=gelu,dtype=bf16",
+             "conv2d:n=1,c=2048,h=32,w=32,k=256,r=3,s=3,stride=1,pad=12,dil=12,groups=1,dtype=f16",
+             "conv2d:n=1,c=128,h=28,w=28,k=256,r=3,s=3,stride=1,pad=1,dil_h=1,dil_w=3,groups=32,act=relu6,dtype=f32",
+         }) {
+        INFO(key);
+        Conv2dWorkload w = parse_conv2d(key);
+        CHECK(to_key(w) == key);
+        CHECK(parse_conv2d(to_key(w)) == w);
+    }
+}
+
+TEST_CASE("defaults and field values are read as written", "[workload]") {
+    Conv2dWorkload w = parse_conv2d("conv2d:dtype=f16,s=5,r=3,k=8,w=11,h=9,c=4,n=2,stride_w=2,pad_l=3");
+    CHECK(w.n == 2);
+    CHECK(w.c == 4);
+    CHECK(w.h == 9);
+    CHECK(w.w == 11);
+    CHECK(w.r == 3);
+    CHECK(w.s == 5);
+    CHECK(w.stride_h == 1);
+    CHECK(w.stride_w == 2);
+    CHECK(w.pad_l == 3);
+    CHECK(w.pad_r == 0);
+    CHECK(w.groups == 1);
+    CHECK(w.dtype == DType::f16);
+    CHECK(w.out_h() == 7);                    // (9 - 3) / 1 + 1
+    CHECK(w.out_w() == (11 + 3 - 5) / 2 + 1);  // 5
+}
+
+TEST_CASE("the kernel family follows the shape", "[workload]") {
+    CHECK(parse_conv2d("conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,groups=8").kind() == ConvKindTag::depthwise);
+    CHECK(parse_conv2d("conv2d:n=1,c=8,h=4,w=4,k=16,r=3,s=3,groups=8").kind() == ConvKindTag::depthwise);
+    CHECK(parse_conv2d("conv2d:n=1,c=8,h=4,w=4,k=16,r=1,s=1").kind() == ConvKindTag::pointwise);
+    CHECK(parse_conv2d("conv2d:n=1,c=8,h=4,w=4,k=16,r=1,s=1,groups=2").kind() == ConvKindTag::general);
+    CHECK(parse_conv2d("conv2d:n=1,c=1,h=4,w=4,k=1,r=3,s=3,groups=1").kind() == ConvKindTag::general);
+}
+
+TEST_CASE("bad keys get one clear message naming the field and the value", "[workload]") {
+    struct Case {
+        const char *key, *expect;
+    };
+    for (auto [key, expect] : std::initializer_list<Case>{
+             {"", "empty key"},
+             {"garbage", "no ':'"},
+             {"conv3d:n=1", "family 'conv3d'"},
+             {"conv2d:", "no fields"},
+             {"conv2d:n=1,c=8,h=4,w=4,k=8,r=3", "missing field 's'"},
+             {"conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,foo=1", "unknown field 'foo'"},
+             {"conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,n=2", "field 'n' given twice"},
+             {"conv2d:n=0,c=8,h=4,w=4,k=8,r=3,s=3", "field 'n' = 0 must be positive"},
+             {"conv2d:n=1,c=-8,h=4,w=4,k=8,r=3,s=3", "field 'c' = -8 must be positive"},
+             {"conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,groups=3", "field 'groups' = 3 does not divide c = 8"},
+             {"conv2d:n=1,c=8,h=4,w=4,k=6,r=3,s=3,groups=4", "field 'groups' = 4 does not divide k = 6"},
+             {"conv2d:n=1,c=8,h=2,w=4,k=8,r=3,s=3", "empty output"},
+             {"conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,dtype=f64", "field 'dtype' = 'f64' is not supported"},
+             {"conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,dtype=int8", "field 'dtype' = 'int8'"},
+             {"conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,act=tanh", "field 'act' = 'tanh'"},
+             {"conv2d:n=1,c=x8,h=4,w=4,k=8,r=3,s=3", "field 'c' = 'x8' is not an integer"},
+             {"conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1,pad_t=2", "fields 'pad' and 'pad_t' are both given"},
+             {"conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=-1", "field 'pad_t' = -1 must not be negative"},
+             {"conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,bias=2", "field 'bias' = 2 must be 0 or 1"},
+             {"conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,stride=99999999999", "out of range"},
+             {"conv2d:n=100000,c=1000,h=100,w=100,k=8,r=3,s=3", "more than 2^31 elements"},
+             {"conv2d:n=1,,c=8", "empty field"},
+             {"conv2d:n=1,c", "field 'c' has no '='"},
+         }) {
+        INFO(key);
+        REQUIRE_THROWS_AS(parse_conv2d(key), WorkloadError);
+        REQUIRE_THROWS_WITH(parse_conv2d(key), Catch::Contains(expect));
+    }
+}

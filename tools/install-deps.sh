@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what blockfuse needs, idempotently:
+#  - Debian packages (test/bench libraries, PoCL for running the GPU schedules on CPU in CI)
+#  - a project venv (.venv) holding Halide 21.0.0, cmake, ninja and matplotlib from PyPI.
+# Why PyPI Halide: it is the current release and ships the C++ library + CMake package;
+# Debian's Halide 14 is only the documented fallback (see README "Halide version").
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+HALIDE_VERSION="21.0.0"
+DEB_PKGS=(catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+          pocl-opencl-icd ocl-icd-opencl-dev build-essential python3-venv)
+
+missing=()
+for p in "${DEB_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "[install] Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+venv="$here/.venv"
+stamp="$venv/.blockfuse-deps-halide-$HALIDE_VERSION"
+if [ ! -f "$stamp" ]; then
+  echo "[install] Python venv at .venv (halide==$HALIDE_VERSION, cmake, ninja, matplotlib)"
+  PY="${PYTHON:-python3}"
+  "$PY" -m venv "$venv"
+  "$venv/bin/pip" install -q --upgrade pip
+  "$venv/bin/pip" install -q "halide==$HALIDE_VERSION" "cmake>=3.28" ninja matplotlib numpy
+  touch "$stamp"
+fi
