@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pytorch_baseline import canonical_key  # noqa: E402  (stdlib-only part of that module)
 
 NA = "n/a"
+NOISY = 0.2  # eager vs repeated eager timing differing by more than this fraction gets a note
 COLUMNS = ["workload", "dtype", "ours best ms", "variant", "GB/s", "% copy BW", "GFLOP/s", "% FFMA",
            "torch eager ms", "torch.compile ms", "eager/ours", "compile/ours", "check",
            "default variant", "default ms"]
@@ -117,6 +118,7 @@ def merge(ours, torch_doc):
     groups = group_ours(ours["results"])
     tindex = index_torch(torch_doc["results"]) if torch_doc else {}
     table, notes = [], []
+    has_ceilings = bool((ours.get("context") or {}).get("ceilings"))
     for (name, key), rows in groups.items():
         best, default = pick_best(rows), pick_default(rows)
         trow = tindex.get((name, key))
@@ -124,8 +126,13 @@ def merge(ours, torch_doc):
             # Same name, different key usually means a changed suite or a --dtype mismatch.
             other = [k for (n, k) in tindex if n == name]
             notes.append(f"{name}: no torch row with key {key}" + (f" (torch has {other[0]})" if other else ""))
-        b = best or {}
+        b = dict(best or {})
+        if not has_ceilings:  # the harness writes 0 for the percentages when it measured no ceilings
+            b["pct_copy_bw"] = b["pct_ffma"] = None
         t_eager = trow.get("eager_ms") if trow else None
+        t_rep = _num(trow.get("eager_ms_repeat")) if trow else None
+        if _num(t_eager) and t_rep and abs(t_rep - t_eager) > NOISY * t_eager:
+            notes.append(f"{name}: torch eager timing is noisy ({fmt_ms(t_eager)} ms, repeat {fmt_ms(t_rep)} ms)")
         t_comp = trow.get("compile_ms") if trow else None
         dtype = b.get("dtype") or rows[0].get("dtype") or (trow or {}).get("dtype")
         table.append([

@@ -351,14 +351,12 @@ def _bench_graph(fn):
     return float(do_bench_cudagraph(fn, rep=BENCH_REP_MS, return_mode="median"))
 
 
-def run_workload(name, suite_key, dtype_override, use_compile, seed, cudagraph=False):
+def run_workload(name, suite_key, use_compile, seed, cudagraph=False):
     """Times one conv2d workload; returns its result record (raises on eager failure)."""
     import time
     import torch
 
     wl = parse_conv2d(suite_key)
-    if dtype_override:
-        wl.dtype = dtype_override
     rec = {"name": name, "key": to_key(wl), "suite_key": suite_key, "dtype": wl.dtype,
            "eager_ms": None, "eager_ms_repeat": None, "compile_ms": None, "compile_error": None,
            "compile_s": None, "compile_rel_l2": None, "compile_check_ok": None, "error": None}
@@ -426,7 +424,7 @@ def _context(args):
         "cudagraph_timing": args.cudagraph,
         "rel_l2_tol": REL_L2_TOL,
         "seed": args.seed,
-        "dtype_override": args.dtype,
+        "dtype_filter": args.dtype,
         "suite": args.suite,
     }
 
@@ -469,7 +467,8 @@ def build_arg_parser():
     p.add_argument("--suite", required=True, help="suite file: lines '<name> <key>', '#' comments")
     p.add_argument("--out", required=True, help="output JSON path")
     p.add_argument("--dtype", choices=DTYPES, default=None,
-                   help="override the dtype of every workload (the recorded key shows the override)")
+                   help="run only the conv2d workloads of this dtype (a filter, as the C++ harness's "
+                        "--dtype)")
     p.add_argument("--only", nargs="+", action="extend", metavar="NAME", default=None,
                    help="run only these workload names (may be repeated)")
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile (eager only)")
@@ -491,13 +490,10 @@ def main(argv=None):
     except WorkloadError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if args.only:
-        names = {n for n, _ in entries}
-        unknown = [n for n in args.only if n not in names]
-        if unknown:
-            print(f"error: --only names not in {args.suite}: {', '.join(unknown)}", file=sys.stderr)
-            return 2
-        entries = [(n, k) for n, k in entries if n in set(args.only)]
+    entries, unknown = select_entries(entries, args.only, args.dtype)
+    if unknown:
+        print(f"error: --only names not in {args.suite}: {', '.join(unknown)}", file=sys.stderr)
+        return 2
 
     import torch
 
@@ -520,14 +516,12 @@ def main(argv=None):
             continue
         print(f"[{i}/{len(entries)}] {name} {key}", flush=True)
         try:
-            rec = run_workload(name, key, args.dtype, not args.no_compile, args.seed, args.cudagraph)
+            rec = run_workload(name, key, not args.no_compile, args.seed, args.cudagraph)
         except Exception as e:  # record and carry on with the next workload
             n_errors += 1
             wl = _safe_parse(key)
-            if wl is not None and args.dtype:
-                wl.dtype = args.dtype
             rec = {"name": name, "key": to_key(wl) if wl else key, "suite_key": key,
-                   "dtype": wl.dtype if wl else args.dtype,
+                   "dtype": wl.dtype if wl else None,
                    "eager_ms": None, "eager_ms_repeat": None, "compile_ms": None,
                    "compile_error": None, "error": f"{type(e).__name__}: {e}",
                    "traceback": traceback.format_exc()}
@@ -545,6 +539,24 @@ def main(argv=None):
     print(f"\nwrote {args.out} ({len(doc['results'])} workloads, {len(doc['skipped'])} skipped, "
           f"{n_errors} errors)")
     return 1 if n_errors else 0
+
+
+def select_entries(entries, only=None, dtype=None):
+    """Applies --only (names) and --dtype (a filter on conv2d keys, as the C++ harness's).
+    Keys that do not parse and other families are kept: they are reported per workload.
+    Returns (entries kept, --only names missing from the suite)."""
+    if only:
+        names = {n for n, _ in entries}
+        unknown = [n for n in only if n not in names]
+        if unknown:
+            return [], unknown
+        entries = [(n, k) for n, k in entries if n in set(only)]
+    if dtype:
+        def keep(key):
+            wl = _safe_parse(key) if key_family(key) == "conv2d" else None
+            return wl is None or wl.dtype == dtype
+        entries = [(n, k) for n, k in entries if keep(k)]
+    return entries, []
 
 
 def _safe_parse(key):

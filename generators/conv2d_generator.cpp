@@ -25,6 +25,18 @@ public:
     GeneratorParam<int> tile_x{"tile_x", 2};
     GeneratorParam<int> tile_y{"tile_y", 2};
     GeneratorParam<int> unroll_reduction{"unroll_reduction", 1};
+    GeneratorParam<int> stage_input{"stage_input", 0};
+    // Static stride / dilation (0: taken from the runtime arguments). Variants with a static
+    // value are only dispatched to workloads that match (runtime/conv2d.cpp).
+    GeneratorParam<int> static_stride{"static_stride", 0};
+    GeneratorParam<int> static_dilation{"static_dilation", 0};
+    // 1: channel strides are multiples of vec_k and buffers start at channel 0, so loads and
+    // stores along channels are aligned vectors (16 bytes for 8 x f16). Dispatched only where
+    // C and K are multiples of vec_k.
+    GeneratorParam<int> aligned{"aligned", 0};
+    // Depthwise channel multiplier K/C (0: from the buffers). Static 1 gives a constant input
+    // window per thread (needed by stage_input).
+    GeneratorParam<int> multiplier{"multiplier", 0};
     // CPU schedule knobs.
     GeneratorParam<int> cpu_vec_k{"cpu_vec_k", 8};
     GeneratorParam<int> cpu_tile_x{"cpu_tile_x", 4};
@@ -59,15 +71,15 @@ public:
             g.in_channels_per_group = 1;
             break;
         }
-        g.out_channels_per_group = K / g.groups;
+        g.out_channels_per_group = (kind == ConvKind::depthwise && multiplier > 0) ? Expr(int(multiplier)) : K / g.groups;
         const bool static_kernel = kind == ConvKind::pointwise || kernel_size > 0;
         const int ks = kind == ConvKind::pointwise ? 1 : int(kernel_size);
         g.kernel_w = static_kernel ? Expr(ks) : weights.dim(2).extent();
         g.kernel_h = static_kernel ? Expr(ks) : weights.dim(3).extent();
-        g.stride_x = stride_x;
-        g.stride_y = stride_y;
-        g.dilation_x = dilation_x;
-        g.dilation_y = dilation_y;
+        g.stride_x = static_stride > 0 ? Expr(int(static_stride)) : Expr(stride_x);
+        g.stride_y = static_stride > 0 ? Expr(int(static_stride)) : Expr(stride_y);
+        g.dilation_x = static_dilation > 0 ? Expr(int(static_dilation)) : Expr(dilation_x);
+        g.dilation_y = static_dilation > 0 ? Expr(int(static_dilation)) : Expr(dilation_y);
         g.pad_left = pad_left;
         g.pad_top = pad_top;
 
@@ -83,7 +95,10 @@ public:
         blockfuse::Conv2dFuncs sched = f;
         sched.output = output;
         if (get_target().has_gpu_feature()) {
-            blockfuse::Conv2dGpuKnobs kn{vec_k, threads_k, threads_x, tile_x, tile_y, unroll_reduction};
+            blockfuse::Conv2dGpuKnobs kn{vec_k, threads_k, threads_x, tile_x, tile_y, unroll_reduction, stage_input};
+            const bool static_window = static_kernel && static_stride > 0 && static_dilation > 0;
+            if (stage_input && !static_window)
+                throw CompileError("stage_input=1 needs kernel_size, static_stride and static_dilation");
             blockfuse::schedule_conv2d_gpu(sched, kind, kn, static_kernel);
         } else {
             blockfuse::schedule_conv2d_cpu(sched, kind, {cpu_vec_k, cpu_tile_x}, static_kernel);
@@ -91,6 +106,20 @@ public:
 
         // Shapes the kernel relies on; the runtime validates workloads before calling, these
         // turn anything that slips through into a Halide error instead of a bad access.
+        if (aligned) {
+            const int v = vec_k;
+            // Without a declared base alignment Halide assumes the element size (2 bytes) and
+            // every f16 load becomes a 16-bit load.
+            input.set_host_alignment(16);
+            weights.set_host_alignment(16);
+            output.set_host_alignment(16);
+            for (auto *b : {&input, &weights}) {
+                (*b).dim(0).set_min(0);
+                for (int d = 1; d < 4; ++d) (*b).dim(d).set_stride(((*b).dim(d).stride() / v) * v);
+            }
+            output.dim(0).set_min(0);
+            for (int d = 1; d < 4; ++d) output.dim(d).set_stride((output.dim(d).stride() / v) * v);
+        }
         weights.dim(2).set_min(0);
         weights.dim(3).set_min(0);
         if (static_kernel) {

@@ -47,8 +47,14 @@ std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, De
     for (const auto &v : all_kernels()) {
         if (v.family != "conv2d" || v.device != device || v.dtype != w.dtype) continue;
         if (v.kind != kind_name(w.kind())) continue;
-        int ks = v.knob("kernel_size", 0);
+        // Knobs a variant was specialized on must match the workload.
+        int ks = v.knob("kernel_size", 0), st = v.knob("static_stride", 0), dl = v.knob("static_dilation", 0);
+        int mult = v.knob("multiplier", 0), vec = v.knob("vec_k", 1);
         if (ks != 0 && (w.r != ks || w.s != ks)) continue;
+        if (st != 0 && (w.stride_h != st || w.stride_w != st)) continue;
+        if (dl != 0 && (w.dil_h != dl || w.dil_w != dl)) continue;
+        if (mult != 0 && w.k != w.c * mult) continue;
+        if (v.knob("aligned", 0) && (w.c % vec != 0 || w.k % vec != 0)) continue;
         out.push_back(&v);
     }
     // Static kernel size first; then variants whose channel tile divides K (no idle lanes).

@@ -23,6 +23,9 @@ struct Conv2dGpuKnobs {
     int tile_x = 2;
     int tile_y = 2;
     int unroll_reduction = 1;  // unroll the kernel window loops (needs a static kernel size)
+    // Stage each thread's input window (tile + halo) in registers once, instead of one global
+    // load per tap. Needs a static kernel size, stride and dilation (constant window).
+    int stage_input = 0;
     int threads_per_block() const { return threads_k * threads_x; }
 };
 
@@ -41,6 +44,7 @@ inline const std::map<std::string, std::vector<int>> &conv2d_gpu_knob_space() {
         {"tile_x", {1, 2, 4, 7, 8}},
         {"tile_y", {1, 2, 4, 7, 8}},
         {"unroll_reduction", {0, 1}},
+        {"stage_input", {0, 1}},
     };
     return space;
 }

@@ -108,6 +108,17 @@ def test_suite_file():
             raise AssertionError("a line without a key should be rejected")
 
 
+def test_select_entries():
+    entries = [("a", "conv2d:n=1,c=4,h=4,w=4,k=4,r=1,s=1,dtype=f16"),
+               ("b", "conv2d:n=1,c=4,h=4,w=4,k=4,r=1,s=1"),  # f32 by default
+               ("m", "mbconv:n=1,c=8"), ("bad", "conv2d:n=1,c=4")]
+    kept, unknown = pb.select_entries(entries, dtype="f16")
+    assert [n for n, _ in kept] == ["a", "m", "bad"] and unknown == [], kept
+    kept, unknown = pb.select_entries(entries, only=["b", "a"], dtype="f32")
+    assert [n for n, _ in kept] == ["b"] and unknown == [], kept
+    assert pb.select_entries(entries, only=["a", "zz"])[1] == ["zz"]
+
+
 def _ours_row(name, key, strategy, ms, ok=True, default=False, dtype="f16"):
     return {"workload": name, "key": key, "strategy": strategy, "default": default, "dtype": dtype,
             "flops": 1e9, "bytes": 1e6, "flops_per_byte": 1e3, "runtime_ms": ms, "min_ms": ms * 0.9,
@@ -160,6 +171,13 @@ def test_merge():
     # The Markdown table holds the same cells.
     assert "| a | f16 | 0.2 | tiled |" in md_text and "| 2.50 | 1.50 |" in md_text, md_text
     assert "b: no torch row" in md_text
+    assert "noisy" not in md_text  # eager 0.5 vs repeat 0.51 ms is within the 20% band
+    # Without measured ceilings the harness writes 0 for the percentages: shown as n/a.
+    import merge_results as mr
+    del ours["context"]["ceilings"]
+    table, _ = mr.merge(ours, torch_doc)
+    row_a = dict(zip(mr.COLUMNS, table[0]))
+    assert row_a["% copy BW"] == "n/a" and row_a["% FFMA"] == "n/a" and row_a["GB/s"] == "5.0", row_a
 
 
 def test_help_without_torch():
