@@ -19,11 +19,11 @@ public:
     // 0: kernel size taken from the weights buffer; >0: a static square kernel (unrolled).
     GeneratorParam<int> kernel_size{"kernel_size", 0};
     // GPU schedule knobs (see schedules/conv2d_schedule.h for the space).
-    GeneratorParam<int> vec_k{"vec_k", 2};
-    GeneratorParam<int> threads_k{"threads_k", 32};
-    GeneratorParam<int> threads_x{"threads_x", 4};
-    GeneratorParam<int> tile_x{"tile_x", 2};
-    GeneratorParam<int> tile_y{"tile_y", 2};
+    GeneratorParam<int> vec_k{"vec_k", blockfuse::conv2d_defaults::vec_k};
+    GeneratorParam<int> threads_k{"threads_k", blockfuse::conv2d_defaults::threads_k};
+    GeneratorParam<int> threads_x{"threads_x", blockfuse::conv2d_defaults::threads_x};
+    GeneratorParam<int> tile_x{"tile_x", blockfuse::conv2d_defaults::tile_x};
+    GeneratorParam<int> tile_y{"tile_y", blockfuse::conv2d_defaults::tile_y};
     GeneratorParam<int> unroll_reduction{"unroll_reduction", 1};
     GeneratorParam<int> stage_input{"stage_input", 0};
     // Static stride / dilation (0: taken from the runtime arguments). Variants with a static
@@ -99,7 +99,7 @@ public:
             const bool static_window = static_kernel && static_stride > 0 && static_dilation > 0;
             if (stage_input && !static_window)
                 throw CompileError("stage_input=1 needs kernel_size, static_stride and static_dilation");
-            blockfuse::schedule_conv2d_gpu(sched, kind, kn, static_kernel);
+            blockfuse::schedule_conv2d_gpu(sched, kind, kn, static_kernel, activation);
         } else {
             blockfuse::schedule_conv2d_cpu(sched, kind, {cpu_vec_k, cpu_tile_x}, static_kernel);
         }

@@ -1,5 +1,6 @@
 #include "runtime/conv2d.h"
 #include "runtime/cuda_driver.h"
+#include "schedules/conv2d_knob_defaults.h"
 #include <algorithm>
 #include <sstream>
 
@@ -49,7 +50,7 @@ std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, De
         if (v.kind != kind_name(w.kind())) continue;
         // Knobs a variant was specialized on must match the workload.
         int ks = v.knob("kernel_size", 0), st = v.knob("static_stride", 0), dl = v.knob("static_dilation", 0);
-        int mult = v.knob("multiplier", 0), vec = v.knob("vec_k", 1);
+        int mult = v.knob("multiplier", 0), vec = v.knob("vec_k", conv2d_defaults::vec_k);
         if (ks != 0 && (w.r != ks || w.s != ks)) continue;
         if (st != 0 && (w.stride_h != st || w.stride_w != st)) continue;
         if (dl != 0 && (w.dil_h != dl || w.dil_w != dl)) continue;
@@ -61,7 +62,7 @@ std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, De
     auto score = [&](const KernelVariant *v) {
         int s = 0;
         if (v->knob("kernel_size", 0) != 0) s += 2;
-        int tile = v->knob("threads_k", 32) * v->knob("vec_k", 2);
+        int tile = v->knob("threads_k", conv2d_defaults::threads_k) * v->knob("vec_k", conv2d_defaults::vec_k);
         if (v->device != Device::cpu && w.k % tile == 0) s += 1;
         return s;
     };
@@ -80,8 +81,9 @@ const KernelVariant &select_conv2d(const Conv2dWorkload &w, Device device) {
 LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w) {
     LaunchShape s;
     if (v.device == Device::cpu) return s;
-    int tk = v.knob("threads_k", 32), vk = v.knob("vec_k", 2), tx = v.knob("threads_x", 4);
-    int rx = v.knob("tile_x", 2), ry = v.knob("tile_y", 2);
+    namespace d = conv2d_defaults;
+    int tk = v.knob("threads_k", d::threads_k), vk = v.knob("vec_k", d::vec_k), tx = v.knob("threads_x", d::threads_x);
+    int rx = v.knob("tile_x", d::tile_x), ry = v.knob("tile_y", d::tile_y);
     s.threads = tk * tx;
     s.grid[0] = ceil_div(w.k, 1LL * tk * vk);
     s.grid[1] = ceil_div(w.out_w(), 1LL * tx * rx);

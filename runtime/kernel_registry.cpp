@@ -1,4 +1,5 @@
 #include "runtime/kernel_registry.h"
+#include "schedules/conv2d_knob_defaults.h"
 #include <sstream>
 
 #include "kernel_registry_includes.inc"
@@ -16,7 +17,7 @@ const char *device_name(Device d) {
 
 int KernelVariant::threads_per_block() const {
     if (device == Device::cpu) return 0;
-    return knob("threads_k", 32) * knob("threads_x", 4);
+    return knob("threads_k", conv2d_defaults::threads_k) * knob("threads_x", conv2d_defaults::threads_x);
 }
 
 namespace {

@@ -4,7 +4,9 @@
 // can search it and the launch checker can derive resources from it.
 #pragma once
 #include "Halide.h"
+#include "generators/activation.h"
 #include "generators/conv2d_algorithm.h"
+#include "schedules/conv2d_knob_defaults.h"
 #include <map>
 #include <string>
 #include <vector>
@@ -17,11 +19,11 @@ enum class ConvKind { general, pointwise, depthwise };
 // vec_k output channels (vectorized) x tile_x x tile_y pixels; a block is
 // threads_k x threads_x threads.
 struct Conv2dGpuKnobs {
-    int vec_k = 2;
-    int threads_k = 32;
-    int threads_x = 4;
-    int tile_x = 2;
-    int tile_y = 2;
+    int vec_k = conv2d_defaults::vec_k;
+    int threads_k = conv2d_defaults::threads_k;
+    int threads_x = conv2d_defaults::threads_x;
+    int tile_x = conv2d_defaults::tile_x;
+    int tile_y = conv2d_defaults::tile_y;
     int unroll_reduction = 1;  // unroll the kernel window loops (needs a static kernel size)
     // Stage each thread's input window (tile + halo) in registers once, instead of one global
     // load per tap. Needs a static kernel size, stride and dilation (constant window).
@@ -38,7 +40,7 @@ struct Conv2dCpuKnobs {
 // the build-time variant list must stay inside.
 inline const std::map<std::string, std::vector<int>> &conv2d_gpu_knob_space() {
     static const std::map<std::string, std::vector<int>> space{
-        {"vec_k", {1, 2, 4, 8}},
+        {"vec_k", {1, 4, 8}},
         {"threads_k", {4, 8, 9, 16, 18, 30, 32, 36, 60, 64, 72}},
         {"threads_x", {1, 2, 4, 8, 16}},
         {"tile_x", {1, 2, 4, 7, 8}},
@@ -53,8 +55,9 @@ inline const std::map<std::string, std::vector<int>> &conv2d_gpu_knob_space() {
 // against the actual device before any launch (runtime/launch_check).
 constexpr int kMaxThreadsPerBlock = 1024;
 
+// activation_id: the kernel's runtime activation argument (specialized on none and relu).
 void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKnobs &knobs,
-                         bool static_kernel);
+                         bool static_kernel, const Halide::Expr &activation_id);
 void schedule_conv2d_cpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dCpuKnobs &knobs,
                          bool static_kernel);
 
