@@ -4,6 +4,7 @@
 #include "runtime/conv2d.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/timing.h"
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -179,6 +180,12 @@ int run_bench(const BenchOptions &opt) {
             continue;
         }
         if (opt.variants == "default") cands.resize(1);
+        if (!opt.only.empty())
+            cands.erase(std::remove_if(cands.begin(), cands.end(),
+                                       [&](const KernelVariant *v) {
+                                           return std::find(opt.only.begin(), opt.only.end(), v->name) == opt.only.end();
+                                       }),
+                        cands.end());
         std::vector<std::unique_ptr<Conv2dTensors>> tensors;
         std::vector<std::function<void()>> fns;
         std::vector<size_t> row_of;

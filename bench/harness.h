@@ -13,6 +13,7 @@ struct BenchOptions {
     std::vector<std::string> keys;      // or explicit workload keys
     std::string device = "auto";        // auto | cpu | cuda | opencl
     std::string variants = "all";       // all | default
+    std::vector<std::string> only;      // run only these kernel variants (names), if given
     std::string dtype;                  // keep only workloads of this dtype (empty: all)
     std::string out_dir;                // write results.json / results.csv here
     int min_samples = 10;

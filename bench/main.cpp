@@ -25,6 +25,7 @@ int main(int argc, char **argv) {
     bench->add_option("--workload", bopt.keys, "workload key(s), e.g. conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3,pad=1");
     bench->add_option("--device", bopt.device, "auto | cpu | cuda | opencl")->capture_default_str();
     bench->add_option("--variants", bopt.variants, "all | default")->capture_default_str();
+    bench->add_option("--variant", bopt.only, "run only these kernel variants (see `blockfuse info`)");
     bench->add_option("--dtype", bopt.dtype, "only workloads of this dtype (f32, f16, bf16)");
     bench->add_option("--out", bopt.out_dir, "write results.json and results.csv to this folder");
     bench->add_option("--min-samples", bopt.min_samples, "samples per kernel, at least")->capture_default_str();
