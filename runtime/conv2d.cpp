@@ -85,6 +85,11 @@ LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w)
     int tk = v.knob("threads_k", d::threads_k), vk = v.knob("vec_k", d::vec_k), tx = v.knob("threads_x", d::threads_x);
     int rx = v.knob("tile_x", d::tile_x), ry = v.knob("tile_y", d::tile_y);
     s.threads = tk * tx;
+    if (v.knob("stage_input", 0) == 2) {  // block tile + halo of f32 in shared memory
+        int st = v.knob("static_stride", 1), dl = v.knob("static_dilation", 1), ks = v.knob("kernel_size", 1);
+        long long wx = 1LL * (tx * rx - 1) * st + (ks - 1) * dl + 1, wy = 1LL * (ry - 1) * st + (ks - 1) * dl + 1;
+        s.shared_bytes = int(4LL * tk * vk * wx * wy);
+    }
     s.grid[0] = ceil_div(w.k, 1LL * tk * vk);
     s.grid[1] = ceil_div(w.out_w(), 1LL * tx * rx);
     s.grid[2] = ceil_div(w.out_h(), ry) * w.n;
@@ -97,7 +102,7 @@ void check_launch(const KernelVariant &v, const Conv2dWorkload &w) {
     int max_threads = 1024, max_shared = 48 * 1024;
     if (v.device == Device::cuda && cuda::device().available) {
         max_threads = cuda::device().max_threads_per_block;
-        max_shared = cuda::device().max_shared_per_block_optin;
+        max_shared = cuda::device().max_shared_per_block;  // without opt-in
     }
     const long long max_grid[3] = {2147483647LL, 65535, 65535};
     std::ostringstream why;

@@ -75,10 +75,26 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
         Func padded = f.padded;
         Func window = padded.in();
         Var wc = window.args()[0], wx = window.args()[1], wy = window.args()[2];
-        window.compute_at(out, kt).store_in(MemoryType::Register).unroll(wx).unroll(wy);
-        if (kn.vec_k > 1) {
-            Expr div = channels_divisible(out, kn.vec_k);
-            window.specialize(div).vectorize(wc, kn.vec_k, TailStrategy::RoundUp);
+        if (kn.stage_input == 1) {
+            window.compute_at(out, kt).store_in(MemoryType::Register).unroll(wx).unroll(wy);
+            if (kn.vec_k > 1) {
+                Expr div = channels_divisible(out, kn.vec_k);
+                window.specialize(div).vectorize(wc, kn.vec_k, TailStrategy::RoundUp);
+            }
+        } else {
+            // stage_input=2: the block's input tile + halo goes through shared memory once, so
+            // neighbouring threads' halos stop re-reading L2 (ncu on the H200: the register-
+            // window variant was L2-throughput-bound at 94% with DRAM at 43%). The block's
+            // threads load it cooperatively: channels on threads_k, pixels on threads_x.
+            Var wco("wco"), wci("wci"), wxy("wxy"), wxyo("wxyo"), wxyi("wxyi");
+            window.compute_at(out, ko)
+                .store_in(MemoryType::GPUShared)
+                .split(wc, wco, wci, kn.vec_k, TailStrategy::RoundUp)
+                .fuse(wx, wy, wxy)
+                .split(wxy, wxyo, wxyi, kn.threads_x, TailStrategy::GuardWithIf)
+                .reorder(wci, wco, wxyi, wxyo)
+                .gpu_threads(wco, wxyi)
+                .vectorize(wci);
         }
     }
     if (kn.vec_k > 1) {

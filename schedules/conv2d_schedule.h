@@ -25,8 +25,9 @@ struct Conv2dGpuKnobs {
     int tile_x = conv2d_defaults::tile_x;
     int tile_y = conv2d_defaults::tile_y;
     int unroll_reduction = 1;  // unroll the kernel window loops (needs a static kernel size)
-    // Stage each thread's input window (tile + halo) in registers once, instead of one global
-    // load per tap. Needs a static kernel size, stride and dilation (constant window).
+    // 1: stage each thread's input window (tile + halo) in registers once, instead of one
+    // global load per tap; 2: stage the block's input tile + halo in shared memory. Both need
+    // a static kernel size, stride and dilation (constant window).
     int stage_input = 0;
     int threads_per_block() const { return threads_k * threads_x; }
 };
@@ -41,12 +42,12 @@ struct Conv2dCpuKnobs {
 inline const std::map<std::string, std::vector<int>> &conv2d_gpu_knob_space() {
     static const std::map<std::string, std::vector<int>> space{
         {"vec_k", {1, 4, 8}},
-        {"threads_k", {4, 8, 9, 16, 18, 30, 32, 36, 60, 64, 72}},
+        {"threads_k", {4, 8, 9, 15, 16, 18, 30, 32, 36, 60, 64, 72}},
         {"threads_x", {1, 2, 4, 8, 16}},
         {"tile_x", {1, 2, 4, 7, 8}},
         {"tile_y", {1, 2, 4, 7, 8}},
         {"unroll_reduction", {0, 1}},
-        {"stage_input", {0, 1}},
+        {"stage_input", {0, 1, 2}},
     };
     return space;
 }

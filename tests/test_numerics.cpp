@@ -84,4 +84,9 @@ TEST_CASE("launches beyond device limits are rejected before running, naming the
     Conv2dWorkload small = parse_conv2d("conv2d:n=1,c=8,h=4,w=4,k=8,r=1,s=1,dtype=f16");
     CHECK_THROWS_WITH(check_launch(big, small), Catch::Contains("2048 threads per block exceed"));
     CHECK_NOTHROW(check_launch(v, small));
+    // A shared-memory staged tile too large for a block (36*8 ch x 66 x 10 px x 4 B = 760 KB).
+    KernelVariant shared = v;
+    shared.knobs = {{"stage_input", 2}, {"kernel_size", 3}, {"static_stride", 1}, {"static_dilation", 1},
+                    {"vec_k", 8}, {"threads_k", 36}, {"threads_x", 16}, {"tile_x", 4}, {"tile_y", 8}};
+    CHECK_THROWS_WITH(check_launch(shared, small), Catch::Contains("bytes of shared memory exceed"));
 }
