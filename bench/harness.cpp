@@ -66,7 +66,7 @@ nlohmann::json run_context(const std::string &command_line) {
     const auto &d = cuda::device();
     if (d.available) {
         ctx["gpu"] = {{"name", d.name},
-                      {"driver_version", d.driver_version},
+                      {"cuda_driver_api_version", d.driver_version},
                       {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
                       {"sm_count", d.sm_count},
                       {"sm_clock_mhz_max", d.sm_clock_khz / 1000},
