@@ -99,9 +99,9 @@ public:
             const bool static_window = static_kernel && static_stride > 0 && static_dilation > 0;
             if (stage_input && !static_window)
                 throw CompileError("stage_input=1 needs kernel_size, static_stride and static_dilation");
-            blockfuse::schedule_conv2d_gpu(sched, kind, kn, static_kernel, activation);
+            blockfuse::schedule_conv2d_gpu(sched, kind, kn, static_kernel, output.dim(0).extent(), activation);
         } else {
-            blockfuse::schedule_conv2d_cpu(sched, kind, {cpu_vec_k, cpu_tile_x}, static_kernel);
+            blockfuse::schedule_conv2d_cpu(sched, kind, {cpu_vec_k, cpu_tile_x}, static_kernel, output.dim(0).extent());
         }
 
         // Shapes the kernel relies on; the runtime validates workloads before calling, these

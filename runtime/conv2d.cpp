@@ -24,6 +24,12 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
 void install_halide_error_handler() { halide_set_error_handler(&halide_error_to_string); }
 
+void clear_halide_error() { g_last_halide_error.clear(); }
+
+std::string last_halide_error(int rc) {
+    return g_last_halide_error.empty() ? "Halide error " + std::to_string(rc) : g_last_halide_error;
+}
+
 Conv2dTensors make_conv2d_tensors(const Conv2dWorkload &w) {
     Conv2dTensors t;
     t.input = make_tensor(w.dtype, {w.c, w.w, w.h, w.n});
@@ -123,12 +129,11 @@ void check_launch(const KernelVariant &v, const Conv2dWorkload &w) {
 void run_conv2d(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &t) {
     check_launch(v, w);
     auto fn = reinterpret_cast<Conv2dFn>(v.fn);
-    g_last_halide_error.clear();
+    clear_halide_error();
     int rc = fn(t.input.raw_buffer(), t.weights.raw_buffer(), t.bias.raw_buffer(), w.stride_w, w.stride_h,
                 w.dil_w, w.dil_h, w.pad_l, w.pad_t, w.groups, int(w.act), t.output.raw_buffer());
     if (rc != 0)
-        throw KernelError("kernel " + v.name + " failed on " + to_key(w) + ": " +
-                          (g_last_halide_error.empty() ? "Halide error " + std::to_string(rc) : g_last_halide_error));
+        throw KernelError("kernel " + v.name + " failed on " + to_key(w) + ": " + last_halide_error(rc));
 }
 
 double conv2d_flops(const Conv2dWorkload &w) {

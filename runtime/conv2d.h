@@ -51,5 +51,8 @@ double conv2d_bytes(const Conv2dWorkload &w);
 
 // Routes Halide runtime errors into KernelError messages (call once at start-up).
 void install_halide_error_handler();
+// The last Halide runtime error message, or "Halide error <rc>" if none was recorded.
+std::string last_halide_error(int rc);
+void clear_halide_error();
 
 }  // namespace blockfuse

@@ -1,4 +1,5 @@
 #include "runtime/kernel_registry.h"
+#include "generators/block_spec.h"
 #include "schedules/conv2d_knob_defaults.h"
 #include <sstream>
 
@@ -17,6 +18,8 @@ const char *device_name(Device d) {
 
 int KernelVariant::threads_per_block() const {
     if (device == Device::cpu) return 0;
+    if (family == "block" && param("strategy") == "fused")  // defaults: generators/block_generator.cpp
+        return fused_block_threads(knob("channels", 24), knob("vec_k", 4), knob("tile_x", 8));
     return knob("threads_k", conv2d_defaults::threads_k) * knob("threads_x", conv2d_defaults::threads_x);
 }
 
@@ -35,8 +38,10 @@ KernelVariant make(const char *family, void *fn, const char *name, const char *d
     while (ss >> kv) {
         auto eq = kv.find('=');
         std::string k = kv.substr(0, eq), val = kv.substr(eq + 1);
+        bool integer = !val.empty() && val.find_first_not_of("-0123456789") == std::string::npos;
         if (k == "kind") v.kind = val;
-        else v.knobs[k] = std::stoi(val);
+        else if (integer) v.knobs[k] = std::stoi(val);
+        else v.params[k] = val;
     }
     if (v.kind.empty()) v.kind = "general";
     return v;

@@ -22,12 +22,17 @@ struct KernelVariant {
     std::string name;     // e.g. conv2d_depthwise_k3_f16_cuda_a
     Device device;
     DType dtype;
-    std::map<std::string, int> knobs;  // generator params (kind is kept as a string below)
-    std::string kind;                   // general | pointwise | depthwise
+    std::map<std::string, int> knobs;          // integer generator params
+    std::map<std::string, std::string> params; // non-integer generator params (family, strategy...)
+    std::string kind;                          // conv2d: general | pointwise | depthwise
     void *fn;
     int knob(const std::string &k, int dflt) const {
         auto it = knobs.find(k);
         return it == knobs.end() ? dflt : it->second;
+    }
+    std::string param(const std::string &k) const {
+        auto it = params.find(k);
+        return it == params.end() ? "" : it->second;
     }
     int threads_per_block() const;      // 0 for CPU
 };

@@ -65,7 +65,7 @@ std::string Comparison::summary() const {
 }
 
 Comparison compare(const std::vector<double> &out, const std::vector<double> &ref,
-                   const std::vector<double> &scale, long long L, DType out_dtype) {
+                   const std::vector<double> &scale, long long L, DType out_dtype, double extra_rel) {
     if (out.size() != ref.size()) throw std::logic_error("compare: size mismatch");
     Comparison c;
     c.elements = out.size();
@@ -78,7 +78,7 @@ Comparison compare(const std::vector<double> &out, const std::vector<double> &re
         }
         double err = std::fabs(out[i] - ref[i]);
         double tol = 1.2 * 4.0 * double(L + 2) * u32 * scale[i] + 2 * uo * std::fabs(ref[i]) +
-                     16 * u32 * std::fabs(ref[i]) + 1e-30;
+                     16 * u32 * std::fabs(ref[i]) + extra_rel * scale[i] + 1e-30;
         double ratio = err / tol;
         if (ratio > 1) ++c.violations;
         if (ratio > c.max_err_over_tol) {

@@ -28,6 +28,10 @@ int parse_int(const std::string &key, const std::string &field, const std::strin
 
 }  // namespace
 
+int parse_key_int(const std::string &key, const std::string &field, const std::string &value) {
+    return parse_int(key, field, value);
+}
+
 KeyFields split_key(const std::string &key) {
     KeyFields kf;
     size_t colon = key.find(':');

@@ -23,6 +23,9 @@ struct KeyFields {
 };
 KeyFields split_key(const std::string &key);
 
+// Strict decimal integer for field `field` of `key`; throws WorkloadError naming both.
+int parse_key_int(const std::string &key, const std::string &field, const std::string &value);
+
 const char *activation_name(Activation a);
 bool parse_activation(const std::string &s, Activation *out);
 

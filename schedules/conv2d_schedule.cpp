@@ -10,7 +10,7 @@ const TailStrategy guard = TailStrategy::GuardWithIf;
 // (Halide specialization); elsewhere the same mapping runs with scalar lanes. This keeps
 // predicated vector code out (the OpenCL backend cannot emit it) and lets odd K (1, 3, 7...)
 // run the same thread mapping.
-Expr channels_divisible(const Func &out, int vec) { return out.output_buffer().dim(0).extent() % vec == 0; }
+Expr channels_divisible(const Expr &channels, int vec) { return channels % vec == 0; }
 }  // namespace
 
 // GPU (CUDA and OpenCL share it; OpenCL runs it on PoCL in CI).
@@ -22,7 +22,7 @@ Expr channels_divisible(const Func &out, int vec) { return out.output_buffer().d
 // Measured on the H200: bench/results/h200/conv2d/ (each variant's time and share of the
 // copy bandwidth / FFMA ceiling).
 void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKnobs &kn,
-                         bool static_kernel, const Expr &activation_id) {
+                         bool static_kernel, const Expr &out_channels, const Expr &activation_id) {
     if (kn.threads_per_block() > kMaxThreadsPerBlock)
         throw CompileError("conv2d GPU schedule: threads_k*threads_x = " + std::to_string(kn.threads_per_block()) +
                            " exceeds " + std::to_string(kMaxThreadsPerBlock) + " threads per block");
@@ -78,7 +78,7 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
         if (kn.stage_input == 1) {
             window.compute_at(out, kt).store_in(MemoryType::Register).unroll(wx).unroll(wy);
             if (kn.vec_k > 1) {
-                Expr div = channels_divisible(out, kn.vec_k);
+                Expr div = channels_divisible(out_channels, kn.vec_k);
                 window.specialize(div).vectorize(wc, kn.vec_k, TailStrategy::RoundUp);
             }
         } else {
@@ -98,14 +98,15 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
         }
     }
     if (kn.vec_k > 1) {
-        Expr div = channels_divisible(out, kn.vec_k);
+        Expr div = channels_divisible(out_channels, kn.vec_k);
         Stage a = acc.specialize(div), u = acc.update().specialize(div);
         // The epilogue's activation is a runtime id; a select over all activations costs far
         // more than the 9-25 FMAs of a depthwise output (on the H200 it made dw3x3 c=144
         // n=128 instruction-bound at 0.36 ms). Specialize the output on the common ids so
         // their path holds only their own arithmetic.
-        for (int id : {int(Activation::none), int(Activation::relu)})
-            schedule_with(out.specialize(div && activation_id == id), a, u, true);
+        if (activation_id.defined())
+            for (int id : {int(Activation::none), int(Activation::relu)})
+                schedule_with(out.specialize(div && activation_id == id), a, u, true);
         schedule_with(out.specialize(div), a, u, true);
     }
     schedule_with(out, acc, acc.update(), false);
@@ -115,7 +116,7 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
 // vec_k x tile_x accumulators per innermost step. On the build machines (2 cores, no GPU)
 // this is the correctness and demo path; its timings are CPU timings.
 void schedule_conv2d_cpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dCpuKnobs &kn,
-                         bool static_kernel) {
+                         bool static_kernel, const Expr &out_channels) {
     Func out = f.output, acc = f.accum;
     Var k = out.args()[0], x = out.args()[1], y = out.args()[2], n = out.args()[3];
     Var ko("ko"), kv("kv"), xo("xo"), xi("xi"), yn("yn");
@@ -143,7 +144,7 @@ void schedule_conv2d_cpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dCpuKno
         }
     };
     acc.compute_at(out, ko).bound_extent(ax, kn.tile_x);  // full tile at edges: see the GPU schedule
-    Expr div = channels_divisible(out, kn.vec_k);
+    Expr div = channels_divisible(out_channels, kn.vec_k);
     schedule_with(out.specialize(div), acc.specialize(div), acc.update().specialize(div), true);
     schedule_with(out, acc, acc.update(), false);
 }

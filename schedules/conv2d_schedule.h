@@ -56,10 +56,13 @@ inline const std::map<std::string, std::vector<int>> &conv2d_gpu_knob_space() {
 // against the actual device before any launch (runtime/launch_check).
 constexpr int kMaxThreadsPerBlock = 1024;
 
-// activation_id: the kernel's runtime activation argument (specialized on none and relu).
+// out_channels: K (vectors along K are used where K is a multiple of vec_k).
+// activation_id: the kernel's runtime activation argument, specialized on none and relu;
+// leave undefined when the activation is static.
 void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKnobs &knobs,
-                         bool static_kernel, const Halide::Expr &activation_id);
+                         bool static_kernel, const Halide::Expr &out_channels,
+                         const Halide::Expr &activation_id = Halide::Expr());
 void schedule_conv2d_cpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dCpuKnobs &knobs,
-                         bool static_kernel);
+                         bool static_kernel, const Halide::Expr &out_channels);
 
 }  // namespace blockfuse

@@ -2,6 +2,7 @@
 // with code 77, which ctest reports as skipped (SKIP_RETURN_CODE), not passed.
 #define CATCH_CONFIG_RUNNER
 #include "runtime/cuda_driver.h"
+#include "tests/block_cases.h"
 #include "tests/conv2d_cases.h"
 #include <iostream>
 
@@ -9,6 +10,10 @@ using namespace blockfuse;
 
 TEST_CASE("every CUDA conv2d variant matches the float64 reference on the shape table", "[conv2d][gpu]") {
     test::check_all_variants(Device::cuda, {DType::f32, DType::f16, DType::bf16});
+}
+
+TEST_CASE("every CUDA block variant matches the float64 reference", "[blocks][gpu]") {
+    test::check_all_block_variants(Device::cuda, {DType::f32, DType::f16});
 }
 
 int main(int argc, char **argv) {

@@ -1,0 +1,516 @@
+#!/usr/bin/env python3
+"""Waterline / roofline / efficiency-gap report of a blockfuse results folder.
+
+Usage:
+  python bench/report.py DIR [--torch PYTORCH.json] [--out OUTDIR]
+
+Reads DIR/results.json (`blockfuse bench --out DIR`) and writes to OUTDIR (default DIR/report):
+waterline.{svg,png}, roofline.{svg,png}, efficiency_gap.{svg,png} and summary.md. The model
+is bench/model.py (Lavin 2024, Eq. 1-14 and 29) with R = FFMA f32 ceiling and B = copy bandwidth
+from context.ceilings; without ceilings only summary.md is written and says why. Per workload
+the best strategy is the lowest runtime_ms among rows whose check_ok is true. Bad input:
+one 'error: ...' line on stderr, exit code 2.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import model  # noqa: E402
+
+try:  # same key matching as bench/merge_results.py ('pad=1' == 'pad_t=1,...')
+    from pytorch_baseline import canonical_key  # noqa: E402
+except ImportError:
+    canonical_key = str.strip
+
+PLOTS = ("waterline", "roofline", "efficiency_gap")
+ROW_FIELDS = {"workload": str, "strategy": str, "flops": float, "bytes": float, "runtime_ms": float, "check_ok": bool}
+KERNEL_FIELDS = {"name": str, "flops": float, "bytes": float}
+plt.rcParams.update({"svg.fonttype": "none", "font.size": 9})  # SVG text stays text
+
+
+class InputError(Exception):
+    """A problem with the user's files: reported as one line, exit code 2."""
+
+
+# ---------------------------------------------------------------- input
+
+def _read_json(path, what):
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise InputError(f"{what} file '{path}' does not exist") from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"{what} file '{path}' is not valid JSON "
+                         f"(line {e.lineno}, column {e.colno}: {e.msg})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read {what} file '{path}': {e}") from None
+
+
+def _results_list(doc, path):
+    rows = doc.get("results") if isinstance(doc, dict) else None
+    if not isinstance(rows, list):
+        raise InputError(f"'{path}' has no 'results' list")
+    if not rows:
+        raise InputError(f"no results in '{path}'")
+    return rows
+
+
+def _check_fields(obj, fields, where):
+    """Required fields present with the right type; numbers finite and >= 0."""
+    if not isinstance(obj, dict):
+        raise InputError(f"{where} is not an object")
+    for name, typ in fields.items():
+        if name not in obj:
+            raise InputError(f"{where} is missing '{name}'")
+        v = obj[name]
+        if typ is float:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise InputError(f"{where}: '{name}' must be a finite non-negative number, got {v!r}")
+        elif not isinstance(v, typ):
+            raise InputError(f"{where}: '{name}' must be a {typ.__name__}, got {v!r}")
+
+
+def load_results(folder):
+    if not os.path.isdir(folder):
+        raise InputError(f"results folder '{folder}' does not exist or is not a directory")
+    path = os.path.join(folder, "results.json")
+    doc = _read_json(path, "results")
+    rows = _results_list(doc, path)
+    for i, r in enumerate(rows):
+        where = f"'{path}': results[{i}]"
+        if isinstance(r, dict) and "workload" in r:
+            where += f" (workload '{r['workload']}', strategy '{r.get('strategy')}')"
+        _check_fields(r, ROW_FIELDS, where)
+        if r["check_ok"] and r["runtime_ms"] <= 0:  # the model divides by it
+            raise InputError(f"{where}: passing row with runtime_ms {r['runtime_ms']}")
+        if "kernels" in r:
+            if not isinstance(r["kernels"], list) or not r["kernels"]:
+                raise InputError(f"{where}: 'kernels' must be a non-empty list")
+            for j, k in enumerate(r["kernels"]):
+                _check_fields(k, KERNEL_FIELDS, f"{where} kernels[{j}]")
+                if "runtime_ms" in k:
+                    _check_fields(k, {"runtime_ms": float}, f"{where} kernels[{j}]")
+    ctx = doc.get("context")
+    return (ctx if isinstance(ctx, dict) else {}), rows
+
+
+def load_torch(path):
+    """{(name, canonical key): row} of bench/pytorch_baseline.py output, and its context."""
+    doc = _read_json(path, "PyTorch baseline")
+    index = {}
+    for i, r in enumerate(_results_list(doc, path)):
+        if not isinstance(r, dict) or not isinstance(r.get("name"), str):
+            raise InputError(f"'{path}': results[{i}] has no 'name'")
+        index.setdefault((r["name"], canonical_key(str(r.get("key", "")))), r)
+    return doc.get("context") or {}, index
+
+
+def ceilings(ctx):
+    """(R ops/s, B bytes/s, R_hfma2 or None, None) or (None, None, None, reason)."""
+    c = ctx.get("ceilings")
+    if not isinstance(c, dict):
+        return None, None, None, "results.json has no context.ceilings (no GPU ceilings were measured, e.g. a CPU run)"
+    vals = {}
+    for k in ("ffma_f32_tflops", "copy_gbps", "hfma2_f16_tflops"):
+        v = c.get(k)
+        vals[k] = v if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 else None
+    if vals["ffma_f32_tflops"] is None or vals["copy_gbps"] is None:
+        return None, None, None, "context.ceilings lacks a positive ffma_f32_tflops or copy_gbps"
+    hf = vals["hfma2_f16_tflops"]
+    return vals["ffma_f32_tflops"] * 1e12, vals["copy_gbps"] * 1e9, hf * 1e12 if hf else None, None
+
+
+# ---------------------------------------------------------------- analysis
+
+@dataclass
+class Unit:
+    """One workload (name + key): its best passing row and the model quantities."""
+    index: int
+    label: str
+    best: dict
+    n_rows: int
+    kernels: list  # [(name, n, b, measured seconds or None)]
+    t_a: float  # measured seconds
+    torch: dict = None
+    m: dict = field(default_factory=dict)  # model quantities, empty without ceilings
+
+    @property
+    def n(self):
+        return sum(k[1] for k in self.kernels)  # Eq. 14 over this row's kernels
+
+    @property
+    def b(self):
+        return sum(k[2] for k in self.kernels)
+
+
+_TAGS = {"f16", "bf16", "f32", "f64", "cuda", "cpu", "opencl", "metal", "vulkan", "host"}
+_VARIANT = re.compile(r"^(k\d+)?[a-z]$")  # 'a', 'k3a': schedule variant letters
+
+
+def family(strategy):
+    """Strategy family: the name without dtype, backend and variant tags
+    ('conv2d_depthwise_k3a_f16_cuda' -> 'conv2d_depthwise')."""
+    toks = [t for t in strategy.split("_") if t not in _TAGS and not _VARIANT.match(t)]
+    return "_".join(toks) or strategy
+
+
+def analyse(rows, R, B, torch_index):
+    """Units in order of first appearance, failed rows, notes."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["workload"], canonical_key(str(r.get("key", "")))), []).append(r)
+    names = [w for w, _ in groups]
+    units, notes = [], []
+    for (name, key), grp in groups.items():
+        ok = [r for r in grp if r["check_ok"]]
+        if not ok:
+            notes.append(f"{name}: no variant passed its check ({len(grp)} tried); left out of the plots")
+            continue
+        best = min(ok, key=lambda r: r["runtime_ms"])
+        label = name if names.count(name) == 1 else f"{name} [{best.get('dtype', key)}]"
+        if "kernels" in best:
+            ks = [(k["name"], k["flops"], k["bytes"], k["runtime_ms"] * 1e-3 if "runtime_ms" in k else None)
+                  for k in best["kernels"]]
+            if abs(sum(k[1] for k in ks) - best["flops"]) > 0.01 * best["flops"]:
+                notes.append(f"{label}: row flops {best['flops']:.4g} differ from its kernels' sum "
+                             f"{sum(k[1] for k in ks):.4g}; the model uses the kernels (Eq. 14)")
+        else:
+            ks = [(best["strategy"], best["flops"], best["bytes"], best["runtime_ms"] * 1e-3)]
+        u = Unit(len(units) + 1, label, best, len(ok), ks, best["runtime_ms"] * 1e-3)
+        if torch_index is not None:
+            u.torch = torch_index.get((name, key))
+            if u.torch is None:
+                notes.append(f"{label}: no PyTorch row with this name and key")
+        if R:
+            pairs = [(k[1], k[2]) for k in ks]
+            mem_t = sum(model.min_latency(n, b, R, B) for n, b in pairs if model.is_memory_bound(n, b, R, B))
+            T = model.waterline_latency(pairs, R, B)
+            u.m = dict(t_i=model.ideal_latency(u.n, R), T_min=T, C=model.computational_efficiency(u.n, u.t_a, R),
+                       C_max=model.max_efficiency(pairs, R, B) if T > 0 else math.nan,
+                       floor="memory" if mem_t == T else "compute" if mem_t == 0 else
+                       f"mixed ({mem_t / T:.0%} of T_min memory-bound)")
+        units.append(u)
+    failed = [r for r in rows if not r["check_ok"]]
+    return units, failed, notes
+
+
+def flat_kernels(units, R, B):
+    """[(label, n, b, t_min, t_measured)] of all units' kernels in sequence order. Kernels
+    without their own time share what is left of the row's time in proportion to t_min."""
+    out, split = [], False
+    for u in units:
+        tm = [model.min_latency(k[1], k[2], R, B) for k in u.kernels]
+        unknown = [t for k, t in zip(u.kernels, tm) if k[3] is None]
+        rest = max(u.t_a - sum(k[3] for k in u.kernels if k[3] is not None), 0.0)
+        for j, (k, t) in enumerate(zip(u.kernels, tm)):
+            meas = k[3]
+            if meas is None:
+                split = True
+                meas = rest * t / sum(unknown) if sum(unknown) > 0 else rest / len(unknown)
+            out.append((str(u.index) if len(u.kernels) == 1 else f"{u.index}.{j + 1}", k[1], k[2], t, meas))
+    return out, split
+
+
+# ---------------------------------------------------------------- plots
+
+def _save(fig, outdir, name):
+    for ext in ("svg", "png"):
+        fig.savefig(os.path.join(outdir, f"{name}.{ext}"), dpi=130, metadata={"Date": None} if ext == "svg" else None)
+    plt.close(fig)
+
+
+def plot_waterline(units, R, B, outdir):
+    ks, split = flat_kernels(units, R, B)
+    ridge = R / B
+    oi = np.array([model.operational_intensity(n, b) for _, n, b, _, _ in ks])
+    finite = oi[np.isfinite(oi) & (oi > 0)]
+    lo = min(finite.min() if finite.size else ridge, ridge) / 2
+    hi = max(finite.max() if finite.size else ridge, ridge) * 4
+    oi = np.clip(np.where(oi > 0, oi, lo), lo, hi / 1.5)  # inf (no bytes) drawn at the top
+    under = oi < ridge
+    colors = np.where(under, "tab:blue", "tab:orange")
+    edges = np.where(under, "#0b3d66", "#8a3d00")  # darker edges: bar boundaries, and narrow bars stay visible
+    N = sum(n for _, n, _, _, _ in ks)
+    fig, axes = plt.subplots(2, 1, figsize=(14, 9.5), sharey=True, layout="constrained")
+    panels = [
+        (np.array([k[3] for k in ks]), "minimum attainable latency, bar width = t_min of Eq. 11 (µs)",
+         "(a) model: waterline T_min = Σ t_min = {T:.1f} µs (Eq. 12), C_max = N / (T_min·R) = {C:.1%} (Eq. 13)"),
+        (np.array([k[4] for k in ks]), "measured latency of the best strategy, bar width = median runtime (µs)"
+         + (" (kernels without their own time: the rest of their row's time, split in proportion to t_min)"
+            if split else ""),
+         "(b) measured: Σ t_a = {T:.1f} µs, C = N / (Σ t_a·R) = {C:.1%} (Eq. 7)"),
+    ]
+    for ax, (w, xlabel, title) in zip(axes, panels):
+        w_us = w * 1e6
+        left = np.concatenate([[0], np.cumsum(w_us)[:-1]])
+        ax.bar(left, oi - lo, bottom=lo, width=w_us, align="edge", color=colors, edgecolor=edges, linewidth=0.5)
+        ax.axhline(ridge, color="k", lw=1.2)
+        total = w_us.sum()
+        wide = w_us >= 0.015 * total  # narrower bars have no room for a label
+        for x, ww, h, lab in zip(left[wide], w_us[wide], oi[wide], np.array([k[0] for k in ks])[wide]):
+            ax.text(x + ww / 2, h * 1.12, lab, ha="center", va="bottom", fontsize=8,
+                    bbox=dict(fc="white", ec="none", pad=0.3, alpha=0.8))  # readable across the waterline
+        ax.set_xlim(0, total)
+        ax.set_xlabel(xlabel + "\nbar numbers are the # column of summary.md"
+                      + (f"; {(~wide).sum()} of {len(ks)} bars are too narrow to label" if (~wide).any() else ""))
+        ax.set_ylabel("operational intensity n/b (FLOP/byte)")
+        ax.set_title(title.format(T=total, C=N / (w.sum() * R) if w.sum() > 0 else math.nan), loc="left")
+        ax.grid(axis="y", which="major", alpha=0.3)
+    axes[0].set_yscale("log")
+    axes[0].set_ylim(lo, hi)
+    handles = [Patch(color="tab:blue", label="memory bound (n/b below the waterline)"),
+               Patch(color="tab:orange", label="compute bound"),
+               Line2D([], [], color="k", label=f"op:byte waterline R/B = {ridge:.1f} FLOP/byte "
+                                               f"(FFMA {R / 1e12:.1f} TFLOP/s / copy {B / 1e9:.0f} GB/s)")]
+    fig.legend(handles=handles, loc="outside upper center", ncol=3, frameon=False)
+    _save(fig, outdir, "waterline")
+
+
+def plot_roofline(rows, units, R, B, R16, outdir):
+    ok = [r for r in rows if r["check_ok"] and r["flops"] > 0 and r["bytes"] > 0]  # log-log needs both
+    if not ok:
+        return False
+    fams = sorted({family(r["strategy"]) for r in ok})
+    fig, ax = plt.subplots(figsize=(11, 7.5), layout="constrained")
+    for i, fam in enumerate(fams):
+        pts = [r for r in ok if family(r["strategy"]) == fam]
+        ax.scatter([r["flops"] / r["bytes"] for r in pts], [r["flops"] / r["runtime_ms"] / 1e6 for r in pts],
+                   marker="osD^v<>Ph*X"[i % 11], color=plt.cm.tab10(i % 10), s=36, alpha=0.75,
+                   label=f"{fam} ({len(pts)} rows)", zorder=3)
+    bests = [u.best for u in units if u.best["flops"] > 0 and u.best["bytes"] > 0]
+    ax.scatter([r["flops"] / r["bytes"] for r in bests], [r["flops"] / r["runtime_ms"] / 1e6 for r in bests],
+               s=110, facecolors="none", edgecolors="k", linewidths=1.1, label="best variant of its workload", zorder=4)
+    xi = np.array([r["flops"] / r["bytes"] for r in ok])
+    xs = np.logspace(np.log10(min(xi.min(), R / B) / 3), np.log10(max(xi.max(), R / B) * 3), 200)
+    ax.plot(xs, np.minimum(R, B * xs) / 1e9, "k-", lw=1.5,
+            label=f"roof: FFMA f32 {R / 1e12:.1f} TFLOP/s, copy bandwidth slope {B / 1e9:.0f} GB/s")
+    if R16:
+        ax.plot(xs, np.minimum(R16, B * xs) / 1e9, "k--", lw=1.2, label=f"HFMA2 f16 roof {R16 / 1e12:.1f} TFLOP/s")
+    ax.axvline(R / B, color="grey", ls=":", lw=1, label=f"ridge R/B = {R / B:.1f} FLOP/byte")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(xs[0], xs[-1])
+    gf = np.array([r["flops"] / r["runtime_ms"] / 1e6 for r in ok])
+    ax.set_ylim(gf.min() / 3, R / 1e9 * 4)
+    ax.set_xlabel("operational intensity n/b (FLOP per compulsory DRAM byte)")
+    ax.set_ylabel("achieved throughput (GFLOP/s)")
+    ax.set_title(f"Roofline (Eq. 10): all {len(ok)} passing rows, by strategy family", loc="left")
+    ax.grid(which="major", alpha=0.3)
+    fig.legend(loc="outside lower center", ncol=3, fontsize=8, frameon=False)  # keeps the roof lines clear
+    _save(fig, outdir, "roofline")
+    return True
+
+
+def plot_efficiency_gap(units, R, outdir, have_torch):
+    y = np.arange(len(units))
+    t_i, T = (np.array([u.m[k] * 1e6 for u in units]) for k in ("t_i", "T_min"))
+    t_a = np.array([u.t_a * 1e6 for u in units])
+    fig, ax = plt.subplots(figsize=(12, max(4.5, 0.3 * len(units) + 2.4)), layout="constrained")
+    ax.hlines(y, np.minimum(t_i, t_a), np.maximum(t_i, t_a), color="0.7", lw=3, zorder=1,
+              label="efficiency gap, width = -log C (Eq. 9)")
+    # A large ring, so that t_i stays visible around the T_min diamond when the two coincide.
+    ax.scatter(t_i, y, marker="o", facecolors="white", edgecolors="tab:green", s=90, lw=1.5, zorder=3,
+               label="ideal latency t_i = n/R at the FFMA peak (Eq. 1, 8)")
+    ax.scatter(T, y, marker="D", color="tab:blue", s=30, zorder=4, label="waterline T_min (Eq. 12)")
+    ax.scatter(t_a, y, marker="o", color="tab:red", s=40, zorder=4, label="actual latency t_a (best strategy, median)")
+    if have_torch:
+        tu = [(i, _num(u.torch.get("eager_ms"))) for i, u in enumerate(units) if u.torch]
+        tu = [(i, v) for i, v in tu if v]
+        ax.scatter([v * 1e3 for _, v in tu], [i for i, _ in tu], marker="x", color="k", s=30, zorder=5,
+                   label="PyTorch eager (cuDNN tensor cores: not bound by the FFMA peak)")
+    ax.set_xscale("log")
+    ax.set_yticks(y, [f"{u.index}  {u.label}" for u in units])
+    ax.set_ylim(len(units) - 0.5, -0.5)  # first workload on top
+    sec = ax.secondary_yaxis("right")
+    sec.set_yticks(y, [f"C {_pct(u.m['C'])}  C_max {_pct(u.m['C_max'])}" for u in units])
+    sec.set_ylabel("computational efficiency")
+    ax.set_xlabel("latency (µs, log scale)")
+    ax.set_title(f"Efficiency gap per workload (R = FFMA {R / 1e12:.1f} TFLOP/s); right: C = t_i / t_a (Eq. 7, 8), "
+                 "C_max = N / (T_min·R) (Eq. 13)", loc="left")
+    ax.grid(axis="x", which="both", alpha=0.25)
+    fig.legend(loc="outside upper center", ncol=2, fontsize=8, frameon=False)
+    _save(fig, outdir, "efficiency_gap")
+
+
+# ---------------------------------------------------------------- summary
+
+def _us(s):
+    """Seconds as µs: 4 significant digits, whole µs from 10 ms up (no exponents)."""
+    return "n/a" if s is None or not math.isfinite(s) else f"{s * 1e6:.4g}" if s < 1e-2 else f"{s * 1e6:.0f}"
+
+
+def _num(x):
+    return x if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0 else None
+
+
+def _pct(x):
+    return "n/a" if x is None or not math.isfinite(x) else f"{x:.1%}"
+
+
+def sequence_lines(units, R, B):
+    """Eq. 12/13 vs Eq. 29 over all best rows as one sequence of kernels."""
+    ks = [(k[1], k[2]) for u in units for k in u.kernels]
+    N, b = model.total_ops(ks), sum(k[1] for k in ks)
+    T, Tr = model.waterline_latency(ks, R, B), model.roofline_latency(ks, R, B)
+    mem = [(n, bb) for n, bb in ks if model.is_memory_bound(n, bb, R, B)]
+    t_mem = model.waterline_latency(mem, R, B)
+    ta = sum(u.t_a for u in units)
+    med = model.mediant_intensity(ks)
+    return [
+        f"All {len(units)} best rows as one sequence of {len(ks)} kernels, run one after another.", "",
+        "| quantity | value |", "|---|---:|",
+        f"| N = Σ n_i (Eq. 14) | {N:.4g} FLOP |",
+        f"| Σ b_i | {b:.4g} bytes |",
+        f"| mediant operational intensity Σn/Σb (Eq. 29) | {med:.1f} FLOP/byte (op:byte R/B = {R / B:.1f}) |",
+        f"| memory-bound kernels | {len(mem)} of {len(ks)}: {t_mem / T:.1%} of T_min, "
+        f"{model.total_ops(mem) / N:.2%} of N |",
+        f"| waterline T_min (Eq. 12) | {_us(T)} µs |",
+        f"| mediant roofline N / min(R, B·Σn/Σb) (Eq. 29 in Eq. 11) | {_us(Tr)} µs |",
+        f"| C_max, waterline (Eq. 13) | {_pct(model.max_efficiency(ks, R, B))} |",
+        f"| C_max, mediant roofline | {_pct(model.roofline_max_efficiency(ks, R, B))} |",
+        f"| measured Σ t_a of the best rows | {_us(ta)} µs |",
+        f"| C actual of the sequence, N / (Σ t_a·R) | {_pct(N / (ta * R))} |",
+        "",
+        (f"The mediant roofline promises {Tr * 1e6:.4g} µs, {1 - Tr / T:.1%} less than the waterline: it lets the "
+         "spare compute time of the compute-bound kernels hide the bytes of the memory-bound ones, which a "
+         "sequence run kernel by kernel cannot do (Section 4.3)." if Tr < T * (1 - 1e-9) else
+         "The mediant roofline equals the waterline here: the kernels are all memory-bound or all compute-bound "
+         "(Section 4.3)."),
+    ]
+
+
+def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, have_torch):
+    """summary.md text; R is None when the model could not run (skip_reason says why),
+    skipped maps each plot that was not drawn to the reason."""
+    gpu = ctx.get("gpu")
+    gpu = gpu.get("name") if isinstance(gpu, dict) else gpu
+    cR, cB, cR16, cwhy = ceilings(ctx)  # shown even when no row passed
+    L = ["# blockfuse performance report", "",
+         f"Source: `{src}`. Model: bench/model.py (A. Lavin, *On the Efficiency of Convolutional Neural Networks*, "
+         "Eq. 1-14 and 29); ops = 2 per multiply-accumulate, bytes = the harness's compulsory DRAM bytes "
+         "(each tensor once). Latencies in µs.", "", "## Context", "",
+         f"- device: {ctx.get('device', 'n/a')}, GPU: {gpu or 'n/a'}, Halide {ctx.get('halide_version', 'n/a')}"
+         + "".join(f", {k} {ctx[k]}" for k in ("suite", "timestamp") if k in ctx),
+         f"- command: `{ctx.get('command', 'n/a')}`"]
+    if cR:
+        L.append(f"- ceilings (measured in the same run): copy B = {cB / 1e9:.1f} GB/s, FFMA f32 R = {cR / 1e12:.2f} "
+                 "TFLOP/s" + (f", HFMA2 f16 {cR16 / 1e12:.2f} TFLOP/s" if cR16 else ", HFMA2 f16 n/a"))
+        L.append("- R = FFMA: Halide's CUDA backend emits no tensor-core instructions, so FFMA is the peak its code "
+                 f"can reach. op:byte R/B = {cR / cB:.2f} FLOP/byte" + (
+                     f" (with HFMA2 as R: {cR16 / cB:.2f}; packed f16 FMA, {cR16 / cR:.2f}x the FFMA rate here)"
+                     if cR16 else ""))
+    else:
+        L.append(f"- ceilings: none ({cwhy})")
+    if have_torch:
+        L.append(f"- PyTorch baseline: torch {tctx.get('torch_version', 'n/a')}, "
+                 f"cuDNN {tctx.get('cudnn_version', 'n/a')}, GPU {tctx.get('gpu', 'n/a')}; "
+                 "eager uses cuDNN tensor-core kernels, which the FFMA R does not bound "
+                 "(C above 100% for PyTorch would be no contradiction)")
+    L += ["", "## Plots", ""]  # one paragraph per plot
+    for p in PLOTS:
+        L += [f"Skipped {p}.svg/.png: {skipped[p]}." if p in skipped else f"![{p}]({p}.png)", ""]
+    L += ["## Per workload", "",
+          "Best = lowest median runtime among the variants whose check passed."
+          + (" t_i = n/R (Eq. 1, 8); T_min = waterline (Eq. 12, = t_min of Eq. 11 for one kernel); C = t_i/t_a "
+             "(Eq. 7, 8); C_max = N/(T_min·R) (Eq. 13); floor = which bound of Eq. 11 binds. # numbers the bars of "
+             "waterline.png." if R else "")
+          + (" Ratios are torch time / ours (> 1: ours is faster)." if have_torch else ""), ""]
+    cols = ["#", "workload", "dtype", "best strategy (passing variants)", "n/b FLOP/B", "t_a µs"]
+    cols += ["t_i µs", "T_min µs", "C", "C_max", "T_min/t_a", "floor"] if R else ["GFLOP/s"]
+    cols += ["torch eager µs", "torch.compile µs", "eager/ours", "compile/ours"] if have_torch else []
+    L += ["| " + " | ".join(cols) + " |", "|" + "|".join("---" if i in (1, 2, 3) or c == "floor" else "---:"
+                                                          for i, c in enumerate(cols)) + "|"] if units else \
+        ["No workload has a passing row."]
+    for u in units:
+        row = [str(u.index), u.label, str(u.best.get("dtype", "n/a")), f"`{u.best['strategy']}` ({u.n_rows})",
+               f"{model.operational_intensity(u.n, u.b):.1f}", _us(u.t_a)]
+        if R:
+            row += [_us(u.m["t_i"]), _us(u.m["T_min"]), _pct(u.m["C"]), _pct(u.m["C_max"]),
+                    _pct(u.m["T_min"] / u.t_a), u.m["floor"]]
+        else:
+            row.append(f"{u.n / u.t_a / 1e9:.1f}")
+        if have_torch:
+            e, cm = (_num((u.torch or {}).get(k)) for k in ("eager_ms", "compile_ms"))
+            row += [_us(e and e * 1e-3), _us(cm and cm * 1e-3),
+                    f"{e * 1e-3 / u.t_a:.2f}" if e else "n/a", f"{cm * 1e-3 / u.t_a:.2f}" if cm else "n/a"]
+        L.append("| " + " | ".join(row) + " |")
+    multi = [u for u in units if len(u.kernels) > 1]
+    if multi and R:
+        L += ["", "### Kernels of multi-kernel rows", "",
+              "| # | kernel | n FLOP | b bytes | n/b | t_min µs (Eq. 11) | bound |",
+              "|---:|---|---:|---:|---:|---:|---|"]
+        for u in multi:
+            for j, (name, n, b, _) in enumerate(u.kernels):
+                L.append(f"| {u.index}.{j + 1} | {name} | {n:.4g} | {b:.4g} | "
+                         f"{model.operational_intensity(n, b):.1f} | {_us(model.min_latency(n, b, R, B))} | "
+                         f"{'memory' if model.is_memory_bound(n, b, R, B) else 'compute'} |")
+    L += ["", "## Sequence: waterline (Eq. 12, 13) vs mediant roofline (Eq. 29)", ""]
+    L += sequence_lines(units, R, B) if R else [f"Skipped: {skip_reason}."]
+    L += ["", "## Failed rows (check_ok false, left out of the plots)", ""]
+    L += [f"- {r['workload']} / `{r['strategy']}`: {r.get('check', 'check failed')}" for r in failed] or \
+         [f"None: all {sum(u.n_rows for u in units)} rows passed their check."]
+    if notes:
+        L += ["", "## Notes", ""] + [f"- {n}" for n in notes]
+    return "\n".join(L) + "\n"
+
+
+# ---------------------------------------------------------------- main
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="Waterline/roofline/efficiency-gap report of a blockfuse results folder.")
+    p.add_argument("dir", metavar="DIR", help="results folder holding results.json")
+    p.add_argument("--torch", metavar="FILE", help="PyTorch baseline JSON (bench/pytorch_baseline.py)")
+    p.add_argument("--out", metavar="OUTDIR", help="output folder (default DIR/report)")
+    args = p.parse_args(argv)
+    try:
+        ctx, rows = load_results(args.dir)
+        tctx, tindex = load_torch(args.torch) if args.torch else ({}, None)
+        outdir = args.out or os.path.join(args.dir, "report")
+        try:
+            os.makedirs(outdir, exist_ok=True)
+        except OSError as e:
+            raise InputError(f"cannot create output folder '{outdir}': {e.strerror}") from None
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    R, B, R16, why = ceilings(ctx)
+    units, failed, notes = analyse(rows, R, B, tindex)
+    skipped = {}  # plot name -> why it was not drawn
+    if why:
+        skipped = dict.fromkeys(PLOTS, f"it needs the peak rate R and the bandwidth B, and {why}")
+    elif not units:
+        why = "no row passed its check"
+        skipped = dict.fromkeys(PLOTS, why)
+    else:
+        plot_waterline(units, R, B, outdir)
+        if not plot_roofline(rows, units, R, B, R16, outdir):
+            skipped["roofline"] = "no passing row has both flops and bytes > 0 (log-log axes)"
+        plot_efficiency_gap(units, R, outdir, tindex is not None)
+    for name in skipped:  # no stale plots from an earlier run next to a summary that says skipped
+        for ext in ("svg", "png"):
+            if os.path.exists(os.path.join(outdir, f"{name}.{ext}")):
+                os.remove(os.path.join(outdir, f"{name}.{ext}"))
+    md = summary(ctx, tctx, units, failed, notes, None if why else R, B, why, skipped,
+                 os.path.join(args.dir, "results.json"), tindex is not None)
+    with open(os.path.join(outdir, "summary.md"), "w", encoding="utf-8") as fh:
+        fh.write(md)
+    print(f"wrote {outdir}/summary.md" + (f" (plots skipped: {why})" if why else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

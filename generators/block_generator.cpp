@@ -1,0 +1,86 @@
+// Thin Generator over the fused-block algorithm: the block's structure and static channel
+// counts are GeneratorParams (static shapes give better code), the strategy picks the schedule.
+#include "Halide.h"
+#include "generators/block_algorithm.h"
+#include "schedules/block_schedule.h"
+
+namespace {
+using namespace Halide;
+using blockfuse::BlockFamily;
+using blockfuse::BlockStrategy;
+
+class BlockGenerator : public Generator<BlockGenerator> {
+public:
+    GeneratorParam<BlockFamily> family{"family", BlockFamily::mbconv,
+                                       {{"mbconv", BlockFamily::mbconv},
+                                        {"fused_mbconv", BlockFamily::fused_mbconv},
+                                        {"ffn", BlockFamily::ffn},
+                                        {"convfirst", BlockFamily::convfirst}}};
+    GeneratorParam<BlockStrategy> strategy{"strategy", BlockStrategy::fused,
+                                           {{"layer_by_layer", BlockStrategy::layer_by_layer},
+                                            {"fused", BlockStrategy::fused}}};
+    GeneratorParam<int> channels{"channels", 24};
+    GeneratorParam<int> expansion{"expansion", 6};
+    GeneratorParam<int> kernel_size{"kernel_size", 3};
+    GeneratorParam<int> stride{"stride", 1};
+    GeneratorParam<int> act{"act", 2};  // Activation id: 1 relu, 2 relu6, 3 silu, 4 gelu
+    GeneratorParam<Type> storage{"storage", Float(32)};
+    // schedule knobs (schedules/block_schedule.h)
+    GeneratorParam<int> chunk{"chunk", 8};
+    GeneratorParam<int> tile_x{"tile_x", 8};
+    GeneratorParam<int> tile_y{"tile_y", 4};
+    GeneratorParam<int> vec_k{"vec_k", 4};
+
+    // Arguments, in ABI order: input, then (weights_i, bias_i) per layer, then output. Added in
+    // configure() because the number of layers depends on the family.
+    GeneratorInput<Buffer<>> *input = nullptr;
+    std::vector<GeneratorInput<Buffer<>> *> weights, biases;
+    GeneratorOutput<Buffer<>> *output = nullptr;
+
+    void configure() {
+        auto spec = make_spec();
+        input = add_input<Buffer<>>("input", Type(storage), 4);                // (c, x, y, n)
+        for (size_t i = 0; i < spec.layers.size(); ++i) {
+            weights.push_back(add_input<Buffer<>>("weights" + std::to_string(i), Type(storage), 4));  // (k, cg, kx, ky)
+            biases.push_back(add_input<Buffer<>>("bias" + std::to_string(i), Float(32), 1));
+        }
+        output = add_output<Buffer<>>("output", Type(storage), 4);
+    }
+
+    blockfuse::BlockSpec make_spec() const {
+        return blockfuse::make_block_spec(family, channels, expansion, kernel_size, stride, act);
+    }
+
+    void generate() {
+        auto spec = make_spec();
+        std::vector<Func> w, b;
+        for (size_t i = 0; i < spec.layers.size(); ++i) {
+            w.push_back(*weights[i]);
+            b.push_back(*biases[i]);
+        }
+        Func in = *input;
+        auto f = blockfuse::block_algorithm(in, w, b, spec, input->dim(1).extent(), input->dim(2).extent(), storage);
+        Func last = f.layers.back().output, out = *output;
+        out(last.args()) = last(last.args());
+        last.compute_inline();
+        f.layers.back().output = out;
+        blockfuse::BlockKnobs kn;
+        // The chunk must divide the hidden width: a partial last chunk made the GPU schedule's
+        // hidden layers read weights past the end (seen on PoCL with hidden 30, chunk 8), so the
+        // largest divisor of the hidden width not above the requested chunk is used.
+        kn.chunk = 1;
+        for (int d = 1; d <= int(chunk); ++d)
+            if (spec.hidden % d == 0) kn.chunk = d;
+        kn.tile_x = tile_x;
+        kn.tile_y = tile_y;
+        kn.vec_k = vec_k;
+        blockfuse::schedule_block(f, spec, strategy, kn, get_target().has_gpu_feature());
+        // Static channel counts: the runtime passes matching buffers (checked by Halide too).
+        input->dim(0).set_bounds(0, spec.c);
+        output->dim(0).set_bounds(0, spec.cout);
+    }
+};
+
+}  // namespace
+
+HALIDE_REGISTER_GENERATOR(BlockGenerator, block)

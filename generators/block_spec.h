@@ -1,0 +1,71 @@
+// What each fused block is, as data: a chain of conv layers (the last one takes the residual).
+// Halide-free, so the generator (Exprs) and the runtime (keys, reference, accounting) read the
+// same description.
+#pragma once
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace blockfuse {
+
+enum class BlockFamily { mbconv, fused_mbconv, ffn, convfirst };
+
+struct LayerSpec {
+    int ks = 1, stride = 1;
+    int groups = 1;        // number of groups
+    int in_ch = 0, out_ch = 0;
+    int act = 0;           // Activation id (generators/activation.h)
+    bool hidden = false;   // output has the block's hidden width: produced chunk by chunk when fused
+};
+
+struct BlockSpec {
+    BlockFamily family;
+    int c = 0, hidden = 0, cout = 0;
+    bool residual = false;
+    std::vector<LayerSpec> layers;
+};
+
+inline const char *block_family_name(BlockFamily f) {
+    switch (f) {
+    case BlockFamily::mbconv: return "mbconv";
+    case BlockFamily::fused_mbconv: return "fused_mbconv";
+    case BlockFamily::ffn: return "ffn";
+    case BlockFamily::convfirst: return "convfirst";
+    }
+    return "?";
+}
+
+// c: input channels; expansion: hidden = c * expansion; ks: the spatial kernel (depthwise for
+// MBConv, expand conv for FusedMBConv, grouped conv for ConvFirst); act: activation id after the
+// expanding layer(s). Residual when input and output shapes match (stride 1).
+inline BlockSpec make_block_spec(BlockFamily f, int c, int expansion, int ks, int stride, int act) {
+    BlockSpec b;
+    b.family = f;
+    b.c = c;
+    b.hidden = c * expansion;
+    b.cout = c;
+    const int E = b.hidden, none = 0, relu = 1;
+    switch (f) {
+    case BlockFamily::mbconv:  // 1x1 expand + act -> depthwise kxk + act -> 1x1 project (+ residual)
+        b.layers = {{1, 1, 1, c, E, act, true}, {ks, stride, E, E, E, act, true}, {1, 1, 1, E, c, none, false}};
+        break;
+    case BlockFamily::fused_mbconv:  // kxk expand + act -> 1x1 project (+ residual)
+        b.layers = {{ks, stride, 1, c, E, act, true}, {1, 1, 1, E, c, none, false}};
+        break;
+    case BlockFamily::ffn:  // Eq. 30: phi(X U + a) V + b, no residual
+        b.layers = {{1, 1, 1, c, E, act, true}, {1, 1, 1, E, c, none, false}};
+        break;
+    case BlockFamily::convfirst:  // grouped kxk (group width 8) -> FFN with ReLU -> residual
+        if (c % 8) throw std::invalid_argument("convfirst needs c divisible by the group width 8");
+        b.layers = {{ks, stride, c / 8, c, c, none, false}, {1, 1, 1, c, E, relu, true}, {1, 1, 1, E, c, none, false}};
+        break;
+    }
+    b.residual = f != BlockFamily::ffn && stride == 1;
+    return b;
+}
+
+// Threads per block of the fused GPU schedule: vec_k output channels x one pixel column per
+// thread, tile_x columns (schedules/block_schedule.cpp; the launch checker reads it too).
+inline int fused_block_threads(int cout, int vec_k, int tile_x) { return (cout + vec_k - 1) / vec_k * tile_x; }
+
+}  // namespace blockfuse

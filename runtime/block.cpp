@@ -1,0 +1,224 @@
+#include "runtime/block.h"
+#include "runtime/cuda_driver.h"
+#include <cmath>
+#include <map>
+#include <sstream>
+
+namespace blockfuse {
+namespace {
+[[noreturn]] void fail(const std::string &key, const std::string &msg) {
+    throw WorkloadError("invalid workload '" + key + "': " + msg);
+}
+bool family_of(const std::string &s, BlockFamily *f) {
+    for (BlockFamily x : {BlockFamily::mbconv, BlockFamily::fused_mbconv, BlockFamily::ffn, BlockFamily::convfirst})
+        if (s == block_family_name(x)) {
+            *f = x;
+            return true;
+        }
+    return false;
+}
+}  // namespace
+
+bool is_block_key(const std::string &key) {
+    BlockFamily f;
+    return family_of(key.substr(0, key.find(':')), &f);
+}
+
+BlockSpec BlockWorkload::spec() const { return make_block_spec(family, c, e, k, stride, int(act)); }
+
+std::vector<Conv2dWorkload> BlockWorkload::layers() const {
+    std::vector<Conv2dWorkload> out;
+    int ch = h, cw = w;
+    for (const LayerSpec &L : spec().layers) {
+        Conv2dWorkload cw2;
+        cw2.n = n, cw2.c = L.in_ch, cw2.h = ch, cw2.w = cw, cw2.k = L.out_ch, cw2.r = cw2.s = L.ks;
+        cw2.stride_h = cw2.stride_w = L.stride;
+        cw2.pad_t = cw2.pad_b = cw2.pad_l = cw2.pad_r = L.ks / 2;
+        cw2.groups = L.groups;
+        cw2.bias = true;
+        cw2.act = Activation(L.act);
+        cw2.dtype = dtype;
+        ch = cw2.out_h();
+        cw = cw2.out_w();
+        out.push_back(cw2);
+    }
+    return out;
+}
+int BlockWorkload::out_h() const { return layers().back().out_h(); }
+int BlockWorkload::out_w() const { return layers().back().out_w(); }
+
+BlockWorkload parse_block(const std::string &key) {
+    KeyFields kf = split_key(key);
+    BlockWorkload w;
+    if (!family_of(kf.family, &w.family))
+        fail(key, "family '" + kf.family + "' is not one of mbconv, fused_mbconv, ffn, convfirst");
+    std::map<std::string, std::string> f(kf.fields.begin(), kf.fields.end());
+    auto take = [&](const char *name, int *dst, bool required) {
+        auto it = f.find(name);
+        if (it == f.end()) {
+            if (required) fail(key, std::string("missing field '") + name + "'");
+            return;
+        }
+        *dst = parse_key_int(key, name, it->second);
+        f.erase(it);
+    };
+    for (const char *r : {"n", "c", "h", "w", "e"}) {
+        std::string s = r;
+        take(r, s == "n" ? &w.n : s == "c" ? &w.c : s == "h" ? &w.h : s == "w" ? &w.w : &w.e, true);
+    }
+    w.k = w.family == BlockFamily::ffn ? 1 : 3;
+    take("k", &w.k, false);
+    take("stride", &w.stride, false);
+    w.act = w.family == BlockFamily::mbconv ? Activation::relu6
+          : w.family == BlockFamily::fused_mbconv ? Activation::silu : Activation::relu;
+    if (auto it = f.find("act"); it != f.end()) {
+        if (!parse_activation(it->second, &w.act) || w.act == Activation::none)
+            fail(key, "field 'act' = '" + it->second + "' is not one of relu, relu6, silu, gelu, sigmoid");
+        f.erase(it);
+    }
+    if (auto it = f.find("dtype"); it != f.end()) {
+        if (!parse_dtype(it->second, &w.dtype))
+            fail(key, "field 'dtype' = '" + it->second + "' is not supported (f32, f16, bf16)");
+        f.erase(it);
+    }
+    if (auto it = f.find("se"); it != f.end()) fail(key, "field 'se' (Squeeze-Excitation) is not supported yet");
+    if (!f.empty()) fail(key, "unknown field '" + f.begin()->first + "'");
+    for (auto [name, v] : {std::pair{"n", w.n}, {"c", w.c}, {"h", w.h}, {"w", w.w}, {"e", w.e}, {"k", w.k}})
+        if (v <= 0) fail(key, std::string("field '") + name + "' = " + std::to_string(v) + " must be positive");
+    if (w.k % 2 == 0) fail(key, "field 'k' = " + std::to_string(w.k) + " must be odd (same padding)");
+    if (w.stride != 1 && w.stride != 2) fail(key, "field 'stride' = " + std::to_string(w.stride) + " must be 1 or 2");
+    if (w.family == BlockFamily::ffn && (w.k != 1 || w.stride != 1)) fail(key, "ffn has no spatial kernel: k and stride must be 1");
+    if (w.family == BlockFamily::convfirst && w.c % 8)
+        fail(key, "field 'c' = " + std::to_string(w.c) + " must be a multiple of the group width 8 for convfirst");
+    if (w.family == BlockFamily::convfirst && w.act != Activation::relu) fail(key, "convfirst uses ReLU (act=relu)");
+    for (const auto &l : w.layers()) validate(l, key);
+    return w;
+}
+
+std::string to_key(const BlockWorkload &w) {
+    std::ostringstream o;
+    o << block_family_name(w.family) << ":n=" << w.n << ",c=" << w.c << ",h=" << w.h << ",w=" << w.w << ",e=" << w.e;
+    if (w.family != BlockFamily::ffn) o << ",k=" << w.k << ",stride=" << w.stride;
+    o << ",act=" << activation_name(w.act) << ",dtype=" << dtype_name(w.dtype);
+    return o.str();
+}
+
+BlockTensors make_block_tensors(const BlockWorkload &w) {
+    BlockTensors t;
+    auto layers = w.layers();
+    t.input = make_tensor(w.dtype, {w.c, w.w, w.h, w.n});
+    for (const auto &l : layers) {
+        t.weights.push_back(make_tensor(w.dtype, {l.k, l.c / l.groups, l.s, l.r}));
+        t.biases.emplace_back(l.k);
+    }
+    const auto &last = layers.back();
+    t.output = make_tensor(w.dtype, {last.k, last.out_w(), last.out_h(), w.n});
+    return t;
+}
+
+void randomize(BlockTensors &t, const BlockWorkload &w, std::mt19937_64 &rng) {
+    auto layers = w.layers();
+    fill_uniform(t.input, w.dtype, rng, -1.0, 1.0);
+    std::uniform_real_distribution<float> d(-0.5f, 0.5f);
+    for (size_t i = 0; i < layers.size(); ++i) {
+        double a = 1.0 / std::sqrt(double(layers[i].c / layers[i].groups) * layers[i].r * layers[i].s);
+        fill_uniform(t.weights[i], w.dtype, rng, -a * 1.7, a * 1.7);
+        t.biases[i].for_each_value([&](float &b) { b = d(rng); });
+        t.biases[i].set_host_dirty();
+    }
+    poison(t.output, w.dtype);
+}
+
+std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Device device) {
+    std::vector<const KernelVariant *> out;
+    for (const auto &v : all_kernels()) {
+        if (v.family != "block" || v.device != device || v.dtype != w.dtype) continue;
+        if (v.param("family") != block_family_name(w.family)) continue;
+        if (v.knob("channels", -1) != w.c || v.knob("expansion", -1) != w.e) continue;
+        if (v.knob("kernel_size", w.family == BlockFamily::ffn ? 1 : 3) != w.k && w.family != BlockFamily::ffn) continue;
+        if (v.knob("stride", 1) != w.stride || v.knob("act", -1) != int(w.act)) continue;
+        out.push_back(&v);
+    }
+    return out;
+}
+
+void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t) {
+    using Fn2 = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                        halide_buffer_t *);
+    using Fn3 = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
+                        halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+    if (v.device != Device::cpu) {
+        const int threads = v.threads_per_block();
+        const int limit = v.device == Device::cuda && cuda::device().available ? cuda::device().max_threads_per_block : 1024;
+        if (threads > limit)
+            throw KernelError("launch rejected before running: kernel " + v.name + " (" + v.param("strategy") + ") on " +
+                              to_key(w) + ": " + std::to_string(threads) + " threads per block exceed the device limit of " +
+                              std::to_string(limit));
+    }
+    int rc;
+    clear_halide_error();
+    if (t.weights.size() == 2) {
+        rc = reinterpret_cast<Fn2>(v.fn)(t.input.raw_buffer(), t.weights[0].raw_buffer(), t.biases[0].raw_buffer(),
+                                         t.weights[1].raw_buffer(), t.biases[1].raw_buffer(), t.output.raw_buffer());
+    } else {
+        rc = reinterpret_cast<Fn3>(v.fn)(t.input.raw_buffer(), t.weights[0].raw_buffer(), t.biases[0].raw_buffer(),
+                                         t.weights[1].raw_buffer(), t.biases[1].raw_buffer(), t.weights[2].raw_buffer(),
+                                         t.biases[2].raw_buffer(), t.output.raw_buffer());
+    }
+    if (rc != 0) throw KernelError("kernel " + v.name + " failed on " + to_key(w) + ": " + last_halide_error(rc));
+}
+
+Comparison check_block(const BlockWorkload &w, BlockTensors &t) {
+    auto layers = w.layers();
+    std::vector<double> x = to_doubles(t.input, w.dtype), input = x, y, scale;
+    for (size_t i = 0; i < layers.size(); ++i) {
+        std::vector<double> wt = to_doubles(t.weights[i], w.dtype), b(layers[i].k);
+        t.biases[i].copy_to_host();
+        for (int k = 0; k < layers[i].k; ++k) b[k] = t.biases[i](k);
+        conv2d_reference(layers[i], x, wt, b, &y, &scale);
+        if (i + 1 < layers.size()) {  // hidden layers are stored in the storage type
+            std::vector<uint16_t> tmp(2);
+            for (double &v : y) {
+                float f = float(v);
+                store_from_double(tmp.data(), w.dtype == DType::f32 ? DType::f32 : w.dtype, 0, f);
+                v = w.dtype == DType::f32 ? double(float(v)) : load_as_double(tmp.data(), w.dtype, 0);
+            }
+        }
+        x = y;
+    }
+    if (w.spec().residual)
+        for (size_t i = 0; i < y.size(); ++i) {
+            y[i] += input[i];
+            scale[i] += std::fabs(input[i]);
+        }
+    const auto &last = layers.back();
+    // Hidden values rounded to storage may differ by an ulp between kernel and reference:
+    // 4 storage ulps of the last layer's scale per hidden layer cover it.
+    double extra = 4.0 * 2 * dtype_unit_roundoff(w.dtype) * double(layers.size() - 1);
+    return compare(to_doubles(t.output, w.dtype), y, scale, 1LL * (last.c / last.groups) * last.r * last.s, w.dtype, extra);
+}
+
+std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy) {
+    auto layers = w.layers();
+    std::vector<KernelCost> out;
+    const double e = dtype_bytes(w.dtype);
+    if (strategy == "layer_by_layer") {
+        for (size_t i = 0; i < layers.size(); ++i) {
+            KernelCost c{"layer" + std::to_string(i), conv2d_flops(layers[i]), conv2d_bytes(layers[i])};
+            if (i + 1 == layers.size() && w.spec().residual) c.bytes += e * double(w.n) * w.c * w.h * w.w;
+            out.push_back(c);
+        }
+        return out;
+    }
+    KernelCost c{"block", 0, 0};
+    for (const auto &l : layers) {
+        c.flops += conv2d_flops(l);
+        c.bytes += e * double(l.k) * (l.c / l.groups) * l.r * l.s + 4.0 * l.k;
+    }
+    c.bytes += e * double(w.n) * w.c * w.h * w.w;  // block input (the residual re-read is not compulsory)
+    c.bytes += e * double(w.n) * layers.back().k * layers.back().out_h() * layers.back().out_w();
+    out.push_back(c);
+    return out;
+}
+
+}  // namespace blockfuse

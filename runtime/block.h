@@ -1,0 +1,57 @@
+// Fused blocks at run time: workload keys, tensors, running an AOT block kernel, the float64
+// reference (layer by layer through runtime/reference), and the tensor-machine accounting.
+//   mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16
+//   fused_mbconv:...,e=4,k=3,act=silu   ffn:...,e=4,act=relu   convfirst:...,e=4 (k=3, ReLU)
+#pragma once
+#include "generators/block_spec.h"
+#include "runtime/conv2d.h"
+#include "runtime/reference.h"
+#include <random>
+#include <string>
+#include <vector>
+
+namespace blockfuse {
+
+struct BlockWorkload {
+    BlockFamily family = BlockFamily::mbconv;
+    int n = 0, c = 0, h = 0, w = 0, e = 0, k = 3, stride = 1;
+    Activation act = Activation::relu6;
+    DType dtype = DType::f32;
+    BlockSpec spec() const;
+    // The block's layers as conv2d workloads (shapes, padding, groups, activation).
+    std::vector<Conv2dWorkload> layers() const;
+    int out_h() const;
+    int out_w() const;
+};
+
+bool is_block_key(const std::string &key);
+BlockWorkload parse_block(const std::string &key);  // throws WorkloadError
+std::string to_key(const BlockWorkload &w);
+
+struct BlockTensors {
+    Tensor input, output;
+    std::vector<Tensor> weights;
+    std::vector<Halide::Runtime::Buffer<float>> biases;
+};
+BlockTensors make_block_tensors(const BlockWorkload &w);
+// Fresh random data (weights scaled by 1/sqrt(fan-in) so activations stay O(1) in f16), output
+// poisoned with NaN.
+void randomize(BlockTensors &t, const BlockWorkload &w, std::mt19937_64 &rng);
+
+std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Device device);
+void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t);
+
+// Float64 reference: layer by layer, hidden layers rounded to the storage type as the kernels
+// store them. Compares every output (tolerance in tests/README.md).
+Comparison check_block(const BlockWorkload &w, BlockTensors &t);
+
+// Tensor-machine accounting of a strategy: per kernel, ops (2 per MAC) and compulsory DRAM
+// bytes (layer-by-layer: each layer reads its input and weights and writes its output;
+// fused: block input, all weights, block output once).
+struct KernelCost {
+    std::string name;
+    double flops = 0, bytes = 0;
+};
+std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy);
+
+}  // namespace blockfuse

@@ -1,0 +1,127 @@
+#include "schedules/block_schedule.h"
+
+namespace blockfuse {
+using namespace Halide;
+
+namespace {
+ConvKind kind_of(const LayerSpec &L) {
+    if (L.groups > 1 && L.groups == L.in_ch && L.in_ch == L.out_ch) return ConvKind::depthwise;
+    if (L.ks == 1 && L.groups == 1) return ConvKind::pointwise;
+    return ConvKind::general;
+}
+const TailStrategy guard = TailStrategy::GuardWithIf;
+
+// Layer by layer: every layer its own kernel (GPU) / loop nest (CPU), through memory; only the
+// trivial fusions (bias, folded BN, activation, residual) stay inside a layer, as Inductor does.
+void layer_by_layer(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, bool gpu) {
+    for (size_t i = 0; i < f.layers.size(); ++i) {
+        Conv2dFuncs &L = f.layers[i];
+        const LayerSpec &s = spec.layers[i];
+        if (i + 1 < f.layers.size()) L.output.compute_root();
+        if (gpu) {
+            schedule_conv2d_gpu(L, kind_of(s), kn.layer_gpu, true, s.out_ch);
+        } else {
+            schedule_conv2d_cpu(L, kind_of(s), Conv2dCpuKnobs{}, true, s.out_ch);
+        }
+    }
+}
+
+// Block fusion on the CPU: per output tile, the output accumulates over hidden channels in
+// chunks (Eq. 32); each chunk of every hidden layer (MBConv: expand and depthwise on the tile
+// plus halo) is produced inside that loop, used, and discarded.
+void fused_cpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
+    Conv2dFuncs &last = f.layers.back();
+    Func out = last.output, acc = last.accum;
+    Var k = out.args()[0], x = out.args()[1], y = out.args()[2], n = out.args()[3];
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), t("t");
+    out.tile(x, y, xo, yo, xi, yi, kn.tile_x, kn.tile_y, guard).fuse(yo, n, t).parallel(t).vectorize(k, 8, guard);
+    Var ak = acc.args()[0], ax = acc.args()[1], ay = acc.args()[2];
+    RVar eo("eo"), ei("ei");
+    acc.compute_at(out, xo).vectorize(ak, 8, guard);
+    acc.update().split(last.r.x, eo, ei, kn.chunk, guard).reorder(ak, ax, ay, ei, eo).vectorize(ak, 8, guard);
+    for (size_t i = 0; i + 1 < f.layers.size(); ++i) {
+        Conv2dFuncs &L = f.layers[i];
+        Var lk = L.output.args()[0], lx = L.output.args()[1];
+        if (spec.layers[i].hidden) {
+            L.output.compute_at(acc, eo).vectorize(lk, 8, guard);
+        } else {
+            L.output.compute_at(out, xo).vectorize(lk, 8, guard);
+        }
+        L.accum.compute_at(L.output, lx).vectorize(L.accum.args()[0], 8, guard);
+        L.accum.update().vectorize(L.accum.args()[0], 8, guard);
+    }
+}
+
+// Block fusion on the GPU: one kernel. A thread block owns a tile of output pixels and all
+// output channels; each thread keeps vec_k channels x tile_y pixels of the output accumulator
+// in registers. For each chunk of hidden channels the block produces the hidden layers' chunk
+// on its tile (+ halo) into shared memory, synchronizes, and every thread accumulates it.
+void fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
+    Conv2dFuncs &last = f.layers.back();
+    Func out = last.output, acc = last.accum;
+    Var k = out.args()[0], x = out.args()[1], y = out.args()[2], n = out.args()[3];
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), t("t"), kt("kt"), kv("kv");
+    const int vk = kn.vec_k;
+    out.tile(x, y, xo, yo, xi, yi, kn.tile_x, kn.tile_y, guard)
+        .split(k, kt, kv, vk, guard)
+        .reorder(kv, yi, kt, xi, xo, yo, n)
+        .fuse(yo, n, t)
+        .gpu_blocks(xo, t)
+        .gpu_threads(kt, xi)
+        .unroll(kv)
+        .unroll(yi);
+    Var ak = acc.args()[0], ax = acc.args()[1], ay = acc.args()[2];
+    Var akt("akt"), akv("akv");
+    RVar eo("eo"), ei("ei");
+    // Full tile even at image edges (extra pixels read clamped inputs and are never stored):
+    // registers need a constant-size accumulator.
+    acc.compute_at(out, xo)
+        .store_in(MemoryType::Register)
+        .bound_extent(ak, spec.cout)
+        .bound_extent(ax, kn.tile_x)
+        .bound_extent(ay, kn.tile_y);
+    acc.split(ak, akt, akv, vk, guard).reorder(akv, ay, akt, ax).gpu_threads(akt, ax).unroll(akv).unroll(ay);
+    acc.update()
+        .split(last.r.x, eo, ei, kn.chunk, guard)
+        .split(ak, akt, akv, vk, guard)
+        .reorder(akv, ay, ei, akt, ax, eo)
+        .gpu_threads(akt, ax)
+        .unroll(akv)
+        .unroll(ay);
+    const int threads = fused_block_threads(spec.cout, vk, kn.tile_x);
+    for (size_t i = 0; i + 1 < f.layers.size(); ++i) {
+        Conv2dFuncs &L = f.layers[i];
+        Func h = L.output;
+        Var hk = h.args()[0], hx = h.args()[1], hy = h.args()[2];
+        Var hxy("hxy"), ho("ho"), hi("hi");
+        if (spec.layers[i].hidden) {
+            h.compute_at(acc, eo);
+        } else {
+            h.compute_at(out, xo);
+        }
+        // Cooperative production of the chunk: one (channel, pixel) per thread.
+        h.store_in(MemoryType::GPUShared).fuse(hx, hy, hxy).fuse(hk, hxy, hi).split(hi, ho, hi, threads, guard).gpu_threads(hi);
+        // Each thread's one hidden element accumulates in a register.
+        Func la = L.accum;
+        la.compute_at(h, hi).store_in(MemoryType::Register);
+        for (const Var &v : la.args()) la.bound_extent(v, 1);
+    }
+}
+}  // namespace
+
+void schedule_block(const BlockFuncs &f, const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn, bool gpu) {
+    if (s == BlockStrategy::layer_by_layer) {
+        layer_by_layer(f, spec, kn, gpu);
+    } else if (gpu) {
+        fused_gpu(f, spec, kn);
+    } else {
+        fused_cpu(f, spec, kn);
+    }
+}
+
+int block_threads_per_block(const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn) {
+    if (s == BlockStrategy::layer_by_layer) return kn.layer_gpu.threads_per_block();
+    return fused_block_threads(spec.cout, kn.vec_k, kn.tile_x);
+}
+
+}  // namespace blockfuse

@@ -1,0 +1,35 @@
+// The three strategies for fused blocks, as schedules of the same algorithm
+// (generators/block_algorithm.h). Knobs as data next to them, for the autotuner.
+#pragma once
+#include "generators/block_algorithm.h"
+#include "schedules/conv2d_schedule.h"
+#include <map>
+#include <string>
+#include <vector>
+
+namespace blockfuse {
+
+enum class BlockStrategy { layer_by_layer, fused };
+
+struct BlockKnobs {
+    int chunk = 8;      // hidden channels produced per step of the output's reduction (Eq. 32 loop
+                        // fusion); must divide the hidden width (the generator picks a divisor)
+    int tile_x = 8;     // output pixels per block / per CPU task, x
+    int tile_y = 4;     //  ... y
+    int vec_k = 4;      // output channels per thread (GPU) / vector lanes (CPU: 8)
+    Conv2dGpuKnobs layer_gpu;  // layer-by-layer: each layer's conv2d schedule
+};
+
+inline const std::map<std::string, std::vector<int>> &block_knob_space() {
+    static const std::map<std::string, std::vector<int>> space{
+        {"chunk", {4, 8, 16, 24, 32}}, {"tile_x", {4, 8, 14, 16}}, {"tile_y", {1, 2, 4, 7, 8}}, {"vec_k", {1, 4, 8}}};
+    return space;
+}
+
+// gpu: CUDA/OpenCL schedule, else CPU. out_channels etc. are static in the spec.
+void schedule_block(const BlockFuncs &f, const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn, bool gpu);
+
+// Threads per block and shared-memory bytes of a GPU schedule (for the launch checker).
+int block_threads_per_block(const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn);
+
+}  // namespace blockfuse

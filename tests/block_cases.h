@@ -1,0 +1,63 @@
+// Fused-block test table: every strategy of every block against the float64 reference, on
+// shapes with odd sizes, 1x1 images, stride 2 on odd sizes, and hidden widths that the chunk
+// (8) does not divide (30, 16+, 48). Every block variant of a device must run at least once.
+#pragma once
+#include "runtime/block.h"
+#include <catch2/catch.hpp>
+#include <random>
+#include <set>
+
+namespace blockfuse::test {
+
+inline std::vector<std::string> block_shapes() {
+    return {
+        "mbconv:n=2,c=10,h=9,w=7,e=3,k=3,stride=1,act=relu6",
+        "mbconv:n=1,c=10,h=1,w=1,e=3,k=3,stride=1,act=relu6",
+        "mbconv:n=1,c=10,h=13,w=11,e=3,k=3,stride=1,act=relu6",
+        "mbconv:n=1,c=8,h=9,w=11,e=2,k=5,stride=2,act=silu",
+        "mbconv:n=2,c=8,h=7,w=7,e=2,k=5,stride=2,act=silu",
+        "fused_mbconv:n=2,c=8,h=7,w=9,e=2,k=3,stride=1,act=silu",
+        "fused_mbconv:n=1,c=8,h=1,w=1,e=2,k=3,stride=1,act=silu",
+        "ffn:n=1,c=12,h=5,w=7,e=4,act=relu",
+        "ffn:n=3,c=12,h=1,w=9,e=4,act=relu",
+        "convfirst:n=1,c=16,h=9,w=7,e=2,k=3,stride=1,act=relu",
+        "convfirst:n=2,c=16,h=5,w=5,e=2,k=3,stride=1,act=relu",
+        "mbconv:n=1,c=24,h=11,w=9,e=6,k=3,stride=1,act=relu6",
+        "mbconv:n=2,c=24,h=7,w=13,e=6,k=3,stride=1,act=relu6",
+    };
+}
+
+inline void check_all_block_variants(Device device, const std::vector<DType> &dtypes) {
+    install_halide_error_handler();
+    uint64_t seed = std::random_device{}();
+    std::mt19937_64 rng(seed);
+    INFO("seed " << seed);
+    std::set<std::string> ran;
+    for (DType d : dtypes)
+        for (const auto &key : block_shapes()) {
+            BlockWorkload w = parse_block(key);
+            w.dtype = d;
+            for (const KernelVariant *v : block_candidates(w, device)) {
+                INFO(v->name << " on " << to_key(w));
+                BlockTensors t = make_block_tensors(w);
+                randomize(t, w, rng);
+                run_block(*v, w, t);
+                Comparison c = check_block(w, t);
+                INFO(c.summary());
+                CHECK(c.unwritten == 0);
+                CHECK(c.violations == 0);
+                ran.insert(v->name);
+            }
+        }
+    for (const auto &v : all_kernels()) {
+        if (v.family != "block" || v.device != device) continue;
+        bool wanted = false;
+        for (DType d : dtypes) wanted |= v.dtype == d;
+        if (wanted) {
+            INFO("block variant never exercised by the shape table: " << v.name);
+            CHECK(ran.count(v.name) == 1);
+        }
+    }
+}
+
+}  // namespace blockfuse::test

@@ -1,0 +1,53 @@
+#define CATCH_CONFIG_MAIN
+#include "tests/block_cases.h"
+
+using namespace blockfuse;
+
+TEST_CASE("every CPU block variant (layer-by-layer and fused) matches the float64 reference", "[blocks][cpu]") {
+    test::check_all_block_variants(Device::cpu, {DType::f32});
+}
+
+TEST_CASE("block keys round-trip and bad ones name the field", "[blocks][workload]") {
+    for (const char *key : {"mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16",
+                            "ffn:n=1,c=256,h=1,w=25088,e=4,act=relu,dtype=f16",
+                            "convfirst:n=8,c=64,h=56,w=56,e=4,k=3,stride=1,act=relu,dtype=f16",
+                            "fused_mbconv:n=128,c=48,h=56,w=56,e=4,k=3,stride=1,act=silu,dtype=f16"}) {
+        INFO(key);
+        CHECK(to_key(parse_block(key)) == key);
+    }
+    struct Case {
+        const char *key, *expect;
+    };
+    for (auto [key, expect] : std::initializer_list<Case>{
+             {"mbconv:n=1,c=8,h=4,w=4,k=3", "missing field 'e'"},
+             {"mbconv:n=1,c=8,h=4,w=4,e=6,k=4", "field 'k' = 4 must be odd"},
+             {"mbconv:n=1,c=8,h=4,w=4,e=6,stride=3", "field 'stride' = 3 must be 1 or 2"},
+             {"convfirst:n=1,c=12,h=4,w=4,e=4", "must be a multiple of the group width 8"},
+             {"mbconv:n=1,c=8,h=4,w=4,e=6,se=1", "Squeeze-Excitation"},
+             {"mbconv:n=1,c=8,h=4,w=4,e=6,act=none", "field 'act' = 'none'"},
+             {"ffn:n=1,c=8,h=4,w=4,e=4,k=3", "ffn has no spatial kernel"},
+             {"mbconv:n=1,c=8,h=0,w=4,e=6", "field 'h' = 0 must be positive"},
+             {"resblock:n=1", "family 'resblock'"},
+         }) {
+        INFO(key);
+        REQUIRE_THROWS_AS(parse_block(key), WorkloadError);
+        REQUIRE_THROWS_WITH(parse_block(key), Catch::Contains(expect));
+    }
+}
+
+TEST_CASE("block accounting: fused moves only the block's input, weights and output", "[blocks][model]") {
+    BlockWorkload w = parse_block("mbconv:n=2,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16");
+    auto lbl = block_costs(w, "layer_by_layer"), fused = block_costs(w, "fused");
+    REQUIRE(lbl.size() == 3);
+    REQUIRE(fused.size() == 1);
+    const double P = 2.0 * 56 * 56, C = 24, E = 144;
+    // MACs: expand P*C*E, depthwise P*E*9, project P*E*C; 2 ops per MAC.
+    CHECK(fused[0].flops == Approx(2 * (P * C * E + P * E * 9 + P * E * C)));
+    CHECK(lbl[0].flops + lbl[1].flops + lbl[2].flops == Approx(fused[0].flops));
+    // Fused bytes: input + output (2 bytes each) + weights (2 bytes) + biases (4 bytes).
+    double weights = 2 * (C * E + E * 9 + E * C) + 4 * (E + E + C);
+    CHECK(fused[0].bytes == Approx(2 * P * C * 2 + weights));
+    // Layer by layer also writes and reads the two hidden tensors and re-reads the input.
+    double hidden = 2 * P * E;
+    CHECK(lbl[0].bytes + lbl[1].bytes + lbl[2].bytes == Approx(2 * P * C * 3 + weights + 4 * hidden));
+}

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Checks of bench/model.py (hand-computed cases) and bench/report.py (synthetic results,
+bad input). Run: python tests/test_report.py (exits non-zero on a failure; no pytest needed)."""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPORT = os.path.join(ROOT, "bench", "report.py")
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+import model  # noqa: E402
+
+R, B = 65e12, 4e12  # ops/s, bytes/s: op:byte = 16.25
+MEM = (1e9, 1e9)  # n/b = 1 < 16.25: memory bound
+COMP = (65e9, 0.1e9)  # n/b = 650 > 16.25: compute bound
+
+
+class ModelTest(unittest.TestCase):
+    def test_op_byte_and_macs(self):
+        self.assertAlmostEqual(model.op_byte_ratio(R, B), 16.25)
+        self.assertEqual(model.ops_from_macs(3), 6)
+
+    def test_memory_bound_kernel(self):
+        # Eq. 10: min(65e12, 4e12 * 1) = 4e12 ops/s; Eq. 11: 1e9 / 4e12 = 2.5e-4 s = b/B.
+        self.assertAlmostEqual(model.attainable_throughput(*MEM, R, B), 4e12)
+        self.assertAlmostEqual(model.min_latency(*MEM, R, B), 1e9 / 4e12)
+        self.assertTrue(model.is_memory_bound(*MEM, R, B))
+
+    def test_compute_bound_kernel(self):
+        # Eq. 10: min(65e12, 4e12 * 650) = 65e12; Eq. 11: 65e9 / 65e12 = 1e-3 s = n/R.
+        self.assertAlmostEqual(model.attainable_throughput(*COMP, R, B), 65e12)
+        self.assertAlmostEqual(model.min_latency(*COMP, R, B), 1e-3)
+        self.assertFalse(model.is_memory_bound(*COMP, R, B))
+
+    def test_mixed_sequence_waterline_vs_mediant(self):
+        seq = [MEM, COMP]
+        # Eq. 12: 0.25 ms + 1 ms = 1.25 ms. Eq. 14: N = 66e9. Eq. 13: 66e9 / (1.25e-3 * 65e12) = 66/81.25.
+        self.assertAlmostEqual(model.waterline_latency(seq, R, B), 1.25e-3)
+        self.assertEqual(model.total_ops(seq), 66e9)
+        self.assertAlmostEqual(model.max_efficiency(seq, R, B), 66 / 81.25)
+        # Eq. 29: 66e9 / 1.1e9 = 60 > 16.25, so the roofline calls it compute bound: 66e9 / 65e12 s,
+        # less than the waterline's 1.25 ms (it over-promises), and C_max = 1.
+        self.assertAlmostEqual(model.mediant_intensity(seq), 60)
+        self.assertAlmostEqual(model.roofline_latency(seq, R, B), 66e9 / 65e12)
+        self.assertLess(model.roofline_latency(seq, R, B), model.waterline_latency(seq, R, B))
+        self.assertAlmostEqual(model.roofline_max_efficiency(seq, R, B), 1.0)
+
+    def test_all_memory_bound_sequence_agrees(self):
+        # Section 4.3: Eq. 29 is exact when every kernel is memory bound: (1e9 + 1e9) / 4e12 = 0.5 ms both ways.
+        seq = [(1e9, 1e9), (2e9, 1e9)]
+        self.assertAlmostEqual(model.waterline_latency(seq, R, B), 0.5e-3)
+        self.assertAlmostEqual(model.roofline_latency(seq, R, B), 0.5e-3)
+
+    def test_efficiency_gap(self):
+        # Eq. 1: t_i = 65e9 / 65e12 = 1 ms; measured 4 ms -> Eq. 3: R_a = 16.25e12; Eq. 7/8: C = 0.25.
+        self.assertAlmostEqual(model.ideal_latency(65e9, R), 1e-3)
+        self.assertAlmostEqual(model.actual_throughput(65e9, 4e-3), 16.25e12)
+        self.assertAlmostEqual(model.computational_efficiency(65e9, 4e-3, R), 0.25)
+        # Eq. 9: log t_a = log t_i - log C, gap = log10(4).
+        self.assertAlmostEqual(model.efficiency_gap(65e9, 4e-3, R), math.log10(4))
+        self.assertAlmostEqual(math.log10(4e-3), math.log10(1e-3) - math.log10(0.25))
+
+    def test_zero_ops_or_bytes(self):
+        self.assertEqual(model.operational_intensity(1, 0), math.inf)
+        self.assertEqual(model.operational_intensity(0, 0), 0.0)
+        self.assertAlmostEqual(model.min_latency(0, 4e9, R, B), 1e-3)  # a pure copy: b/B
+        self.assertAlmostEqual(model.min_latency(65e9, 0, R, B), 1e-3)  # no DRAM traffic: n/R
+        self.assertEqual(model.attainable_throughput(65e9, 0, R, B), R)
+        self.assertEqual(model.max_efficiency([(0, 4e9)], R, B), 0.0)
+        with self.assertRaises(ValueError):
+            model.max_efficiency([(0, 0)], R, B)
+
+    def test_bad_inputs_raise(self):
+        for args in [(-1, 1, R, B), (1, math.nan, R, B), (1, 1, 0, B), (1, 1, R, math.inf), ("x", 1, R, B)]:
+            with self.assertRaises(ValueError, msg=str(args)):
+                model.min_latency(*args)
+        with self.assertRaises(ValueError):
+            model.computational_efficiency(1e9, 0, R)  # no measured time
+        with self.assertRaisesRegex(ValueError, "non-negative"):
+            model.waterline_latency([(1e9, -5)], R, B)
+
+
+def row(workload, strategy, flops, nbytes, ms, ok=True, **extra):
+    r = {"workload": workload, "key": f"conv2d:{workload}", "strategy": strategy, "default": False, "dtype": "f16",
+         "flops": flops, "bytes": nbytes, "flops_per_byte": flops / nbytes, "runtime_ms": ms, "check_ok": ok}
+    r.update(extra)
+    return r
+
+
+CEIL = {"copy_gbps": 4000.0, "ffma_f32_tflops": 65.0, "hfma2_f16_tflops": 130.0}
+ROWS = [
+    row("dw-small", "conv2d_depthwise_k3a_f16_cuda", 1e9, 1e9, 0.5),
+    row("dw-small", "conv2d_depthwise_k3b_f16_cuda", 1e9, 1e9, 0.1, ok=False, check="3 beyond tolerance"),
+    row("conv-big", "conv2d_general_f16_cuda", 65e9, 0.1e9, 4.0),
+    row("conv-big", "conv2d_general_a_f16_cuda", 65e9, 0.1e9, 3.0),
+    row("block-fused", "blockfuse_mbconv_f16_cuda", 66e9, 1.1e9, 2.0,
+        kernels=[{"name": "expand+dw", "flops": 1e9, "bytes": 1e9, "runtime_ms": 0.5},
+                 {"name": "project", "flops": 65e9, "bytes": 0.1e9}]),
+    row("all-fail", "conv2d_general_b_f16_cuda", 1e9, 1e8, 1.0, ok=False),
+]
+
+
+def read(path):
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def run_report(*args):
+    return subprocess.run([sys.executable, REPORT, *args], capture_output=True, text=True, timeout=300)
+
+
+def write_json(folder, doc, name="results.json"):
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, name)
+    with open(path, "w") as fh:
+        fh.write(doc if isinstance(doc, str) else json.dumps(doc))
+    return path
+
+
+class ReportTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = os.path.join(self.tmp.name, "res")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_full_report(self):
+        write_json(self.dir, {"context": {"device": "cuda", "gpu": {"name": "Test GPU"}, "halide_version": "21.0.0",
+                                          "command": "blockfuse bench --out res", "ceilings": CEIL},
+                              "results": ROWS})
+        torch = write_json(self.tmp.name, {"results": [{"name": "conv-big", "key": "conv2d:conv-big",
+                                                        "eager_ms": 1.5, "compile_ms": 6.0}]}, "pytorch.json")
+        p = run_report(self.dir, "--torch", torch)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = os.path.join(self.dir, "report")  # the default OUTDIR
+        for name in ("waterline", "roofline", "efficiency_gap"):
+            with open(os.path.join(out, name + ".png"), "rb") as fh:
+                self.assertEqual(fh.read(8), b"\x89PNG\r\n\x1a\n")
+            self.assertIn("<svg", read(os.path.join(out, name + ".svg")))
+        md = read(os.path.join(out, "summary.md"))
+        for w in ("dw-small", "conv-big", "block-fused", "Test GPU", "21.0.0", "HFMA2"):
+            self.assertIn(w, md)
+        self.assertIn("`conv2d_general_a_f16_cuda` (2)", md)  # best = fastest passing variant
+        self.assertIn("| 0.50 | 2.00 |", md)  # torch/ours: 1.5/3.0 and 6.0/3.0
+        self.assertIn("all-fail: no variant passed", md)
+        failed = md.split("## Failed rows")[1]
+        self.assertIn("conv2d_depthwise_k3b_f16_cuda", failed)  # the failing dw variant, faster or not
+        self.assertIn("3 beyond tolerance", failed)
+        self.assertIn("| 3.1 | expand+dw |", md)  # kernels of the multi-kernel row
+        # block-fused (#3): t_i = 66e9/65e12 = 1015 µs, T_min = 250 + 1000 = 1250 µs; C = 1015.4/2000 = 50.8%,
+        # C_max = 66/81.25 = 81.2%, T_min/t_a = 62.5%; 250/1250 = 20% of T_min is memory-bound.
+        self.assertIn("| 1015 | 1250 | 50.8% | 81.2% | 62.5% | mixed (20% of T_min memory-bound) |", md)
+        self.assertIn("less than the waterline", md)
+
+    def test_no_ceilings(self):
+        write_json(self.dir, {"context": {"device": "cpu"}, "results": ROWS[:4]})
+        out = os.path.join(self.tmp.name, "out")
+        p = run_report(self.dir, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(sorted(os.listdir(out)), ["summary.md"])
+        md = read(os.path.join(out, "summary.md"))
+        self.assertIn("conv-big", md)
+        self.assertIn("Skipped waterline.svg/.png", md)
+        self.assertIn("no context.ceilings", md)
+
+    def expect_error(self, args, fragment):
+        p = run_report(*args)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        err = p.stderr.strip()
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertTrue(err.startswith("error: "), err)
+        self.assertIn(fragment, err)
+        self.assertNotIn("Traceback", err)
+        return err
+
+    def test_bad_inputs(self):
+        missing = os.path.join(self.tmp.name, "nope")
+        self.expect_error([missing], missing)
+        os.makedirs(self.dir)
+        self.expect_error([self.dir], "results.json")  # folder without results.json
+        write_json(self.dir, "{ not json")
+        self.assertIn("not valid JSON", self.expect_error([self.dir], "results.json"))
+        write_json(self.dir, {"context": {}})
+        self.assertIn("no 'results' list", self.expect_error([self.dir], "results.json"))
+        write_json(self.dir, {"results": []})
+        self.assertIn("no results in", self.expect_error([self.dir], "results.json"))
+        bad = dict(ROWS[0])
+        del bad["runtime_ms"]
+        write_json(self.dir, {"results": [ROWS[2], bad]})
+        err = self.expect_error([self.dir], "results.json")
+        self.assertIn("results[1]", err)
+        self.assertIn("'runtime_ms'", err)
+        write_json(self.dir, {"results": ROWS})
+        torch = write_json(self.tmp.name, "[1, 2", "pytorch.json")
+        self.expect_error([self.dir, "--torch", torch], "pytorch.json")
+
+    @unittest.skipUnless(os.path.exists(os.path.join(ROOT, "bench/results/h200/conv2d/results.json")),
+                         "committed H200 example not present")
+    def test_committed_h200_example(self):
+        src = os.path.join(ROOT, "bench/results/h200/conv2d")
+        out = os.path.join(self.tmp.name, "h200")
+        p = run_report(src, "--torch", os.path.join(src, "pytorch.json"), "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        md = read(os.path.join(out, "summary.md"))
+        self.assertIn("NVIDIA H200", md)
+        self.assertIn("dw3x3-c144-56-n128", md)
+        self.assertIn("mediant roofline", md)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
