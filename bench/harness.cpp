@@ -1,4 +1,5 @@
 #include "bench/harness.h"
+#include "runtime/block.h"
 #include "runtime/ceilings.h"
 #include "runtime/check.h"
 #include "runtime/conv2d.h"
@@ -79,13 +80,107 @@ nlohmann::json run_context(const std::string &command_line) {
 
 namespace {
 
+// Problem columns of a row (CUTLASS-profiler style); for blocks: k = output channels,
+// r = s = the block's spatial kernel, groups = hidden width.
+struct Problem {
+    int n = 0, h = 0, w = 0, c = 0, k = 0, r = 0, s = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, groups = 1;
+};
+
 struct Row {
     std::string workload, key, strategy, dtype, check;
     bool is_default = false, ok = false;
-    double flops = 0, bytes = 0, median_ms = 0, min_ms = 0, max_ms = 0, host_ms = 0, rel_l2 = 0, err_tol = 0;
+    double flops = 0, bytes = 0, median_ms = 0, min_ms = 0, max_ms = 0, host_ms = 0, rel_l2 = 0;
     int samples = 0;
-    Conv2dWorkload w;
+    Problem w;
+    std::vector<KernelCost> kernels;  // the strategy's kernels (tensor-machine accounting)
 };
+
+// One kernel variant ready to check and time on one workload.
+struct Candidate {
+    Row row;
+    std::function<void()> run;
+    std::function<Comparison()> check;
+};
+
+Problem problem_of(const Conv2dWorkload &w) {
+    return {w.n, w.h, w.w, w.c, w.k, w.r, w.s, w.stride_h, w.stride_w, w.dil_h, w.dil_w, w.groups};
+}
+Problem problem_of(const BlockWorkload &w) {
+    return {w.n, w.h, w.w, w.c, w.c, w.k, w.k, w.stride, w.stride, 1, 1, w.c * w.e};
+}
+
+// conv2d: every candidate kernel of the workload, checked at 4096 sampled outputs (+ a full
+// scan for unwritten ones).
+std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv2dWorkload &w, Device dev,
+                                             std::mt19937_64 &rng) {
+    std::vector<Candidate> out;
+    auto cands = conv2d_candidates(w, dev);
+    for (size_t i = 0; i < cands.size(); ++i) {
+        const KernelVariant *v = cands[i];
+        auto t = std::make_shared<Conv2dTensors>(make_conv2d_tensors(w));
+        randomize(*t, w, rng);
+        Candidate c;
+        c.row.workload = name;
+        c.row.key = to_key(w);
+        c.row.strategy = v->name;
+        c.row.is_default = i == 0;
+        c.row.dtype = dtype_name(w.dtype);
+        c.row.flops = conv2d_flops(w);
+        c.row.bytes = conv2d_bytes(w);
+        c.row.w = problem_of(w);
+        c.row.kernels = {{v->name, c.row.flops, c.row.bytes}};
+        c.run = [t, v, w] { run_conv2d(*v, w, *t); };
+        c.check = [t, v, w, &rng] {
+            run_conv2d(*v, w, *t);
+            return check_conv2d(w, *t, 4096, rng);
+        };
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+// Blocks: each strategy's kernel. The float64 reference runs every layer over the whole tensor,
+// so above ~2e8 MACs the kernel is checked on the same workload at n=1 (same code path, said
+// in the check column) and then timed at full size.
+std::vector<Candidate> block_candidates_for(const std::string &name, const BlockWorkload &w, Device dev,
+                                            std::mt19937_64 &rng) {
+    std::vector<Candidate> out;
+    auto cands = block_candidates(w, dev);
+    double macs = 0;
+    for (const auto &l : w.layers()) macs += conv2d_flops(l) / 2;
+    for (size_t i = 0; i < cands.size(); ++i) {
+        const KernelVariant *v = cands[i];
+        auto t = std::make_shared<BlockTensors>(make_block_tensors(w));
+        randomize(*t, w, rng);
+        Candidate c;
+        const std::string strategy = v->param("strategy");
+        c.row.workload = name;
+        c.row.key = to_key(w);
+        c.row.strategy = strategy + " (" + v->name + ")";
+        c.row.is_default = i == 0;
+        c.row.dtype = dtype_name(w.dtype);
+        c.row.kernels = block_costs(w, strategy);
+        for (const auto &k : c.row.kernels) c.row.flops += k.flops, c.row.bytes += k.bytes;
+        c.row.w = problem_of(w);
+        c.run = [t, v, w] { run_block(*v, w, *t); };
+        c.check = [v, w, macs, &rng]() {
+            BlockWorkload small = w;
+            if (macs > 2e8) small.n = 1;
+            BlockTensors s = make_block_tensors(small);
+            randomize(s, small, rng);
+            run_block(*v, small, s);
+            return check_block(small, s);
+        };
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+nlohmann::json kernels_json(const Row &r) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto &k : r.kernels) a.push_back({{"name", k.name}, {"flops", k.flops}, {"bytes", k.bytes}});
+    return a;
+}
 
 void write_outputs(const std::string &dir, const nlohmann::json &ctx, const std::vector<Row> &rows,
                    const Ceilings &ceil, Device dev) {
@@ -110,7 +205,7 @@ void write_outputs(const std::string &dir, const nlohmann::json &ctx, const std:
                        {"flops_per_byte", r.flops / r.bytes}, {"runtime_ms", r.median_ms}, {"min_ms", r.min_ms},
                        {"max_ms", r.max_ms}, {"host_ms", r.host_ms}, {"samples", r.samples}, {"gbps", gbps},
                        {"gflops", gflops}, {"pct_copy_bw", pct_bw}, {"pct_ffma", pct_ffma}, {"check_ok", r.ok},
-                       {"check", r.check}, {"rel_l2", r.rel_l2}});
+                       {"check", r.check}, {"rel_l2", r.rel_l2}, {"kernels", kernels_json(r)}});
         csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.4g},{:.6g},{:.6g},{:.6g},{:.6g},{},"
                            "{:.4g},{:.4g},{:.3g},{:.3g},{},{:.3g},\"{}\"\n",
                            r.workload, r.strategy, r.is_default, device_name(dev), r.dtype, w.n, w.h, w.w, w.c, w.k,
@@ -126,7 +221,6 @@ void write_outputs(const std::string &dir, const nlohmann::json &ctx, const std:
 
 int run_bench(const BenchOptions &opt) {
     std::vector<SuiteEntry> entries;
-    std::string suite_name = opt.suite;
     if (!opt.suite.empty()) entries = load_suite(resolve_suite(opt.suite));
     for (const auto &k : opt.keys) entries.push_back({"cli", k});
     if (entries.empty()) throw WorkloadError("nothing to run: give --suite NAME or --workload KEY");
@@ -137,21 +231,35 @@ int run_bench(const BenchOptions &opt) {
         throw WorkloadError("--dtype '" + opt.dtype + "' is not supported (f32, f16, bf16)");
 
     // Parse everything first: a bad key stops the run before any kernel does.
-    std::vector<std::pair<SuiteEntry, Conv2dWorkload>> work;
+    struct Work {
+        SuiteEntry entry;
+        bool block;
+        Conv2dWorkload conv;
+        BlockWorkload blk;
+    };
+    std::vector<Work> work;
     for (const auto &e : entries) {
-        Conv2dWorkload w = parse_conv2d(e.key);
-        if (!opt.dtype.empty() && w.dtype != dfilter) continue;
-        work.emplace_back(e, w);
+        Work wk{e, is_block_key(e.key), {}, {}};
+        DType d;
+        if (wk.block) {
+            wk.blk = parse_block(e.key);
+            d = wk.blk.dtype;
+        } else {
+            wk.conv = parse_conv2d(e.key);
+            d = wk.conv.dtype;
+        }
+        if (opt.dtype.empty() || d == dfilter) work.push_back(wk);
     }
 
     std::string why;
     Device dev = pick_device(opt.device, &why);
     std::cout << "device: " << device_name(dev) << " -- " << why << "\n";
     install_halide_error_handler();
+    halide_reuse_device_allocations(nullptr, true);  // layer-by-layer intermediates: no cudaMalloc per call
     nlohmann::json ctx = run_context(opt.command_line);
     ctx["device"] = device_name(dev);
     ctx["device_reason"] = why;
-    ctx["suite"] = suite_name;
+    ctx["suite"] = opt.suite;
     Ceilings ceil;
     if (dev == Device::cuda) {
         cuda::install_halide_hooks();
@@ -173,55 +281,43 @@ int run_bench(const BenchOptions &opt) {
     std::mt19937_64 rng(std::random_device{}());
     std::vector<Row> rows;
     int failures = 0;
-    for (auto &[entry, w] : work) {
-        auto cands = conv2d_candidates(w, dev);
+    for (auto &wk : work) {
+        std::vector<Candidate> cands = wk.block ? block_candidates_for(wk.entry.name, wk.blk, dev, rng)
+                                                : conv2d_candidates_for(wk.entry.name, wk.conv, dev, rng);
+        const std::string key = wk.block ? to_key(wk.blk) : to_key(wk.conv);
         if (cands.empty()) {
-            std::cout << fmt::format("{}: no {} kernel for {} -- skipped\n", entry.name, device_name(dev), to_key(w));
+            std::cout << fmt::format("{}: no {} kernel built for {} -- skipped\n", wk.entry.name, device_name(dev), key);
             continue;
         }
         if (opt.variants == "default") cands.resize(1);
         if (!opt.only.empty())
             cands.erase(std::remove_if(cands.begin(), cands.end(),
-                                       [&](const KernelVariant *v) {
-                                           return std::find(opt.only.begin(), opt.only.end(), v->name) == opt.only.end();
+                                       [&](const Candidate &c) {
+                                           for (const auto &o : opt.only)
+                                               if (c.row.strategy.find(o) != std::string::npos) return false;
+                                           return true;
                                        }),
                         cands.end());
-        std::vector<std::unique_ptr<Conv2dTensors>> tensors;
         std::vector<std::function<void()>> fns;
         std::vector<size_t> row_of;
-        for (size_t i = 0; i < cands.size(); ++i) {
-            const KernelVariant &v = *cands[i];
-            Row r;
-            r.workload = entry.name;
-            r.key = to_key(w);
-            r.strategy = v.name;
-            r.is_default = i == 0;
-            r.dtype = dtype_name(w.dtype);
-            r.flops = conv2d_flops(w);
-            r.bytes = conv2d_bytes(w);
-            r.w = w;
-            auto t = std::make_unique<Conv2dTensors>(make_conv2d_tensors(w));
-            randomize(*t, w, rng);
+        for (auto &c : cands) {
+            Row r = c.row;
             try {
-                run_conv2d(v, w, *t);  // correctness before speed: fresh data, poisoned output
-                Comparison c = check_conv2d(w, *t, 4096, rng);
-                r.ok = c.ok();
-                r.check = c.summary();
-                r.rel_l2 = c.rel_l2;
+                Comparison cmp = c.check();  // correctness before speed: fresh data, poisoned output
+                r.ok = cmp.ok();
+                r.check = cmp.summary();
+                r.rel_l2 = cmp.rel_l2;
+                if (r.ok) c.run();           // the timed tensors' first call (allocations, module load)
             } catch (const std::exception &e) {
                 r.ok = false;
                 r.check = e.what();
             }
             if (!r.ok) {
                 ++failures;
-                std::cout << fmt::format("{} {}: FAILED check: {}\n", entry.name, v.name, r.check);
+                std::cout << fmt::format("{} {}: FAILED check: {}\n", wk.entry.name, r.strategy, r.check);
             } else {
-                Conv2dTensors *tp = t.get();
-                const KernelVariant *vp = &v;
-                Conv2dWorkload wc = w;
-                fns.push_back([tp, vp, wc] { run_conv2d(*vp, wc, *tp); });
+                fns.push_back(c.run);
                 row_of.push_back(rows.size());
-                tensors.push_back(std::move(t));
             }
             rows.push_back(r);
         }
@@ -236,19 +332,19 @@ int run_bench(const BenchOptions &opt) {
         }
     }
 
-    std::cout << fmt::format("\n{:<26} {:<34} {:>10} {:>10} {:>9} {:>9} {:>7}\n", "workload", "strategy", "median ms",
+    std::cout << fmt::format("\n{:<26} {:<44} {:>10} {:>10} {:>9} {:>9} {:>7}\n", "workload", "strategy", "median ms",
                              "GFLOP/s", "GB/s", ceil.measured ? "%copyBW" : "", "check");
     for (const auto &r : rows) {
         double gbps = r.bytes / (r.median_ms * 1e-3) / 1e9, gf = r.flops / (r.median_ms * 1e-3) / 1e9;
         std::string bw = ceil.measured && r.ok ? fmt::format("{:.1f}", 100 * gbps / ceil.copy_gbps) : "";
         if (r.ok)
-            std::cout << fmt::format("{:<26} {:<34} {:>10.4f} {:>10.1f} {:>9.1f} {:>9} {:>7}\n", r.workload,
+            std::cout << fmt::format("{:<26} {:<44} {:>10.4f} {:>10.1f} {:>9.1f} {:>9} {:>7}\n", r.workload,
                                      r.strategy + (r.is_default ? "*" : ""), r.median_ms, gf, gbps, bw, "ok");
         else
-            std::cout << fmt::format("{:<26} {:<34} {:>10} {:>10} {:>9} {:>9} {:>7}\n", r.workload, r.strategy, "-",
+            std::cout << fmt::format("{:<26} {:<44} {:>10} {:>10} {:>9} {:>9} {:>7}\n", r.workload, r.strategy, "-",
                                      "-", "-", "", "FAILED");
     }
-    std::cout << "(* = the variant the dispatcher picks by default; times are "
+    std::cout << "(* = the variant the dispatcher picks by default; GB/s counts modelled compulsory DRAM bytes; times are "
               << (dev == Device::cuda ? "device time from CUDA events, median, L2 flushed" : "host wall time, median")
               << ")\n";
     if (!opt.out_dir.empty()) {

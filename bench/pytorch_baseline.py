@@ -1,21 +1,29 @@
 #!/usr/bin/env python3
-"""PyTorch baseline for the blockfuse conv2d suite: cuDNN eager and torch.compile timings.
+"""PyTorch baseline for the blockfuse suites: cuDNN eager and torch.compile timings.
 
 Usage:
   python3 bench/pytorch_baseline.py --suite workloads/conv2d.txt --out OUT.json \
       [--dtype f16] [--only NAME ...] [--no-compile] [--seed N] [--no-tf32] [--cudagraph]
+  python3 bench/pytorch_baseline.py --suite workloads/blocks.txt --out OUT.json   (fused blocks)
 
 For each `conv2d:` workload of the suite this builds random CUDA tensors (input NCHW in
 channels_last memory format, weight [k, c/groups, r, s]), runs F.conv2d (+ bias, + activation)
 eagerly and under torch.compile, times both with triton.testing.do_bench (median, L2 flushed
 between reps) and checks the compiled output against eager (relative L2 < 1e-2).
 
+Fused-block workloads (`mbconv:`, `fused_mbconv:`, `ffn:`, `convfirst:` keys, mirror of
+runtime/block.cpp and generators/block_spec.h) run as the chain of F.conv2d (+ bias, +
+activation) calls of their layers, with the residual add when the block has one (BatchNorm is
+taken as folded into the bias, as on the C++ side), timed the same way; their rows also carry
+"family" and "flops" (2 per multiply-add, summed over the layers; the residual add is not
+counted, as in the C++ block_costs()).
+
 Caveat: do_bench times each call between CUDA events, so for very small convolutions the
 host-side cost of a call (Python, torch.compile guards, kernel launch) can show up in the
 numbers; --cudagraph adds graph-replayed timings without it (but also without the L2 flush).
 
-The key parser below mirrors runtime/workload.cpp (same fields, defaults, validation and
-messages), so that keys are read the same way here as in the C++ harness; merge_results.py
+The key parsers below mirror runtime/workload.cpp and runtime/block.cpp (same fields, defaults,
+validation and messages), so that keys are read the same way here as in the C++ harness; merge_results.py
 imports it to join results on canonical keys. Nothing in this module needs torch until a
 benchmark actually runs: `--help` and the parsing work without it.
 """
@@ -212,7 +220,9 @@ def validate(wl, key):
 
 
 def to_key(wl):
-    """Canonical key, byte-for-byte as the C++ to_key() prints it."""
+    """Canonical key, byte-for-byte as the C++ to_key() prints it (conv2d or block workload)."""
+    if isinstance(wl, BlockWorkload):
+        return block_to_key(wl)
     parts = [f"conv2d:n={wl.n},c={wl.c},h={wl.h},w={wl.w},k={wl.k},r={wl.r},s={wl.s}"]
     if wl.stride_h == wl.stride_w:
         parts.append(f"stride={wl.stride_h}")
@@ -236,15 +246,12 @@ def to_key(wl):
 
 
 def canonical_key(key):
-    """Canonical form of a conv2d key (so that 'pad=1' and 'pad_t=1,...' compare equal);
-    other families and unparsable keys are returned stripped but otherwise unchanged."""
+    """Canonical form of a conv2d or block key (so that 'pad=1' and 'pad_t=1,...' compare equal,
+    and a block key with defaults left out equals the one that spells them); other families and
+    unparsable keys are returned stripped but otherwise unchanged."""
     key = key.strip()
-    if key_family(key) == "conv2d":
-        try:
-            return to_key(parse_conv2d(key))
-        except WorkloadError:
-            pass
-    return key
+    wl = _safe_parse(key)
+    return to_key(wl) if wl is not None else key
 
 
 def load_suite(path):
