@@ -288,6 +288,206 @@ def conv_call_args(wl):
 
 
 # ---------------------------------------------------------------------------------------------
+# Fused-block keys (mirror of runtime/block.{h,cpp} and generators/block_spec.h)
+# ---------------------------------------------------------------------------------------------
+
+BLOCK_FAMILIES = ("mbconv", "fused_mbconv", "ffn", "convfirst")
+# Activation after the expanding layer(s) when the key gives none (parse_block).
+BLOCK_DEFAULT_ACT = {"mbconv": "relu6", "fused_mbconv": "silu", "ffn": "relu", "convfirst": "relu"}
+CONVFIRST_GROUP_WIDTH = 8
+
+
+@dataclass
+class BlockWorkload:
+    family: str = "mbconv"
+    n: int = 0
+    c: int = 0
+    h: int = 0
+    w: int = 0
+    e: int = 0  # expansion: hidden width E = c * e
+    k: int = 3  # the spatial kernel (1 for ffn)
+    stride: int = 1
+    act: str = "relu6"
+    dtype: str = "f32"
+
+    def layers(self):
+        return block_layers(self)
+
+    def residual(self):
+        return block_spec(self)[1]
+
+    def out_h(self):
+        return self.layers()[-1].out_h()
+
+    def out_w(self):
+        return self.layers()[-1].out_w()
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One conv layer of a block (generators/block_spec.h LayerSpec, same field order)."""
+    ks: int
+    stride: int
+    groups: int
+    in_ch: int
+    out_ch: int
+    act: str
+    hidden: bool  # output has the block's hidden width
+
+
+def is_block_key(key):
+    """True when the key's family is one of the block families (runtime is_block_key())."""
+    return key.split(":", 1)[0] in BLOCK_FAMILIES
+
+
+def block_spec(bw):
+    """(layers, residual) of make_block_spec(): hidden E = c * e; the activation follows the
+    expanding layer(s); the last layer takes the residual when the block keeps its shape."""
+    f, c, E, ks, s, act = bw.family, bw.c, bw.c * bw.e, bw.k, bw.stride, bw.act
+    L = LayerSpec
+    if f == "mbconv":  # 1x1 expand + act -> depthwise kxk + act -> 1x1 project (+ residual)
+        layers = [L(1, 1, 1, c, E, act, True), L(ks, s, E, E, E, act, True), L(1, 1, 1, E, c, "none", False)]
+    elif f == "fused_mbconv":  # kxk expand + act -> 1x1 project (+ residual)
+        layers = [L(ks, s, 1, c, E, act, True), L(1, 1, 1, E, c, "none", False)]
+    elif f == "ffn":  # phi(X U + a) V + b, no residual
+        layers = [L(1, 1, 1, c, E, act, True), L(1, 1, 1, E, c, "none", False)]
+    elif f == "convfirst":  # grouped kxk (group width 8), no act -> FFN with ReLU -> residual
+        if c % CONVFIRST_GROUP_WIDTH:
+            raise ValueError("convfirst needs c divisible by the group width 8")
+        layers = [L(ks, s, c // CONVFIRST_GROUP_WIDTH, c, c, "none", False),
+                  L(1, 1, 1, c, E, "relu", True), L(1, 1, 1, E, c, "none", False)]
+    else:
+        raise ValueError(f"unknown block family '{f}'")
+    return layers, f != "ffn" and s == 1
+
+
+def block_layers(bw):
+    """The block's layers as conv2d workloads (BlockWorkload::layers()): same padding ks//2,
+    bias on every layer, each layer's input the previous layer's output shape."""
+    out, ch, cw = [], bw.h, bw.w
+    for l in block_spec(bw)[0]:
+        p = l.ks // 2
+        cl = Conv2dWorkload(n=bw.n, c=l.in_ch, h=ch, w=cw, k=l.out_ch, r=l.ks, s=l.ks,
+                            stride_h=l.stride, stride_w=l.stride, pad_t=p, pad_b=p, pad_l=p, pad_r=p,
+                            groups=l.groups, bias=True, act=l.act, dtype=bw.dtype)
+        ch, cw = cl.out_h(), cl.out_w()
+        out.append(cl)
+    return out
+
+
+def conv2d_flops(wl):
+    """2 per multiply-add (runtime/conv2d.cpp conv2d_flops())."""
+    return 2.0 * wl.n * wl.k * wl.out_h() * wl.out_w() * (wl.c // wl.groups) * wl.r * wl.s
+
+
+def block_flops(bw):
+    """Sum of the layers' conv2d flops (the fused row of block_costs(); residual not counted)."""
+    return sum(conv2d_flops(l) for l in block_layers(bw))
+
+
+def parse_block(key):
+    """Parses and validates a block key (runtime parse_block()); raises WorkloadError."""
+    family, fields = split_key(key)
+    if family not in BLOCK_FAMILIES:
+        _fail(key, f"family '{family}' is not one of {', '.join(BLOCK_FAMILIES)}")
+    f = dict(fields)
+    bw = BlockWorkload(family=family)
+
+    def take(name, required):
+        if name not in f:
+            if required:
+                _fail(key, f"missing field '{name}'")
+            return None
+        return _parse_int(key, name, f.pop(name))
+
+    for req in ("n", "c", "h", "w", "e"):
+        setattr(bw, req, take(req, True))
+    bw.k = 1 if family == "ffn" else 3
+    for opt in ("k", "stride"):
+        v = take(opt, False)
+        if v is not None:
+            setattr(bw, opt, v)
+    bw.act = BLOCK_DEFAULT_ACT[family]
+    if "act" in f:
+        a = f.pop("act")
+        if a not in ACTIVATIONS or a == "none":
+            _fail(key, f"field 'act' = '{a}' is not one of relu, relu6, silu, gelu, sigmoid")
+        bw.act = a
+    if "dtype" in f:
+        d = f.pop("dtype")
+        if d not in DTYPES:
+            _fail(key, f"field 'dtype' = '{d}' is not supported (f32, f16, bf16)")
+        bw.dtype = d
+    if "se" in f:
+        _fail(key, "field 'se' (Squeeze-Excitation) is not supported yet")
+    if f:
+        _fail(key, f"unknown field '{sorted(f)[0]}'")
+    for name in ("n", "c", "h", "w", "e", "k"):
+        v = getattr(bw, name)
+        if v <= 0:
+            _fail(key, f"field '{name}' = {v} must be positive")
+    if bw.k % 2 == 0:
+        _fail(key, f"field 'k' = {bw.k} must be odd (same padding)")
+    if bw.stride not in (1, 2):
+        _fail(key, f"field 'stride' = {bw.stride} must be 1 or 2")
+    if family == "ffn" and (bw.k != 1 or bw.stride != 1):
+        _fail(key, "ffn has no spatial kernel: k and stride must be 1")
+    if family == "convfirst" and bw.c % CONVFIRST_GROUP_WIDTH:
+        _fail(key, f"field 'c' = {bw.c} must be a multiple of the group width 8 for convfirst")
+    if family == "convfirst" and bw.act != "relu":
+        _fail(key, "convfirst uses ReLU (act=relu)")
+    for layer in block_layers(bw):
+        validate(layer, key)
+    return bw
+
+
+def block_to_key(bw):
+    """Canonical block key, byte-for-byte as the C++ to_key(BlockWorkload) prints it."""
+    s = f"{bw.family}:n={bw.n},c={bw.c},h={bw.h},w={bw.w},e={bw.e}"
+    if bw.family != "ffn":
+        s += f",k={bw.k},stride={bw.stride}"
+    return s + f",act={bw.act},dtype={bw.dtype}"
+
+
+def block_call_plan(bw):
+    """How a block maps onto torch calls (pure Python, testable without torch): per layer the
+    F.conv2d arguments, weight shape and activation; and whether the input is added back."""
+    layers = []
+    for l in block_layers(bw):
+        a = conv_call_args(l)
+        assert a["pre_pad"] is None  # symmetric ks//2 padding: conv2d pads natively
+        layers.append({"weight_shape": (l.k, l.c // l.groups, l.r, l.s), "bias_shape": (l.k,),
+                       "stride": a["stride"], "padding": a["padding"], "dilation": a["dilation"],
+                       "groups": a["groups"], "act": l.act})
+    return {"layers": layers, "residual": bw.residual()}
+
+
+def make_block_forward(plan, conv2d, act_fns):
+    """block(x, w0, b0, w1, b1, ...): the plan's conv2d (+ bias) -> activation chain, plus the
+    input when the block is residual. conv2d and act_fns ({name: fn}) are passed in so that the
+    wiring is testable with stand-ins; _make_block_fn binds F.conv2d and the torch activations."""
+    steps = [(L["stride"], L["padding"], L["dilation"], L["groups"],
+              None if L["act"] == "none" else act_fns[L["act"]]) for L in plan["layers"]]
+    residual = plan["residual"]
+
+    def block(x, *params):
+        y = x
+        for i, (stride, padding, dilation, groups, act) in enumerate(steps):
+            y = conv2d(y, params[2 * i], params[2 * i + 1], stride=stride, padding=padding,
+                       dilation=dilation, groups=groups)
+            if act is not None:
+                y = act(y)
+        return y + x if residual else y
+
+    return block
+
+
+def parse_key(key):
+    """parse_conv2d or parse_block by the key's family; WorkloadError for any other family."""
+    return parse_block(key) if is_block_key(key) else parse_conv2d(key)
+
+
+# ---------------------------------------------------------------------------------------------
 # Benchmarking (torch and triton are imported here only)
 # ---------------------------------------------------------------------------------------------
 
@@ -295,20 +495,27 @@ def _torch_dtype(torch, name):
     return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[name]
 
 
-def _make_conv_fn(wl):
-    """The function that is timed: [F.pad] -> F.conv2d (+bias) -> activation."""
+def _torch_activations():
+    """{name: torch function} of the activations (none -> None)."""
     import torch
     import torch.nn.functional as F
 
-    a = conv_call_args(wl)
-    act = {
+    return {
         "none": None,
         "relu": F.relu,
         "relu6": F.relu6,
         "silu": F.silu,
         "gelu": lambda y: F.gelu(y, approximate="tanh"),  # same tanh formula as the C++ side
         "sigmoid": torch.sigmoid,
-    }[wl.act]
+    }
+
+
+def _make_conv_fn(wl):
+    """The function that is timed: [F.pad] -> F.conv2d (+bias) -> activation."""
+    import torch.nn.functional as F
+
+    a = conv_call_args(wl)
+    act = _torch_activations()[wl.act]
 
     def conv(x, weight, bias):
         if a["pre_pad"] is not None:
@@ -335,6 +542,34 @@ def _make_inputs(wl, seed):
     return x, weight, bias
 
 
+def _make_block_fn(bw):
+    """The function that is timed for a block: block(x, w0, b0, w1, b1, ...), its layers'
+    F.conv2d (+bias) -> activation chain (+ x when residual)."""
+    import torch.nn.functional as F
+
+    return make_block_forward(block_call_plan(bw), F.conv2d, _torch_activations())
+
+
+def _make_block_inputs(bw, seed):
+    """x (channels_last) and the flat [w0, b0, w1, b1, ...] list, all CUDA tensors in the key's
+    dtype. Weights scaled by 1/sqrt(fan_in) and biases in [-0.5, 0.5), as randomize() in
+    runtime/block.cpp, keep the hidden activations O(1) (no f16 overflow)."""
+    import torch
+
+    dt = _torch_dtype(torch, bw.dtype)
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(bw.n, bw.c, bw.h, bw.w, device="cuda", dtype=dt, generator=g)
+    x = x.contiguous(memory_format=torch.channels_last)
+    params = []
+    for L in block_call_plan(bw)["layers"]:
+        wshape = L["weight_shape"]
+        weight = torch.randn(*wshape, device="cuda", dtype=dt, generator=g)
+        weight = (weight / math.sqrt(math.prod(wshape[1:]))).contiguous(memory_format=torch.channels_last)
+        bias = torch.rand(*L["bias_shape"], device="cuda", dtype=dt, generator=g) - 0.5
+        params += [weight, bias]
+    return x, params
+
+
 def _rel_l2(got, ref):
     """||got - ref|| / ||ref|| in float64 (0 when both are zero; inf if only ref is zero)."""
     got, ref = got.double(), ref.double()
@@ -358,54 +593,79 @@ def _bench_graph(fn):
     return float(do_bench_cudagraph(fn, rep=BENCH_REP_MS, return_mode="median"))
 
 
-def run_workload(name, suite_key, use_compile, seed, cudagraph=False):
-    """Times one conv2d workload; returns its result record (raises on eager failure)."""
+def _new_record(name, suite_key, wl):
+    rec = {"name": name, "key": to_key(wl), "suite_key": suite_key, "dtype": wl.dtype}
+    if isinstance(wl, BlockWorkload):
+        rec["family"] = wl.family
+        rec["flops"] = block_flops(wl)
+    rec.update({"eager_ms": None, "eager_ms_repeat": None, "compile_ms": None, "compile_error": None,
+                "compile_s": None, "compile_rel_l2": None, "compile_check_ok": None, "error": None})
+    return rec
+
+
+def _time_eager_and_compile(rec, fn, args, expected, use_compile, cudagraph):
+    """The measurement of every workload (conv2d or block), into rec: eager result and shape
+    check, eager timing, torch.compile (fresh, static shapes) checked against eager and timed,
+    a second eager timing, and the optional CUDA-graph timings. Raises on eager failure."""
     import time
     import torch
 
-    wl = parse_conv2d(suite_key)
-    rec = {"name": name, "key": to_key(wl), "suite_key": suite_key, "dtype": wl.dtype,
-           "eager_ms": None, "eager_ms_repeat": None, "compile_ms": None, "compile_error": None,
-           "compile_s": None, "compile_rel_l2": None, "compile_check_ok": None, "error": None}
-    conv = _make_conv_fn(wl)
-    x, weight, bias = _make_inputs(wl, seed)
-
     with torch.no_grad():
-        ref = conv(x, weight, bias)  # eager result (also the first cudnn.benchmark call)
+        ref = fn(*args)  # eager result (also the first cudnn.benchmark call)
         torch.cuda.synchronize()
-        expected = (wl.n, wl.k, wl.out_h(), wl.out_w())  # same shape as the C++ side computes
-        if tuple(ref.shape) != expected:
+        if tuple(ref.shape) != expected:  # same shape as the C++ side computes
             raise RuntimeError(f"output shape {tuple(ref.shape)} != expected {expected}")
-        rec["eager_ms"] = _bench(lambda: conv(x, weight, bias))
+        rec["eager_ms"] = _bench(lambda: fn(*args))
 
         if use_compile:
             try:
                 torch._dynamo.reset()  # compile each workload fresh and static-shaped
-                compiled = torch.compile(conv, dynamic=False)
+                compiled = torch.compile(fn, dynamic=False)
                 t0 = time.perf_counter()
-                out = compiled(x, weight, bias)  # compilation happens on this first call
+                out = compiled(*args)  # compilation happens on this first call
                 torch.cuda.synchronize()
                 rec["compile_s"] = round(time.perf_counter() - t0, 3)
                 rel = _rel_l2(out, ref)
                 rec["compile_rel_l2"] = rel if math.isfinite(rel) else str(rel)
                 rec["compile_check_ok"] = bool(rel < REL_L2_TOL)
-                rec["compile_ms"] = _bench(lambda: compiled(x, weight, bias))
+                rec["compile_ms"] = _bench(lambda: compiled(*args))
             except Exception as e:  # recorded, not fatal: the eager numbers still stand
                 rec["compile_ms"] = None
                 rec["compile_error"] = f"{type(e).__name__}: {e}"
 
         # Second eager timing after the compile run: the spread shows the measurement noise.
-        rec["eager_ms_repeat"] = _bench(lambda: conv(x, weight, bias))
+        rec["eager_ms_repeat"] = _bench(lambda: fn(*args))
 
         if cudagraph:  # optional extra: timings free of host (Python/launch) overhead
             rec["eager_graph_ms"] = rec["compile_graph_ms"] = rec["graph_error"] = None
             try:
-                rec["eager_graph_ms"] = _bench_graph(lambda: conv(x, weight, bias))
+                rec["eager_graph_ms"] = _bench_graph(lambda: fn(*args))
                 if rec["compile_ms"] is not None:
-                    rec["compile_graph_ms"] = _bench_graph(lambda: compiled(x, weight, bias))
+                    rec["compile_graph_ms"] = _bench_graph(lambda: compiled(*args))
             except Exception as e:
                 rec["graph_error"] = f"{type(e).__name__}: {e}"
     return rec
+
+
+def run_workload(name, suite_key, use_compile, seed, cudagraph=False):
+    """Times one conv2d workload; returns its result record (raises on eager failure)."""
+    wl = parse_conv2d(suite_key)
+    rec = _new_record(name, suite_key, wl)
+    conv = _make_conv_fn(wl)
+    x, weight, bias = _make_inputs(wl, seed)
+    expected = (wl.n, wl.k, wl.out_h(), wl.out_w())
+    return _time_eager_and_compile(rec, conv, (x, weight, bias), expected, use_compile, cudagraph)
+
+
+def run_block_workload(name, suite_key, use_compile, seed, cudagraph=False):
+    """Times one fused-block workload (its layers as eager F.conv2d calls, and torch.compile of
+    the whole chain); returns its result record with 'family' and 'flops' (raises on eager failure)."""
+    bw = parse_block(suite_key)
+    rec = _new_record(name, suite_key, bw)
+    block = _make_block_fn(bw)
+    x, params = _make_block_inputs(bw, seed)
+    expected = (bw.n, bw.c, bw.out_h(), bw.out_w())
+    return _time_eager_and_compile(rec, block, (x, *params), expected, use_compile, cudagraph)
 
 
 def _context(args):
@@ -470,12 +730,13 @@ def print_table(results):
 
 def build_arg_parser():
     p = argparse.ArgumentParser(
-        description="Time PyTorch eager (cuDNN) and torch.compile on the conv2d workloads of a suite.")
+        description="Time PyTorch eager (cuDNN) and torch.compile on the conv2d and fused-block "
+                    "(mbconv, fused_mbconv, ffn, convfirst) workloads of a suite.")
     p.add_argument("--suite", required=True, help="suite file: lines '<name> <key>', '#' comments")
     p.add_argument("--out", required=True, help="output JSON path")
     p.add_argument("--dtype", choices=DTYPES, default=None,
-                   help="run only the conv2d workloads of this dtype (a filter, as the C++ harness's "
-                        "--dtype)")
+                   help="run only the workloads (conv2d and blocks) of this dtype (a filter, as the "
+                        "C++ harness's --dtype)")
     p.add_argument("--only", nargs="+", action="extend", metavar="NAME", default=None,
                    help="run only these workload names (may be repeated)")
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile (eager only)")
@@ -516,22 +777,26 @@ def main(argv=None):
     n_errors = 0
     for i, (name, key) in enumerate(entries, 1):
         family = key_family(key)
-        if family != "conv2d":
+        if family != "conv2d" and family not in BLOCK_FAMILIES:
             note = f"family '{family}' is not supported by this baseline" if family else "key has no family"
             print(f"[{i}/{len(entries)}] skip {name}: {note}")
             doc["skipped"].append({"name": name, "key": key, "reason": note})
             continue
         print(f"[{i}/{len(entries)}] {name} {key}", flush=True)
+        run = run_workload if family == "conv2d" else run_block_workload
         try:
-            rec = run_workload(name, key, not args.no_compile, args.seed, args.cudagraph)
+            rec = run(name, key, not args.no_compile, args.seed, args.cudagraph)
         except Exception as e:  # record and carry on with the next workload
             n_errors += 1
             wl = _safe_parse(key)
             rec = {"name": name, "key": to_key(wl) if wl else key, "suite_key": key,
-                   "dtype": wl.dtype if wl else None,
-                   "eager_ms": None, "eager_ms_repeat": None, "compile_ms": None,
-                   "compile_error": None, "error": f"{type(e).__name__}: {e}",
-                   "traceback": traceback.format_exc()}
+                   "dtype": wl.dtype if wl else None}
+            if family in BLOCK_FAMILIES:
+                rec["family"] = family
+                rec["flops"] = block_flops(wl) if wl else None
+            rec.update({"eager_ms": None, "eager_ms_repeat": None, "compile_ms": None,
+                        "compile_error": None, "error": f"{type(e).__name__}: {e}",
+                        "traceback": traceback.format_exc()})
             print(f"    error: {rec['error']}", file=sys.stderr)
         doc["results"].append(rec)
         _write_json(args.out, doc)  # after every workload: partial results survive a crash
@@ -549,7 +814,7 @@ def main(argv=None):
 
 
 def select_entries(entries, only=None, dtype=None):
-    """Applies --only (names) and --dtype (a filter on conv2d keys, as the C++ harness's).
+    """Applies --only (names) and --dtype (a filter on conv2d and block keys, as the C++ harness's).
     Keys that do not parse and other families are kept: they are reported per workload.
     Returns (entries kept, --only names missing from the suite)."""
     if only:
@@ -560,15 +825,19 @@ def select_entries(entries, only=None, dtype=None):
         entries = [(n, k) for n, k in entries if n in set(only)]
     if dtype:
         def keep(key):
-            wl = _safe_parse(key) if key_family(key) == "conv2d" else None
+            wl = _safe_parse(key)
             return wl is None or wl.dtype == dtype
         entries = [(n, k) for n, k in entries if keep(k)]
     return entries, []
 
 
 def _safe_parse(key):
+    """The conv2d or block workload of a key; None for other families and unparsable keys."""
+    family = key_family(key)
+    if family != "conv2d" and family not in BLOCK_FAMILIES:
+        return None
     try:
-        return parse_conv2d(key)
+        return parse_key(key)
     except WorkloadError:
         return None
 
