@@ -93,17 +93,23 @@ void fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
         Conv2dFuncs &L = f.layers[i];
         Func h = L.output;
         Var hk = h.args()[0], hx = h.args()[1], hy = h.args()[2];
-        Var hxy("hxy"), ho("ho"), hi("hi");
+        Var hxy("hxy"), ho("ho"), hi("hi"), ha("ha"), hb("hb");
         if (spec.layers[i].hidden) {
             h.compute_at(acc, eo);
         } else {
             h.compute_at(out, xo);
         }
-        // Cooperative production of the chunk: one (channel, pixel) per thread.
-        h.store_in(MemoryType::GPUShared).fuse(hx, hy, hxy).fuse(hk, hxy, hi).split(hi, ho, hi, threads, guard).gpu_threads(hi);
+        // Cooperative production of the chunk: one (channel, pixel) per thread, on the same
+        // (threads_k x tile_x) thread shape as the output stage, so the block has no idle lanes.
+        h.store_in(MemoryType::GPUShared)
+            .fuse(hx, hy, hxy)
+            .fuse(hk, hxy, hi)
+            .split(hi, ho, hi, threads, guard)
+            .split(hi, hb, ha, threads / kn.tile_x)
+            .gpu_threads(ha, hb);
         // Each thread's one hidden element accumulates in a register.
         Func la = L.accum;
-        la.compute_at(h, hi).store_in(MemoryType::Register);
+        la.compute_at(h, ha).store_in(MemoryType::Register);
         for (const Var &v : la.args()) la.bound_extent(v, 1);
     }
 }
