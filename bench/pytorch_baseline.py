@@ -23,8 +23,8 @@ host-side cost of a call (Python, torch.compile guards, kernel launch) can show 
 numbers; --cudagraph adds graph-replayed timings without it (but also without the L2 flush).
 
 The key parsers below mirror runtime/workload.cpp and runtime/block.cpp (same fields, defaults,
-validation and messages), so that keys are read the same way here as in the C++ harness; merge_results.py
-imports it to join results on canonical keys. Nothing in this module needs torch until a
+validation and messages), so that keys are read the same way here as in the C++ harness;
+merge_results.py imports it to join results on canonical keys. Nothing in this module needs torch until a
 benchmark actually runs: `--help` and the parsing work without it.
 """
 import argparse

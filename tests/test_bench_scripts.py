@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Self-check of bench/pytorch_baseline.py (key parsing, no torch needed) and
+"""Self-check of bench/pytorch_baseline.py (conv2d and fused-block key parsing, the block call
+plan and its wiring with stand-ins for torch: no torch needed) and
 bench/merge_results.py (on synthetic JSON). Run: python3 tests/test_bench_scripts.py
 Runs every check, exits non-zero if any failed. Also collectable by pytest (test_* functions)."""
 import csv
@@ -117,6 +118,194 @@ def test_select_entries():
     kept, unknown = pb.select_entries(entries, only=["b", "a"], dtype="f32")
     assert [n for n, _ in kept] == ["b"] and unknown == [], kept
     assert pb.select_entries(entries, only=["a", "zz"])[1] == ["zz"]
+
+
+# --- fused-block keys (mirror of runtime/block.cpp) -------------------------------------------
+
+BLOCK_KEYS = [  # canonical forms, as the C++ to_key(BlockWorkload) prints them
+    "mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16",
+    "fused_mbconv:n=128,c=48,h=56,w=56,e=4,k=3,stride=1,act=silu,dtype=f16",
+    "ffn:n=128,c=256,h=14,w=14,e=4,act=relu,dtype=f16",
+    "convfirst:n=128,c=64,h=56,w=56,e=4,k=3,stride=1,act=relu,dtype=f16",
+]
+
+
+def expect_block_error(key, fragment):
+    """parse_block(key) must raise WorkloadError whose message contains `fragment`."""
+    try:
+        pb.parse_block(key)
+    except pb.WorkloadError as e:
+        assert fragment in str(e), f"error for {key!r} is {str(e)!r}, expected to mention {fragment!r}"
+        assert f"invalid workload '{key}'" in str(e), f"error for {key!r} does not quote the key: {e}"
+        return
+    raise AssertionError(f"{key!r} parsed but should have failed ({fragment})")
+
+
+def test_parse_block_round_trip():
+    for key in BLOCK_KEYS:
+        assert pb.is_block_key(key) and pb.key_family(key) in pb.BLOCK_FAMILIES, key
+        b = pb.parse_block(key)
+        assert pb.to_key(b) == key and pb.block_to_key(b) == key, (pb.to_key(b), key)
+        assert pb.to_key(pb.parse_block(pb.to_key(b))) == key
+        assert pb.canonical_key(f"  {key} ") == key
+        assert pb.parse_key(key) == b
+    b = pb.parse_block(BLOCK_KEYS[0])
+    assert (b.family, b.n, b.c, b.h, b.w, b.e, b.k, b.stride, b.act, b.dtype) == \
+        ("mbconv", 128, 24, 56, 56, 6, 3, 1, "relu6", "f16")
+    # Fields in any order, other activations and dtypes, stride 2 and k=5 round-trip too.
+    key = "mbconv:dtype=bf16,act=gelu,stride=2,k=5,e=2,w=7,h=9,c=8,n=2"
+    assert pb.canonical_key(key) == "mbconv:n=2,c=8,h=9,w=7,e=2,k=5,stride=2,act=gelu,dtype=bf16"
+    for act in ("relu", "relu6", "silu", "gelu", "sigmoid"):
+        assert pb.parse_block(f"fused_mbconv:n=1,c=8,h=4,w=4,e=2,act={act}").act == act
+    assert not pb.is_block_key("conv2d:n=1,c=4") and not pb.is_block_key("attention:n=1")
+    assert pb.parse_key("conv2d:n=1,c=4,h=4,w=4,k=4,r=1,s=1").k == 4  # conv2d keys still go to parse_conv2d
+
+
+def test_block_defaults():
+    # k=3 (ffn: 1), stride=1, act by family, dtype f32 when left out; the canonical key spells them.
+    expect = {
+        "mbconv": "mbconv:n=1,c=8,h=5,w=5,e=2,k=3,stride=1,act=relu6,dtype=f32",
+        "fused_mbconv": "fused_mbconv:n=1,c=8,h=5,w=5,e=2,k=3,stride=1,act=silu,dtype=f32",
+        "ffn": "ffn:n=1,c=8,h=5,w=5,e=2,act=relu,dtype=f32",
+        "convfirst": "convfirst:n=1,c=8,h=5,w=5,e=2,k=3,stride=1,act=relu,dtype=f32",
+    }
+    for family, canon in expect.items():
+        b = pb.parse_block(f"{family}:n=1,c=8,h=5,w=5,e=2")
+        assert (b.k, b.stride, b.dtype) == (1 if family == "ffn" else 3, 1, "f32"), b
+        assert b.act == pb.BLOCK_DEFAULT_ACT[family]
+        assert pb.to_key(b) == canon, pb.to_key(b)
+    # ffn accepts k=1 and stride=1 spelled out, and prints neither.
+    assert pb.canonical_key("ffn:n=1,c=8,h=5,w=5,e=2,k=1,stride=1") == expect["ffn"]
+    # Other families and unparsable block keys stay as they are.
+    assert pb.canonical_key("mbconv:n=1,c=8,h=5,w=5,e=2,k=4") == "mbconv:n=1,c=8,h=5,w=5,e=2,k=4"
+
+
+def test_block_invalid_keys():
+    expect_block_error("mbconv:n=1,c=8,h=5,w=5", "missing field 'e'")
+    expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,k=4", "field 'k' = 4 must be odd (same padding)")
+    expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,stride=3", "field 'stride' = 3 must be 1 or 2")
+    expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,act=none",
+                       "field 'act' = 'none' is not one of relu, relu6, silu, gelu, sigmoid")
+    expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,act=tanh", "field 'act' = 'tanh'")
+    expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,dtype=f64", "field 'dtype' = 'f64' is not supported")
+    expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,se=1", "field 'se' (Squeeze-Excitation) is not supported yet")
+    expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,r=3", "unknown field 'r'")
+    expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=0", "field 'e' = 0 must be positive")
+    expect_block_error("mbconv:n=1,c=8,h=5x,w=5,e=2", "field 'h' = '5x' is not an integer")
+    expect_block_error("ffn:n=1,c=8,h=5,w=5,e=2,k=3", "ffn has no spatial kernel: k and stride must be 1")
+    expect_block_error("ffn:n=1,c=8,h=5,w=5,e=2,stride=2", "ffn has no spatial kernel")
+    expect_block_error("convfirst:n=1,c=12,h=5,w=5,e=2", "field 'c' = 12 must be a multiple of the group width 8")
+    expect_block_error("convfirst:n=1,c=16,h=5,w=5,e=2,act=silu", "convfirst uses ReLU (act=relu)")
+    expect_block_error("mbconv:n=65536,c=64,h=64,w=64,e=6", "tensor has more than 2^31 elements")
+    expect_block_error("se_block:n=1,c=8,h=5,w=5,e=2", "is not one of mbconv, fused_mbconv, ffn, convfirst")
+    expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,", "trailing ','")
+
+
+def test_block_layers_and_flops():
+    # mbconv (the brief's key): 1x1 c->E + act, depthwise 3x3 (groups=E) + act, 1x1 E->c, residual.
+    b = pb.parse_block("mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16")
+    plan = pb.block_call_plan(b)
+    assert [L["weight_shape"] for L in plan["layers"]] == [(144, 24, 1, 1), (144, 1, 3, 3), (24, 144, 1, 1)]
+    assert [L["groups"] for L in plan["layers"]] == [1, 144, 1]
+    assert [L["padding"] for L in plan["layers"]] == [(0, 0), (1, 1), (0, 0)]
+    assert [L["act"] for L in plan["layers"]] == ["relu6", "relu6", "none"]
+    assert [L["bias_shape"] for L in plan["layers"]] == [(144,), (144,), (24,)]
+    assert plan["residual"] and (b.out_h(), b.out_w()) == (56, 56)
+    # 2 flops per MAC: 2 * N*H*W * (c*E + 9*E + E*c)
+    assert pb.block_flops(b) == 2.0 * 128 * 56 * 56 * (24 * 144 + 9 * 144 + 144 * 24) == 6589513728.0
+    # Stride 2 on odd sizes: the depthwise layer downsamples, no residual.
+    b = pb.parse_block("mbconv:n=1,c=8,h=9,w=11,e=2,k=5,stride=2,act=silu")
+    plan = pb.block_call_plan(b)
+    assert plan["layers"][1]["stride"] == (2, 2) and plan["layers"][1]["padding"] == (2, 2)
+    assert not plan["residual"] and (b.out_h(), b.out_w()) == (5, 6)
+    assert [(l.h, l.w) for l in b.layers()] == [(9, 11), (9, 11), (5, 6)]
+    # fused_mbconv: kxk c->E + act, 1x1 E->c.
+    plan = pb.block_call_plan(pb.parse_block("fused_mbconv:n=1,c=8,h=7,w=9,e=4,k=3"))
+    assert [L["weight_shape"] for L in plan["layers"]] == [(32, 8, 3, 3), (8, 32, 1, 1)]
+    assert [L["act"] for L in plan["layers"]] == ["silu", "none"] and plan["residual"]
+    # ffn: two 1x1 convs, no residual.
+    b = pb.parse_block("ffn:n=2,c=12,h=5,w=7,e=4,act=gelu")
+    plan = pb.block_call_plan(b)
+    assert [L["weight_shape"] for L in plan["layers"]] == [(48, 12, 1, 1), (12, 48, 1, 1)]
+    assert [L["act"] for L in plan["layers"]] == ["gelu", "none"] and not plan["residual"]
+    assert pb.block_flops(b) == 2.0 * 2 * 5 * 7 * (12 * 48 * 2)
+    # convfirst: grouped kxk c->c (group width 8) without act, 1x1 c->E + ReLU, 1x1 E->c, residual.
+    b = pb.parse_block("convfirst:n=1,c=16,h=9,w=7,e=2")
+    plan = pb.block_call_plan(b)
+    assert [L["weight_shape"] for L in plan["layers"]] == [(16, 8, 3, 3), (32, 16, 1, 1), (16, 32, 1, 1)]
+    assert [L["groups"] for L in plan["layers"]] == [2, 1, 1]
+    assert [L["act"] for L in plan["layers"]] == ["none", "relu", "none"] and plan["residual"]
+    assert pb.block_flops(b) == 2.0 * 9 * 7 * (16 * 8 * 9 + 16 * 32 + 32 * 16)
+    assert not pb.block_call_plan(pb.parse_block("convfirst:n=1,c=16,h=9,w=7,e=2,stride=2"))["residual"]
+
+
+class _FakeT:
+    """Shape-only stand-in for a tensor (make_block_forward's wiring, without torch)."""
+    def __init__(self, shape, log):
+        self.shape, self.log = tuple(shape), log
+
+    def __add__(self, other):
+        assert other.shape == self.shape, (self.shape, other.shape)
+        self.log.append(("add", self.shape))
+        return _FakeT(self.shape, self.log)
+
+
+def test_block_forward_wiring():
+    log = []
+
+    def conv2d(x, w, b, stride, padding, dilation, groups):
+        n, c, h, wd = x.shape
+        k, cg, r, s = w.shape
+        assert c == cg * groups and b.shape == (k,), (x.shape, w.shape, b.shape, groups)
+        log.append(("conv2d", x.shape, w.shape, stride, padding, groups))
+        return _FakeT((n, k, (h + 2 * padding[0] - dilation[0] * (r - 1) - 1) // stride[0] + 1,
+                       (wd + 2 * padding[1] - dilation[1] * (s - 1) - 1) // stride[1] + 1), log)
+
+    def act(name):
+        return lambda y: (log.append((name,)), y)[1]
+
+    acts = {a: act(a) for a in pb.ACTIVATIONS if a != "none"}
+    for key, expect_ops in (
+            ("mbconv:n=2,c=8,h=9,w=7,e=3,k=5,stride=1,act=gelu",
+             ["conv2d", "gelu", "conv2d", "gelu", "conv2d", "add"]),
+            ("mbconv:n=2,c=8,h=9,w=7,e=3,k=5,stride=2", ["conv2d", "relu6", "conv2d", "relu6", "conv2d"]),
+            ("fused_mbconv:n=1,c=8,h=4,w=4,e=2", ["conv2d", "silu", "conv2d", "add"]),
+            ("ffn:n=1,c=8,h=4,w=4,e=2", ["conv2d", "relu", "conv2d"]),
+            ("convfirst:n=1,c=16,h=5,w=3,e=2", ["conv2d", "conv2d", "relu", "conv2d", "add"])):
+        log.clear()
+        b = pb.parse_block(key)
+        plan = pb.block_call_plan(b)
+        params = []
+        for L in plan["layers"]:
+            params += [_FakeT(L["weight_shape"], log), _FakeT(L["bias_shape"], log)]
+        y = pb.make_block_forward(plan, conv2d, acts)(_FakeT((b.n, b.c, b.h, b.w), log), *params)
+        assert [op[0] for op in log] == expect_ops, (key, log)
+        assert y.shape == (b.n, b.c, b.out_h(), b.out_w()), (key, y.shape)
+        assert [op[2] for op in log if op[0] == "conv2d"] == [L["weight_shape"] for L in plan["layers"]]
+
+
+def test_select_entries_blocks():
+    entries = [("m16", "mbconv:n=1,c=8,h=5,w=5,e=2,dtype=f16"), ("m32", "mbconv:n=1,c=8,h=5,w=5,e=2"),
+               ("f16", "ffn:n=1,c=8,h=5,w=5,e=2,dtype=f16"), ("badblock", "ffn:n=1,c=8,h=5,w=5,e=2,k=3"),
+               ("other", "attention:n=1")]
+    kept, unknown = pb.select_entries(entries, dtype="f16")
+    assert [n for n, _ in kept] == ["m16", "f16", "badblock", "other"] and unknown == [], kept
+    kept, _ = pb.select_entries(entries, dtype="f32")
+    assert [n for n, _ in kept] == ["m32", "badblock", "other"], kept
+
+
+def test_blocks_suite_file():
+    # workloads/blocks.txt (when present): every key parses, its family is a block family, and
+    # it is written in canonical form (so that result rows join on it unchanged).
+    path = os.path.join(ROOT, "workloads", "blocks.txt")
+    if not os.path.exists(path):
+        return
+    entries = pb.load_suite(path)
+    assert entries, path
+    for name, key in entries:
+        b = pb.parse_block(key)
+        assert pb.to_key(b) == key, (name, key, pb.to_key(b))
+        assert pb.block_flops(b) > 0
 
 
 def _ours_row(name, key, strategy, ms, ok=True, default=False, dtype="f16"):
