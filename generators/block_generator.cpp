@@ -76,8 +76,21 @@ public:
         kn.vec_k = vec_k;
         blockfuse::schedule_block(f, spec, strategy, kn, get_target().has_gpu_feature());
         // Static channel counts: the runtime passes matching buffers (checked by Halide too).
-        input->dim(0).set_bounds(0, spec.c);
+        // Dense NHWC / (k, cg, kx, ky) buffers with static channel counts: every channel vector
+        // is then provably aligned (unaligned f16 vectors gave wrong results through Halide 21's
+        // PTX backend on the H200, layer-by-layer f16 mbconv, 2026-11-29).
+        auto dense = [](GeneratorInput<Buffer<>> &b, int inner) {
+            b.set_host_alignment(16);
+            b.dim(0).set_bounds(0, inner);
+            b.dim(1).set_stride(inner);
+            for (int d = 2; d < b.dimensions(); ++d) b.dim(d).set_stride(b.dim(d - 1).stride() * b.dim(d - 1).extent());
+        };
+        dense(*input, spec.c);
+        for (size_t i = 0; i < spec.layers.size(); ++i) dense(*weights[i], spec.layers[i].out_ch);
+        output->set_host_alignment(16);
         output->dim(0).set_bounds(0, spec.cout);
+        output->dim(1).set_stride(spec.cout);
+        for (int d = 2; d < 4; ++d) output->dim(d).set_stride(output->dim(d - 1).stride() * output->dim(d - 1).extent());
     }
 };
 

@@ -89,24 +89,29 @@ void fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
         .unroll(akv)
         .unroll(ay);
     const int threads = fused_block_threads(spec.cout, vk, kn.tile_x);
-    for (size_t i = 0; i + 1 < f.layers.size(); ++i) {
-        Conv2dFuncs &L = f.layers[i];
-        Func h = L.output;
+    // Cooperative production of a Func computed at block level: one element per thread, on the
+    // same (threads_k x tile_x) thread shape as the output stage, so the block has no idle lanes.
+    auto spread_over_block = [&](Func h) {
         Var hk = h.args()[0], hx = h.args()[1], hy = h.args()[2];
         Var hxy("hxy"), ho("ho"), hi("hi"), ha("ha"), hb("hb");
-        if (spec.layers[i].hidden) {
-            h.compute_at(acc, eo);
-        } else {
-            h.compute_at(out, xo);
-        }
-        // Cooperative production of the chunk: one (channel, pixel) per thread, on the same
-        // (threads_k x tile_x) thread shape as the output stage, so the block has no idle lanes.
         h.store_in(MemoryType::GPUShared)
             .fuse(hx, hy, hxy)
             .fuse(hk, hxy, hi)
             .split(hi, ho, hi, threads, guard)
             .split(hi, hb, ha, threads / kn.tile_x)
             .gpu_threads(ha, hb);
+        return ha;
+    };
+
+    for (size_t i = 0; i + 1 < f.layers.size(); ++i) {
+        Conv2dFuncs &L = f.layers[i];
+        Func h = L.output;
+        if (spec.layers[i].hidden) {
+            h.compute_at(acc, eo);
+        } else {
+            h.compute_at(out, xo);
+        }
+        Var ha = spread_over_block(h);
         // Each thread's one hidden element accumulates in a register.
         Func la = L.accum;
         la.compute_at(h, ha).store_in(MemoryType::Register);

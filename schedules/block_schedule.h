@@ -22,7 +22,7 @@ struct BlockKnobs {
 
 inline const std::map<std::string, std::vector<int>> &block_knob_space() {
     static const std::map<std::string, std::vector<int>> space{
-        {"chunk", {4, 8, 16, 24, 32}}, {"tile_x", {4, 8, 14, 16}}, {"tile_y", {1, 2, 4, 7, 8}}, {"vec_k", {1, 4, 8}}};
+        {"chunk", {4, 8, 16, 24, 32}}, {"tile_x", {4, 8, 14, 16}}, {"tile_y", {1, 2, 4, 7, 8}}, {"vec_k", {1, 2, 4, 8}}};
     return space;
 }
 
