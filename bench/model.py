@@ -83,13 +83,17 @@ def waterline_latency(kernels, R, B):
     return sum(min_latency(n, b, R, B) for n, b in kernels)
 
 
-def max_efficiency(kernels, R, B):
-    """Eq. 13: C_max = N / (T_min * R), the best computational efficiency the sequence can reach."""
-    kernels = list(kernels)
-    t = waterline_latency(kernels, R, B)
+def _efficiency_at(kernels, t, R):
+    """N / (t * R) for a sequence whose attainable latency is t (Eq. 13's form)."""
     if t == 0:
         raise ValueError("C_max is undefined for a sequence with no ops and no bytes")
     return total_ops(kernels) / (t * _pos("peak throughput R", R))
+
+
+def max_efficiency(kernels, R, B):
+    """Eq. 13: C_max = N / (T_min * R), the best computational efficiency the sequence can reach."""
+    kernels = list(kernels)
+    return _efficiency_at(kernels, waterline_latency(kernels, R, B), R)
 
 
 def mediant_intensity(kernels):
@@ -112,10 +116,7 @@ def roofline_latency(kernels, R, B):
 def roofline_max_efficiency(kernels, R, B):
     """Eq. 13 with the roofline latency of Eq. 29 in place of T_min."""
     kernels = list(kernels)
-    t = roofline_latency(kernels, R, B)
-    if t == 0:
-        raise ValueError("C_max is undefined for a sequence with no ops and no bytes")
-    return total_ops(kernels) / (t * _pos("peak throughput R", R))
+    return _efficiency_at(kernels, roofline_latency(kernels, R, B), R)
 
 
 def ideal_latency(n, R_i):

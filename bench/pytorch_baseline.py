@@ -59,6 +59,17 @@ def _fail(key, msg):
     raise WorkloadError(f"invalid workload '{key}': {msg}")
 
 
+
+def _take_dtype(fields, key, default):
+    """Pops 'dtype' from the parsed fields (same message as runtime/workload.cpp)."""
+    if "dtype" not in fields:
+        return default
+    d = fields.pop("dtype")
+    if d not in DTYPES:
+        _fail(key, f"field 'dtype' = '{d}' is not supported (f32, f16, bf16)")
+    return d
+
+
 def _parse_int(key, field, v):
     # Optional sign, then decimal digits only (no spaces, no '0x', no '1e3'); int32 range.
     if v == "":
@@ -179,11 +190,7 @@ def parse_conv2d(key):
         if a not in ACTIVATIONS:
             _fail(key, f"field 'act' = '{a}' is not one of {', '.join(ACTIVATIONS)}")
         wl.act = a
-    if "dtype" in f:
-        d = f.pop("dtype")
-        if d not in DTYPES:
-            _fail(key, f"field 'dtype' = '{d}' is not supported (f32, f16, bf16)")
-        wl.dtype = d
+    wl.dtype = _take_dtype(f, key, wl.dtype)
     if f:
         _fail(key, f"unknown field '{sorted(f)[0]}'")
     validate(wl, key)
@@ -413,11 +420,7 @@ def parse_block(key):
         if a not in ACTIVATIONS or a == "none":
             _fail(key, f"field 'act' = '{a}' is not one of relu, relu6, silu, gelu, sigmoid")
         bw.act = a
-    if "dtype" in f:
-        d = f.pop("dtype")
-        if d not in DTYPES:
-            _fail(key, f"field 'dtype' = '{d}' is not supported (f32, f16, bf16)")
-        bw.dtype = d
+    bw.dtype = _take_dtype(f, key, bw.dtype)
     if "se" in f:
         _fail(key, "field 'se' (Squeeze-Excitation) is not supported yet")
     if f:

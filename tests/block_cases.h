@@ -3,6 +3,7 @@
 // (8) does not divide (30, 16+, 48). Every block variant of a device must run at least once.
 #pragma once
 #include "runtime/block.h"
+#include "tests/conv2d_cases.h"
 #include <catch2/catch.hpp>
 #include <random>
 #include <set>
@@ -49,15 +50,7 @@ inline void check_all_block_variants(Device device, const std::vector<DType> &dt
                 ran.insert(v->name);
             }
         }
-    for (const auto &v : all_kernels()) {
-        if (v.family != "block" || v.device != device) continue;
-        bool wanted = false;
-        for (DType d : dtypes) wanted |= v.dtype == d;
-        if (wanted) {
-            INFO("block variant never exercised by the shape table: " << v.name);
-            CHECK(ran.count(v.name) == 1);
-        }
-    }
+    require_all_exercised("block", device, dtypes, ran);
 }
 
 }  // namespace blockfuse::test
