@@ -19,6 +19,7 @@ struct BenchOptions {
     int min_samples = 10;
     double min_seconds = 0.5;
     bool ceilings = true;
+    bool single_run = false;            // each candidate once on a flushed L2, unchecked (for profilers)
     std::string command_line;
 };
 

@@ -13,6 +13,15 @@ double median(std::vector<double> v) {
     return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
+size_t l2_flush_bytes() { return std::max<size_t>(size_t(2) * cuda::device().l2_bytes, size_t(64) << 20); }
+
+void flush_device_l2_once() {
+    uintptr_t p = cuda::mem_alloc(l2_flush_bytes());
+    cuda::memset_d8(p, 0, l2_flush_bytes());
+    cuda::synchronize();
+    cuda::mem_free(p);
+}
+
 namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) {
@@ -24,7 +33,7 @@ struct L2Flusher {
     size_t bytes = 0;
     explicit L2Flusher(bool on) {
         if (!on) return;
-        bytes = std::max<size_t>(size_t(2) * cuda::device().l2_bytes, size_t(64) << 20);
+        bytes = l2_flush_bytes();
         buf = cuda::mem_alloc(bytes);
     }
     ~L2Flusher() {

@@ -26,6 +26,10 @@ struct TimingStats {
 
 double median(std::vector<double> v);
 
+// Bytes written to evict the device's L2 (2x its size, at least 64 MiB), and a one-off flush.
+size_t l2_flush_bytes();
+void flush_device_l2_once();
+
 // Times each candidate; `on_device` selects events + flush (CUDA) or the host clock (CPU,
 // OpenCL). Each fn must be a complete call (it is synchronized by the timer).
 std::vector<TimingStats> time_interleaved(const std::vector<std::function<void()>> &fns, bool on_device,

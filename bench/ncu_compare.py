@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Modelled compulsory DRAM bytes against Nsight Compute's measured DRAM bytes, per kernel.
+
+Inputs: the results.json of `blockfuse bench --single-run --out DIR` (rows in launch order, each
+with its modelled kernels) and the CSV of `ncu --csv --print-units base --metrics
+dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum -k regex:_kernel` over the same
+command. Halide's kernels are matched to the modelled kernels in launch order.
+
+    python3 bench/ncu_compare.py RESULTS.json NCU.csv [--out TABLE.md]
+"""
+import argparse
+import csv
+import json
+import sys
+
+
+def read_ncu(path):
+    """Kernel launches in order: {name, read, write, ns}."""
+    launches = {}
+    with open(path, newline="") as f:
+        lines = [l for l in f if l.startswith('"')]  # ncu prints its own log lines before the CSV
+    for row in csv.DictReader(lines):
+        if not row.get("Kernel Name", "").startswith("_kernel"):
+            continue
+        lid = int(row["ID"])
+        k = launches.setdefault(lid, {"name": row["Kernel Name"], "read": 0.0, "write": 0.0, "ns": 0.0})
+        value = float(row["Metric Value"].replace(",", ""))
+        metric = row["Metric Name"]
+        if metric == "dram__bytes_read.sum":
+            k["read"] = value
+        elif metric == "dram__bytes_write.sum":
+            k["write"] = value
+        elif metric == "gpu__time_duration.sum":
+            k["ns"] = value
+    return [launches[i] for i in sorted(launches)]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results")
+    ap.add_argument("ncu_csv")
+    ap.add_argument("--out")
+    ap.add_argument("--tolerance", type=float, default=0.15)
+    a = ap.parse_args()
+    try:
+        rows = json.load(open(a.results))["results"]
+        launches = read_ncu(a.ncu_csv)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    modelled = [(r["workload"], r["strategy"], k) for r in rows for k in r.get("kernels", [])]
+    if len(modelled) != len(launches):
+        print(f"error: {len(modelled)} modelled kernels but {len(launches)} profiled launches in {a.ncu_csv}",
+              file=sys.stderr)
+        return 2
+    out = ["| workload | strategy | kernel | modelled bytes | ncu DRAM read | ncu DRAM write | measured / modelled | within ±15% | ncu time µs |",
+           "|---|---|---|---:|---:|---:|---:|---|---:|"]
+    within = 0
+    for (w, s, k), l in zip(modelled, launches):
+        meas = l["read"] + l["write"]
+        ratio = meas / k["bytes"] if k["bytes"] else float("inf")
+        ok = abs(ratio - 1) <= a.tolerance
+        within += ok
+        out.append(f"| {w} | {s} | {k['name']} | {k['bytes']:.4g} | {l['read']:.4g} | {l['write']:.4g} | "
+                   f"{ratio:.2f} | {'yes' if ok else 'no'} | {l['ns'] / 1e3:.1f} |")
+    out.append(f"\n{within} of {len(modelled)} kernels within ±{a.tolerance:.0%} of the model.")
+    text = "\n".join(out) + "\n"
+    if a.out:
+        open(a.out, "w").write(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
