@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
     bench->add_option("--min-seconds", bopt.min_seconds, "seconds of samples per kernel, at least")->capture_default_str();
     bool no_ceilings = false;
     bench->add_flag("--single-run", bopt.single_run,
-                    "run each candidate once on a cold L2, without checks or timing (for ncu / sanitizers)");
+                    "run each candidate twice (warm-up, then on a cold L2), without checks or timing (for ncu)");
     bench->add_flag("--no-ceilings", no_ceilings, "skip measuring the copy / FMA ceilings");
 
     std::vector<std::string> keys;

@@ -4,7 +4,8 @@
 Inputs: the results.json of `blockfuse bench --single-run --out DIR` (rows in launch order, each
 with its modelled kernels) and the CSV of `ncu --csv --print-units base --metrics
 dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum -k regex:_kernel` over the same
-command. Halide's kernels are matched to the modelled kernels in launch order.
+command. --single-run runs each candidate twice (a warm-up with the host-to-device copies, then
+the profiled run on a cold L2): the second of each pair of launch groups is the one compared.
 
     python3 bench/ncu_compare.py RESULTS.json NCU.csv [--out TABLE.md]
 """
@@ -49,10 +50,16 @@ def main():
         print(f"error: {e}", file=sys.stderr)
         return 2
     modelled = [(r["workload"], r["strategy"], k) for r in rows for k in r.get("kernels", [])]
-    if len(modelled) != len(launches):
-        print(f"error: {len(modelled)} modelled kernels but {len(launches)} profiled launches in {a.ncu_csv}",
-              file=sys.stderr)
+    if len(launches) != 2 * len(modelled):
+        print(f"error: {len(modelled)} modelled kernels need {2 * len(modelled)} profiled launches (warm-up + run), "
+              f"{a.ncu_csv} has {len(launches)}", file=sys.stderr)
         return 2
+    measured, i = [], 0
+    for r in rows:  # per candidate: warm-up launches, then the profiled ones
+        k = len(r.get("kernels", []))
+        measured += launches[i + k:i + 2 * k]
+        i += 2 * k
+    launches = measured
     out = ["| workload | strategy | kernel | modelled bytes | ncu DRAM read | ncu DRAM write | measured / modelled | within ±15% | ncu time µs |",
            "|---|---|---|---:|---:|---:|---:|---|---:|"]
     within = 0
