@@ -1,5 +1,6 @@
 #include "bench/harness.h"
 #include "runtime/block.h"
+#include "runtime/stem.h"
 #include "runtime/ceilings.h"
 #include "runtime/check.h"
 #include "runtime/conv2d.h"
@@ -105,6 +106,8 @@ struct Candidate {
 Problem problem_of(const Conv2dWorkload &w) {
     return {w.n, w.h, w.w, w.c, w.k, w.r, w.s, w.stride_h, w.stride_w, w.dil_h, w.dil_w, w.groups};
 }
+Problem problem_of(const StemWorkload &w) { return {w.n, w.h, w.w, w.c, w.k, 3, 3, 2, 2, 1, 1, 1}; }
+
 Problem problem_of(const BlockWorkload &w) {
     return {w.n, w.h, w.w, w.c, w.c, w.k, w.k, w.stride, w.stride, 1, 1, w.c * w.e};
 }
@@ -133,6 +136,35 @@ std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv
         c.check = [t, v, w, &rng] {
             run_conv2d(*v, w, *t);
             return check_conv2d(w, *t, 4096, rng);
+        };
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+// The stem: each strategy (layer-by-layer, depth-first), checked at full size (its reference is small).
+std::vector<Candidate> stem_candidates_for(const std::string &name, const StemWorkload &w, Device dev,
+                                           std::mt19937_64 &rng) {
+    std::vector<Candidate> out;
+    auto cands = stem_candidates(w, dev);
+    for (size_t i = 0; i < cands.size(); ++i) {
+        const KernelVariant *v = cands[i];
+        auto t = std::make_shared<StemTensors>(make_stem_tensors(w));
+        randomize(*t, w, rng);
+        Candidate c;
+        const std::string strategy = v->param("strategy");
+        c.row.workload = name;
+        c.row.key = to_key(w);
+        c.row.strategy = strategy + " (" + v->name + ")";
+        c.row.is_default = i == 0;
+        c.row.dtype = dtype_name(w.dtype);
+        c.row.kernels = stem_costs(w, strategy);
+        for (const auto &k : c.row.kernels) c.row.flops += k.flops, c.row.bytes += k.bytes;
+        c.row.w = problem_of(w);
+        c.run = [t, v, w] { run_stem(*v, w, *t); };
+        c.check = [t, v, w] {
+            run_stem(*v, w, *t);
+            return check_stem(w, *t);
         };
         out.push_back(std::move(c));
     }
@@ -233,17 +265,21 @@ int run_bench(const BenchOptions &opt) {
     // Parse everything first: a bad key stops the run before any kernel does.
     struct Work {
         SuiteEntry entry;
-        bool block;
+        enum { conv2d, block, stem } family;
         Conv2dWorkload conv;
         BlockWorkload blk;
+        StemWorkload stm;
     };
     std::vector<Work> work;
     for (const auto &e : entries) {
-        Work wk{e, is_block_key(e.key), {}, {}};
+        Work wk{e, is_block_key(e.key) ? Work::block : is_stem_key(e.key) ? Work::stem : Work::conv2d, {}, {}, {}};
         DType d;
-        if (wk.block) {
+        if (wk.family == Work::block) {
             wk.blk = parse_block(e.key);
             d = wk.blk.dtype;
+        } else if (wk.family == Work::stem) {
+            wk.stm = parse_stem(e.key);
+            d = wk.stm.dtype;
         } else {
             wk.conv = parse_conv2d(e.key);
             d = wk.conv.dtype;
@@ -282,9 +318,13 @@ int run_bench(const BenchOptions &opt) {
     std::vector<Row> rows;
     int failures = 0;
     for (auto &wk : work) {
-        std::vector<Candidate> cands = wk.block ? block_candidates_for(wk.entry.name, wk.blk, dev, rng)
-                                                : conv2d_candidates_for(wk.entry.name, wk.conv, dev, rng);
-        const std::string key = wk.block ? to_key(wk.blk) : to_key(wk.conv);
+        std::vector<Candidate> cands;
+        std::string key;
+        switch (wk.family) {
+        case Work::block: cands = block_candidates_for(wk.entry.name, wk.blk, dev, rng), key = to_key(wk.blk); break;
+        case Work::stem: cands = stem_candidates_for(wk.entry.name, wk.stm, dev, rng), key = to_key(wk.stm); break;
+        case Work::conv2d: cands = conv2d_candidates_for(wk.entry.name, wk.conv, dev, rng), key = to_key(wk.conv); break;
+        }
         if (cands.empty()) {
             std::cout << fmt::format("{}: no {} kernel built for {} -- skipped\n", wk.entry.name, device_name(dev), key);
             continue;

@@ -8,6 +8,8 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/workload.h"
+#include "runtime/block.h"
+#include "runtime/stem.h"
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <iostream>
@@ -48,7 +50,10 @@ int main(int argc, char **argv) {
             return run_bench(bopt);
         }
         if (*check) {
-            for (const auto &k : keys) std::cout << to_key(parse_conv2d(k)) << "\n";
+            for (const auto &k : keys)
+                std::cout << (is_block_key(k) ? to_key(parse_block(k)) : is_stem_key(k) ? to_key(parse_stem(k))
+                                                                                     : to_key(parse_conv2d(k)))
+                          << "\n";
             return 0;
         }
         if (*info) {

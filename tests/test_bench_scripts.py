@@ -303,6 +303,8 @@ def test_blocks_suite_file():
     entries = pb.load_suite(path)
     assert entries, path
     for name, key in entries:
+        if not pb.is_block_key(key):  # e.g. the stem: no PyTorch twin yet, skipped with a note
+            continue
         b = pb.parse_block(key)
         assert pb.to_key(b) == key, (name, key, pb.to_key(b))
         assert pb.block_flops(b) > 0

@@ -1,10 +1,31 @@
 #define CATCH_CONFIG_MAIN
 #include "tests/block_cases.h"
+#include "tests/stem_cases.h"
 
 using namespace blockfuse;
 
 TEST_CASE("every CPU block variant (layer-by-layer and fused) matches the float64 reference", "[blocks][cpu]") {
     test::check_all_block_variants(Device::cpu, {DType::f32});
+}
+
+TEST_CASE("every CPU stem variant (layer-by-layer and depth-first) matches the float64 reference", "[stem][cpu]") {
+    test::check_all_stem_variants(Device::cpu, {DType::f32});
+}
+
+TEST_CASE("stem keys round-trip, bad ones name the field, accounting drops the intermediate", "[stem]") {
+    const char *key = "stem:n=128,h=224,w=224,c=3,k=64,dtype=f16";
+    StemWorkload w = parse_stem(key);
+    CHECK(to_key(w) == key);
+    CHECK(w.out_h() == 56);
+    CHECK(w.out_w() == 56);
+    REQUIRE_THROWS_WITH(parse_stem("stem:n=1,w=4"), Catch::Contains("missing field 'h'"));
+    REQUIRE_THROWS_WITH(parse_stem("stem:n=1,h=4,w=4,k=0"), Catch::Contains("field 'k' = 0 must be positive"));
+    auto lbl = stem_costs(w, "layer_by_layer"), df = stem_costs(w, "depth_first");
+    REQUIRE(lbl.size() == 2);
+    REQUIRE(df.size() == 1);
+    const double mid = 2.0 * 128 * 64 * 112 * 112;  // the conv output, f16
+    CHECK(lbl[0].bytes + lbl[1].bytes - df[0].bytes == Approx(2 * mid));
+    CHECK(df[0].flops == Approx(2.0 * 128 * 64 * 112 * 112 * 27));
 }
 
 TEST_CASE("block keys round-trip and bad ones name the field", "[blocks][workload]") {

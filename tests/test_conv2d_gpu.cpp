@@ -3,6 +3,7 @@
 #define CATCH_CONFIG_RUNNER
 #include "runtime/cuda_driver.h"
 #include "tests/block_cases.h"
+#include "tests/stem_cases.h"
 #include "tests/conv2d_cases.h"
 #include <iostream>
 
@@ -14,6 +15,10 @@ TEST_CASE("every CUDA conv2d variant matches the float64 reference on the shape 
 
 TEST_CASE("every CUDA block variant matches the float64 reference", "[blocks][gpu]") {
     test::check_all_block_variants(Device::cuda, {DType::f32, DType::f16});
+}
+
+TEST_CASE("every CUDA stem variant matches the float64 reference", "[stem][gpu]") {
+    test::check_all_stem_variants(Device::cuda, {DType::f32, DType::f16});
 }
 
 int main(int argc, char **argv) {

@@ -1,0 +1,139 @@
+#include "runtime/stem.h"
+#include "runtime/cuda_driver.h"
+#include <cmath>
+#include <limits>
+#include <map>
+#include <sstream>
+
+namespace blockfuse {
+namespace {
+[[noreturn]] void fail(const std::string &key, const std::string &msg) {
+    throw WorkloadError("invalid workload '" + key + "': " + msg);
+}
+}  // namespace
+
+Conv2dWorkload StemWorkload::conv() const {
+    Conv2dWorkload c;
+    c.n = n, c.c = this->c, c.h = h, c.w = w, c.k = k, c.r = c.s = 3;
+    c.stride_h = c.stride_w = 2;
+    c.pad_t = c.pad_b = c.pad_l = c.pad_r = 1;
+    c.bias = true;
+    c.act = Activation::relu;
+    c.dtype = dtype;
+    return c;
+}
+
+bool is_stem_key(const std::string &key) { return key.rfind("stem:", 0) == 0; }
+
+StemWorkload parse_stem(const std::string &key) {
+    KeyFields kf = split_key(key);
+    if (kf.family != "stem") fail(key, "family '" + kf.family + "' is not 'stem'");
+    StemWorkload w;
+    std::map<std::string, std::string> f(kf.fields.begin(), kf.fields.end());
+    for (const char *name : {"n", "h", "w", "c", "k"}) {
+        auto it = f.find(name);
+        const std::string s = name;
+        int *dst = s == "n" ? &w.n : s == "h" ? &w.h : s == "w" ? &w.w : s == "c" ? &w.c : &w.k;
+        if (it == f.end()) {
+            if (s == "n" || s == "h" || s == "w") fail(key, "missing field '" + s + "'");
+            continue;
+        }
+        *dst = parse_key_int(key, s, it->second);
+        f.erase(it);
+        if (*dst <= 0) fail(key, "field '" + s + "' = " + std::to_string(*dst) + " must be positive");
+    }
+    if (auto it = f.find("dtype"); it != f.end()) {
+        if (!parse_dtype(it->second, &w.dtype))
+            fail(key, "field 'dtype' = '" + it->second + "' is not supported (f32, f16, bf16)");
+        f.erase(it);
+    }
+    if (!f.empty()) fail(key, "unknown field '" + f.begin()->first + "'");
+    validate(w.conv(), key);
+    return w;
+}
+
+std::string to_key(const StemWorkload &w) {
+    std::ostringstream o;
+    o << "stem:n=" << w.n << ",h=" << w.h << ",w=" << w.w << ",c=" << w.c << ",k=" << w.k << ",dtype=" << dtype_name(w.dtype);
+    return o.str();
+}
+
+StemTensors make_stem_tensors(const StemWorkload &w) {
+    StemTensors t;
+    t.input = make_tensor(w.dtype, {w.c, w.w, w.h, w.n});
+    t.weights = make_tensor(w.dtype, {w.k, w.c, 3, 3});
+    t.bias = Halide::Runtime::Buffer<float>(w.k);
+    t.output = make_tensor(w.dtype, {w.k, w.out_w(), w.out_h(), w.n});
+    return t;
+}
+
+void randomize(StemTensors &t, const StemWorkload &w, std::mt19937_64 &rng) {
+    fill_uniform(t.input, w.dtype, rng, -1.0, 1.0);
+    double a = 1.7 / std::sqrt(9.0 * w.c);
+    fill_uniform(t.weights, w.dtype, rng, -a, a);
+    std::uniform_real_distribution<float> d(-0.5f, 0.5f);
+    t.bias.for_each_value([&](float &b) { b = d(rng); });
+    t.bias.set_host_dirty();
+    poison(t.output, w.dtype);
+}
+
+std::vector<const KernelVariant *> stem_candidates(const StemWorkload &w, Device device) {
+    std::vector<const KernelVariant *> out;
+    for (const auto &v : all_kernels())
+        if (v.family == "stem" && v.device == device && v.dtype == w.dtype && v.knob("channels", -1) == w.c &&
+            v.knob("out_channels", -1) == w.k)
+            out.push_back(&v);
+    return out;
+}
+
+void run_stem(const KernelVariant &v, const StemWorkload &w, StemTensors &t) {
+    using Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+    clear_halide_error();
+    int rc = reinterpret_cast<Fn>(v.fn)(t.input.raw_buffer(), t.weights.raw_buffer(), t.bias.raw_buffer(),
+                                        t.output.raw_buffer());
+    if (rc != 0) throw KernelError("kernel " + v.name + " failed on " + to_key(w) + ": " + last_halide_error(rc));
+}
+
+Comparison check_stem(const StemWorkload &w, StemTensors &t) {
+    Conv2dWorkload c = w.conv();
+    std::vector<double> in = to_doubles(t.input, w.dtype), wt = to_doubles(t.weights, w.dtype), b(w.k), conv, scale;
+    t.bias.copy_to_host();
+    for (int k = 0; k < w.k; ++k) b[k] = t.bias(k);
+    conv2d_reference(c, in, wt, b, &conv, &scale);
+    std::vector<uint16_t> tmp(2);
+    for (double &v : conv) {  // the conv output is stored in the storage type, as the kernels do
+        store_from_double(tmp.data(), w.dtype, 0, v);
+        v = w.dtype == DType::f32 ? double(float(v)) : load_as_double(tmp.data(), w.dtype, 0);
+    }
+    const int CW = c.out_w(), CH = c.out_h(), PW = w.out_w(), PH = w.out_h();
+    std::vector<double> ref(size_t(w.n) * PH * PW * w.k), rscale(ref.size());
+    for (int n = 0; n < w.n; ++n)
+        for (int y = 0; y < PH; ++y)
+            for (int x = 0; x < PW; ++x)
+                for (int k = 0; k < w.k; ++k) {
+                    double m = -std::numeric_limits<double>::infinity(), s = 0;
+                    for (int dy = 0; dy < 3; ++dy)
+                        for (int dx = 0; dx < 3; ++dx) {
+                            int cx = 2 * x + dx - 1, cy = 2 * y + dy - 1;
+                            if (cx < 0 || cx >= CW || cy < 0 || cy >= CH) continue;
+                            size_t i = ((size_t(n) * CH + cy) * CW + cx) * w.k + k;
+                            if (conv[i] > m) m = conv[i], s = scale[i];
+                        }
+                    size_t o = ((size_t(n) * PH + y) * PW + x) * w.k + k;
+                    ref[o] = m;
+                    rscale[o] = s;
+                }
+    // A conv value within rounding of the max may be picked instead: 2 storage ulps of its scale.
+    return compare(to_doubles(t.output, w.dtype), ref, rscale, 9LL * w.c, w.dtype, 4.0 * dtype_unit_roundoff(w.dtype));
+}
+
+std::vector<KernelCost> stem_costs(const StemWorkload &w, const std::string &strategy) {
+    Conv2dWorkload c = w.conv();
+    const double e = dtype_bytes(w.dtype);
+    const double out = e * double(w.n) * w.k * w.out_h() * w.out_w();
+    const double mid = e * double(w.n) * w.k * c.out_h() * c.out_w();
+    if (strategy == "layer_by_layer") return {{"conv", conv2d_flops(c), conv2d_bytes(c)}, {"pool", 0, mid + out}};
+    return {{"stem", conv2d_flops(c), conv2d_bytes(c) - mid + out}};
+}
+
+}  // namespace blockfuse

@@ -1,0 +1,53 @@
+#include "schedules/stem_schedule.h"
+
+namespace blockfuse {
+using namespace Halide;
+
+void schedule_stem(StemFuncs f, int K, StemStrategy s, const StemKnobs &kn, bool gpu) {
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    Func pool = f.pool, conv = f.conv.output, acc = f.conv.accum;
+    Var k = pool.args()[0], x = pool.args()[1], y = pool.args()[2], n = pool.args()[3];
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), t("t"), kt("kt"), kv("kv");
+    if (gpu) {
+        // Pool: threads over (channel groups, pool x), a tile_y column per thread.
+        pool.tile(x, y, xo, yo, xi, yi, kn.tile_x, kn.tile_y, guard)
+            .split(k, kt, kv, kn.vec_k, guard)
+            .reorder(kv, yi, kt, xi, xo, yo, n)
+            .fuse(yo, n, t)
+            .gpu_blocks(xo, t)
+            .gpu_threads(kt, xi)
+            .unroll(kv)
+            .unroll(yi);
+        if (s == StemStrategy::layer_by_layer) {
+            conv.compute_root();
+            schedule_conv2d_gpu(f.conv, ConvKind::general, Conv2dGpuKnobs{}, true, K);
+        } else {
+            // Depth-first: the block's conv tile (2*tile + 1 per side) in shared memory, one
+            // (channel, pixel) per thread on the pool's thread shape.
+            const int threads = (K + kn.vec_k - 1) / kn.vec_k * kn.tile_x;
+            Var ck = conv.args()[0], cx = conv.args()[1], cy = conv.args()[2];
+            Var cxy("cxy"), co("co"), ci("ci"), ca("ca"), cb("cb");
+            conv.compute_at(pool, xo)
+                .store_in(MemoryType::GPUShared)
+                .fuse(cx, cy, cxy)
+                .fuse(ck, cxy, ci)
+                .split(ci, co, ci, threads, guard)
+                .split(ci, cb, ca, threads / kn.tile_x)
+                .gpu_threads(ca, cb);
+            acc.compute_at(conv, ca).store_in(MemoryType::Register);
+            for (const Var &v : acc.args()) acc.bound_extent(v, 1);
+        }
+    } else {
+        pool.tile(x, y, xo, yo, xi, yi, kn.tile_x, kn.tile_y, guard).fuse(yo, n, t).parallel(t).vectorize(k, 8, guard);
+        if (s == StemStrategy::layer_by_layer) {
+            conv.compute_root();
+            schedule_conv2d_cpu(f.conv, ConvKind::general, Conv2dCpuKnobs{}, true, K);
+        } else {
+            conv.compute_at(pool, xo).vectorize(conv.args()[0], 8, guard);
+            acc.compute_at(conv, conv.args()[1]).vectorize(acc.args()[0], 8, guard);
+            acc.update().vectorize(acc.args()[0], 8, guard);
+        }
+    }
+}
+
+}  // namespace blockfuse
