@@ -81,28 +81,6 @@ nlohmann::json run_context(const std::string &command_line) {
 
 namespace {
 
-// Problem columns of a row (CUTLASS-profiler style); for blocks: k = output channels,
-// r = s = the block's spatial kernel, groups = hidden width.
-struct Problem {
-    int n = 0, h = 0, w = 0, c = 0, k = 0, r = 0, s = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, groups = 1;
-};
-
-struct Row {
-    std::string workload, key, strategy, dtype, check;
-    bool is_default = false, ok = false;
-    double flops = 0, bytes = 0, median_ms = 0, min_ms = 0, max_ms = 0, host_ms = 0, rel_l2 = 0;
-    int samples = 0;
-    Problem w;
-    std::vector<KernelCost> kernels;  // the strategy's kernels (tensor-machine accounting)
-};
-
-// One kernel variant ready to check and time on one workload.
-struct Candidate {
-    Row row;
-    std::function<void()> run;
-    std::function<Comparison()> check;
-};
-
 Problem problem_of(const Conv2dWorkload &w) {
     return {w.n, w.h, w.w, w.c, w.k, w.r, w.s, w.stride_h, w.stride_w, w.dil_h, w.dil_w, w.groups};
 }
@@ -142,6 +120,26 @@ std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv
     return out;
 }
 
+// One candidate of a multi-strategy workload (blocks, stem): the row's problem columns,
+// strategy name and per-kernel accounting, and closures that run and check it.
+template <typename W, typename Tensors>
+Candidate strategy_candidate(const std::string &name, const W &w, const KernelVariant *v, bool is_default,
+                             std::vector<KernelCost> kernels, std::shared_ptr<Tensors> t,
+                             std::function<void(const W &, Tensors &)> run, std::function<Comparison()> check) {
+    Candidate c;
+    c.row.workload = name;
+    c.row.key = to_key(w);
+    c.row.strategy = v->param("strategy") + " (" + v->name + ")";
+    c.row.is_default = is_default;
+    c.row.dtype = dtype_name(w.dtype);
+    c.row.kernels = std::move(kernels);
+    for (const auto &k : c.row.kernels) c.row.flops += k.flops, c.row.bytes += k.bytes;
+    c.row.w = problem_of(w);
+    c.run = [t, w, run] { run(w, *t); };
+    c.check = std::move(check);
+    return c;
+}
+
 // The stem: each strategy (layer-by-layer, depth-first), checked at full size (its reference is small).
 std::vector<Candidate> stem_candidates_for(const std::string &name, const StemWorkload &w, Device dev,
                                            std::mt19937_64 &rng) {
@@ -151,22 +149,12 @@ std::vector<Candidate> stem_candidates_for(const std::string &name, const StemWo
         const KernelVariant *v = cands[i];
         auto t = std::make_shared<StemTensors>(make_stem_tensors(w));
         randomize(*t, w, rng);
-        Candidate c;
-        const std::string strategy = v->param("strategy");
-        c.row.workload = name;
-        c.row.key = to_key(w);
-        c.row.strategy = strategy + " (" + v->name + ")";
-        c.row.is_default = i == 0;
-        c.row.dtype = dtype_name(w.dtype);
-        c.row.kernels = stem_costs(w, strategy);
-        for (const auto &k : c.row.kernels) c.row.flops += k.flops, c.row.bytes += k.bytes;
-        c.row.w = problem_of(w);
-        c.run = [t, v, w] { run_stem(*v, w, *t); };
-        c.check = [t, v, w] {
-            run_stem(*v, w, *t);
-            return check_stem(w, *t);
-        };
-        out.push_back(std::move(c));
+        auto run = [v](const StemWorkload &wl, StemTensors &tt) { run_stem(*v, wl, tt); };
+        out.push_back(strategy_candidate<StemWorkload, StemTensors>(
+            name, w, v, i == 0, stem_costs(w, v->param("strategy")), t, run, [t, w, run] {
+                run(w, *t);
+                return check_stem(w, *t);
+            }));
     }
     return out;
 }
@@ -184,29 +172,35 @@ std::vector<Candidate> block_candidates_for(const std::string &name, const Block
         const KernelVariant *v = cands[i];
         auto t = std::make_shared<BlockTensors>(make_block_tensors(w));
         randomize(*t, w, rng);
-        Candidate c;
-        const std::string strategy = v->param("strategy");
-        c.row.workload = name;
-        c.row.key = to_key(w);
-        c.row.strategy = strategy + " (" + v->name + ")";
-        c.row.is_default = i == 0;
-        c.row.dtype = dtype_name(w.dtype);
-        c.row.kernels = block_costs(w, strategy);
-        for (const auto &k : c.row.kernels) c.row.flops += k.flops, c.row.bytes += k.bytes;
-        c.row.w = problem_of(w);
-        c.run = [t, v, w] { run_block(*v, w, *t); };
-        c.check = [v, w, macs, &rng]() {
-            BlockWorkload small = w;
-            if (macs > 2e8) small.n = 1;
-            BlockTensors s = make_block_tensors(small);
-            randomize(s, small, rng);
-            run_block(*v, small, s);
-            return check_block(small, s);
-        };
-        out.push_back(std::move(c));
+        auto run = [v](const BlockWorkload &wl, BlockTensors &tt) { run_block(*v, wl, tt); };
+        out.push_back(strategy_candidate<BlockWorkload, BlockTensors>(
+            name, w, v, i == 0, block_costs(w, v->param("strategy")), t, run, [w, macs, run, &rng] {
+                BlockWorkload small = w;
+                if (macs > 2e8) small.n = 1;
+                BlockTensors s = make_block_tensors(small);
+                randomize(s, small, rng);
+                run(small, s);
+                return check_block(small, s);
+            }));
     }
     return out;
 }
+
+}  // namespace
+
+std::vector<Candidate> build_candidates(const SuiteEntry &entry, Device dev, std::mt19937_64 &rng) {
+    if (is_block_key(entry.key)) return block_candidates_for(entry.name, parse_block(entry.key), dev, rng);
+    if (is_stem_key(entry.key)) return stem_candidates_for(entry.name, parse_stem(entry.key), dev, rng);
+    return conv2d_candidates_for(entry.name, parse_conv2d(entry.key), dev, rng);
+}
+
+DType workload_dtype(const std::string &key) {
+    if (is_block_key(key)) return parse_block(key).dtype;
+    if (is_stem_key(key)) return parse_stem(key).dtype;
+    return parse_conv2d(key).dtype;
+}
+
+namespace {
 
 nlohmann::json kernels_json(const Row &r) {
     nlohmann::json a = nlohmann::json::array();
@@ -263,29 +257,9 @@ int run_bench(const BenchOptions &opt) {
         throw WorkloadError("--dtype '" + opt.dtype + "' is not supported (f32, f16, bf16)");
 
     // Parse everything first: a bad key stops the run before any kernel does.
-    struct Work {
-        SuiteEntry entry;
-        enum { conv2d, block, stem } family;
-        Conv2dWorkload conv;
-        BlockWorkload blk;
-        StemWorkload stm;
-    };
-    std::vector<Work> work;
-    for (const auto &e : entries) {
-        Work wk{e, is_block_key(e.key) ? Work::block : is_stem_key(e.key) ? Work::stem : Work::conv2d, {}, {}, {}};
-        DType d;
-        if (wk.family == Work::block) {
-            wk.blk = parse_block(e.key);
-            d = wk.blk.dtype;
-        } else if (wk.family == Work::stem) {
-            wk.stm = parse_stem(e.key);
-            d = wk.stm.dtype;
-        } else {
-            wk.conv = parse_conv2d(e.key);
-            d = wk.conv.dtype;
-        }
-        if (opt.dtype.empty() || d == dfilter) work.push_back(wk);
-    }
+    std::vector<SuiteEntry> work;
+    for (const auto &e : entries)
+        if (DType d = workload_dtype(e.key); opt.dtype.empty() || d == dfilter) work.push_back(e);
 
     std::string why;
     Device dev = pick_device(opt.device, &why);
@@ -317,16 +291,10 @@ int run_bench(const BenchOptions &opt) {
     std::mt19937_64 rng(std::random_device{}());
     std::vector<Row> rows;
     int failures = 0;
-    for (auto &wk : work) {
-        std::vector<Candidate> cands;
-        std::string key;
-        switch (wk.family) {
-        case Work::block: cands = block_candidates_for(wk.entry.name, wk.blk, dev, rng), key = to_key(wk.blk); break;
-        case Work::stem: cands = stem_candidates_for(wk.entry.name, wk.stm, dev, rng), key = to_key(wk.stm); break;
-        case Work::conv2d: cands = conv2d_candidates_for(wk.entry.name, wk.conv, dev, rng), key = to_key(wk.conv); break;
-        }
+    for (const auto &entry : work) {
+        std::vector<Candidate> cands = build_candidates(entry, dev, rng);
         if (cands.empty()) {
-            std::cout << fmt::format("{}: no {} kernel built for {} -- skipped\n", wk.entry.name, device_name(dev), key);
+            std::cout << fmt::format("{}: no {} kernel built for {} -- skipped\n", entry.name, device_name(dev), entry.key);
             continue;
         }
         if (opt.variants == "default") cands.resize(1);
@@ -345,7 +313,7 @@ int run_bench(const BenchOptions &opt) {
                 if (dev == Device::cuda) flush_device_l2_once();
                 c.run();  // the profiled run
                 if (dev == Device::cuda) cuda::synchronize();
-                std::cout << fmt::format("ran once: {} {}\n", wk.entry.name, c.row.strategy);
+                std::cout << fmt::format("ran once: {} {}\n", entry.name, c.row.strategy);
                 c.row.check = "not checked: --single-run";
                 rows.push_back(c.row);  // keeps the modelled kernels, in launch order, for the profiler's table
             }
@@ -367,7 +335,7 @@ int run_bench(const BenchOptions &opt) {
             }
             if (!r.ok) {
                 ++failures;
-                std::cout << fmt::format("{} {}: FAILED check: {}\n", wk.entry.name, r.strategy, r.check);
+                std::cout << fmt::format("{} {}: FAILED check: {}\n", entry.name, r.strategy, r.check);
             } else {
                 fns.push_back(c.run);
                 row_of.push_back(rows.size());

@@ -1,7 +1,10 @@
 // The benchmark harness: suites of workloads, every candidate kernel checked against the
 // float64 reference before it is timed, interleaved timing, results as JSON + CSV.
 #pragma once
+#include "runtime/block.h"
 #include "runtime/kernel_registry.h"
+#include <functional>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -22,6 +25,34 @@ struct BenchOptions {
     bool single_run = false;            // each candidate once on a flushed L2, unchecked (for profilers)
     std::string command_line;
 };
+
+// Problem columns of a row (CUTLASS-profiler style); for blocks: k = output channels,
+// r = s = the block's spatial kernel, groups = hidden width.
+struct Problem {
+    int n = 0, h = 0, w = 0, c = 0, k = 0, r = 0, s = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, groups = 1;
+};
+
+struct Row {
+    std::string workload, key, strategy, dtype, check;
+    bool is_default = false, ok = false;
+    double flops = 0, bytes = 0, median_ms = 0, min_ms = 0, max_ms = 0, host_ms = 0, rel_l2 = 0;
+    int samples = 0;
+    Problem w;
+    std::vector<KernelCost> kernels;  // the strategy's kernels (tensor-machine accounting)
+};
+
+// One kernel variant ready to check and time on one workload: `check` runs it on fresh data
+// with a poisoned output and compares with the float64 reference; `run` is one timed call.
+struct Candidate {
+    Row row;
+    std::function<void()> run;
+    std::function<Comparison()> check;
+};
+
+// Every kernel built for this workload (conv2d, block or stem key) on `dev`, the default first.
+// Throws WorkloadError on a bad key.
+std::vector<Candidate> build_candidates(const SuiteEntry &entry, Device dev, std::mt19937_64 &rng);
+DType workload_dtype(const std::string &key);
 
 // Returns the process exit code: 0 ok, 1 a kernel failed or was wrong, 2 bad input.
 int run_bench(const BenchOptions &opt);

@@ -1,4 +1,5 @@
 #include "schedules/block_schedule.h"
+#include "schedules/gpu_mapping.h"
 
 namespace blockfuse {
 using namespace Halide;
@@ -92,20 +93,6 @@ void fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
         .unroll(akv)
         .unroll(ay);
     const int threads = fused_block_threads(spec.cout, vk, kn.tile_x);
-    // Cooperative production of a Func computed at block level: one element per thread, on the
-    // same (threads_k x tile_x) thread shape as the output stage, so the block has no idle lanes.
-    auto spread_over_block = [&](Func h) {
-        Var hk = h.args()[0], hx = h.args()[1], hy = h.args()[2];
-        Var hxy("hxy"), ho("ho"), hi("hi"), ha("ha"), hb("hb");
-        h.store_in(MemoryType::GPUShared)
-            .fuse(hx, hy, hxy)
-            .fuse(hk, hxy, hi)
-            .split(hi, ho, hi, threads, guard)
-            .split(hi, hb, ha, threads / kn.tile_x)
-            .gpu_threads(ha, hb);
-        return ha;
-    };
-
     for (size_t i = 0; i + 1 < f.layers.size(); ++i) {
         Conv2dFuncs &L = f.layers[i];
         Func h = L.output;
@@ -114,11 +101,7 @@ void fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
         } else {
             h.compute_at(out, xo);
         }
-        Var ha = spread_over_block(h);
-        // Each thread's one hidden element accumulates in a register.
-        Func la = L.accum;
-        la.compute_at(h, ha).store_in(MemoryType::Register);
-        for (const Var &v : la.args()) la.bound_extent(v, 1);
+        accumulate_in_register(L.accum, h, spread_over_block(h, threads / kn.tile_x, kn.tile_x));
     }
 }
 }  // namespace

@@ -1,4 +1,5 @@
 #include "schedules/stem_schedule.h"
+#include "schedules/gpu_mapping.h"
 
 namespace blockfuse {
 using namespace Halide;
@@ -24,18 +25,8 @@ void schedule_stem(StemFuncs f, int K, StemStrategy s, const StemKnobs &kn, bool
         } else {
             // Depth-first: the block's conv tile (2*tile + 1 per side) in shared memory, one
             // (channel, pixel) per thread on the pool's thread shape.
-            const int threads = (K + kn.vec_k - 1) / kn.vec_k * kn.tile_x;
-            Var ck = conv.args()[0], cx = conv.args()[1], cy = conv.args()[2];
-            Var cxy("cxy"), co("co"), ci("ci"), ca("ca"), cb("cb");
-            conv.compute_at(pool, xo)
-                .store_in(MemoryType::GPUShared)
-                .fuse(cx, cy, cxy)
-                .fuse(ck, cxy, ci)
-                .split(ci, co, ci, threads, guard)
-                .split(ci, cb, ca, threads / kn.tile_x)
-                .gpu_threads(ca, cb);
-            acc.compute_at(conv, ca).store_in(MemoryType::Register);
-            for (const Var &v : acc.args()) acc.bound_extent(v, 1);
+            conv.compute_at(pool, xo);
+            accumulate_in_register(acc, conv, spread_over_block(conv, (K + kn.vec_k - 1) / kn.vec_k, kn.tile_x));
         }
     } else {
         pool.tile(x, y, xo, yo, xi, yi, kn.tile_x, kn.tile_y, guard).fuse(yo, n, t).parallel(t).vectorize(k, 8, guard);

@@ -1,0 +1,31 @@
+// GPU thread mappings shared by the multi-stage schedules (fused blocks, depth-first stem).
+#pragma once
+#include "Halide.h"
+
+namespace blockfuse {
+
+// Cooperative production of a Func computed at thread-block level into shared memory: its
+// (channel, x, y) points are spread one per thread over a threads_x x threads_y block, the
+// same shape as the consumer's thread loops, so the block has no idle lanes. Returns the
+// innermost thread Var (for compute_at of the Func's own reduction, in registers).
+inline Halide::Var spread_over_block(Halide::Func h, int threads_x, int threads_y) {
+    using namespace Halide;
+    Var hk = h.args()[0], hx = h.args()[1], hy = h.args()[2];
+    Var hxy("hxy"), ho("ho"), hi("hi"), ha("ha"), hb("hb");
+    h.store_in(MemoryType::GPUShared)
+        .fuse(hx, hy, hxy)
+        .fuse(hk, hxy, hi)
+        .split(hi, ho, hi, threads_x * threads_y, TailStrategy::GuardWithIf)
+        .split(hi, hb, ha, threads_x)
+        .gpu_threads(ha, hb);
+    return ha;
+}
+
+// The reduction of a Func produced by spread_over_block: one element per thread, in a register.
+inline void accumulate_in_register(Halide::Func acc, const Halide::Func &h, const Halide::Var &thread) {
+    using namespace Halide;
+    acc.compute_at(h, thread).store_in(MemoryType::Register);
+    for (const Var &v : acc.args()) acc.bound_extent(v, 1);
+}
+
+}  // namespace blockfuse
