@@ -213,5 +213,52 @@ class ReportTest(unittest.TestCase):
         self.assertIn("mediant roofline", md)
 
 
+
+NCU_COMPARE = os.path.join(ROOT, "bench", "ncu_compare.py")
+NCU_HEADER = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
+              "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value"]
+
+
+class NcuCompareTest(unittest.TestCase):
+    """bench/ncu_compare.py: warm-up launches skipped, ratios computed, mismatches refused."""
+
+    def _write(self, d, kernels_per_row, measured):
+        import csv
+        rows = [{"workload": f"w{i}", "strategy": f"s{i}",
+                 "kernels": [{"name": f"k{i}.{j}", "flops": 1.0, "bytes": 1000.0} for j in range(n)]}
+                for i, n in enumerate(kernels_per_row)]
+        res = os.path.join(d, "results.json")
+        json.dump({"results": rows}, open(res, "w"))
+        out = os.path.join(d, "ncu.csv")
+        with open(out, "w", newline="") as f:
+            f.write("==PROF== Connected to process\n")  # ncu's log lines precede the CSV
+            w = csv.writer(f, quoting=csv.QUOTE_ALL)
+            w.writerow(NCU_HEADER)
+            for lid, (rd, wr) in enumerate(measured):
+                for m, v in (("dram__bytes_read.sum", rd), ("dram__bytes_write.sum", wr), ("gpu__time_duration.sum", 2000)):
+                    w.writerow([lid, 1, "p", "h", "_kernel_x", 1, 7, "(1,1,1)", "(1,1,1)", 0, "9.0", "s", m, "byte",
+                                f"{v:,.0f}"])
+        return res, out
+
+    def test_pairs_and_ratios(self):
+        with tempfile.TemporaryDirectory() as d:
+            # Row 0: one kernel (warm-up reads 5 bytes, profiled run 600 + 500 = 1.1x);
+            # row 1: two kernels (warm-up, then 400 + 400 = 0.8x and 1000 + 0 = 1.0x).
+            res, csvp = self._write(d, [1, 2], [(5, 0), (600, 500), (5, 0), (5, 0), (400, 400), (1000, 0)])
+            r = subprocess.run([sys.executable, NCU_COMPARE, res, csvp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("| 1.10 | yes |", r.stdout)
+            self.assertIn("| 0.80 | no |", r.stdout)
+            self.assertIn("| 1.00 | yes |", r.stdout)
+            self.assertIn("2 of 3 kernels within", r.stdout)
+
+    def test_launch_count_mismatch(self):
+        with tempfile.TemporaryDirectory() as d:
+            res, csvp = self._write(d, [2], [(1, 1), (1, 1), (1, 1)])
+            r = subprocess.run([sys.executable, NCU_COMPARE, res, csvp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("need 4 profiled launches", r.stderr)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
