@@ -10,9 +10,33 @@
 
 namespace blockfuse {
 
+// LayerNorm over channels without affine (its gamma/beta are folded into the next layer's
+// weights and bias at load time, like BatchNorm).
+struct NormFuncs {
+    Halide::Func mean, rstd;  // (x, y, n), f32
+    Halide::Func normed;      // (c, x, y, n), storage type
+    bool defined() const { return normed.defined(); }
+};
+
 struct BlockFuncs {
     std::vector<Conv2dFuncs> layers;  // layers.back().output is the block output
+    std::vector<NormFuncs> norms;     // norms[i]: after layers[i], if its spec asks for one
 };
+
+inline NormFuncs layer_norm(const Halide::Func &h, int channels, const Halide::Type &storage, const std::string &name) {
+    using namespace Halide;
+    NormFuncs f;
+    Var c("c"), x("x"), y("y"), n("n");
+    RDom r(0, channels, name + "_r");
+    f.mean = Func(name + "_mean");
+    f.mean(x, y, n) = sum(to_f32(h(r, x, y, n))) / float(channels);
+    Expr d = to_f32(h(r, x, y, n)) - f.mean(x, y, n);
+    f.rstd = Func(name + "_rstd");
+    f.rstd(x, y, n) = 1.0f / sqrt(sum(d * d) / float(channels) + float(kLayerNormEps));
+    f.normed = Func(name);
+    f.normed(c, x, y, n) = from_f32(storage, (to_f32(h(c, x, y, n)) - f.mean(x, y, n)) * f.rstd(x, y, n));
+    return f;
+}
 
 // input: (c, x, y, n); weights[i]: (k, cg, kx, ky); biases[i]: (k) f32. W, H: input extents.
 inline BlockFuncs block_algorithm(const Halide::Func &input, const std::vector<Halide::Func> &weights,
@@ -44,6 +68,11 @@ inline BlockFuncs block_algorithm(const Halide::Func &input, const std::vector<H
         };
         b.layers.push_back(conv2d(x, weights[i], biases[i], g, epi, storage, "layer" + std::to_string(i)));
         x = b.layers.back().output;
+        b.norms.emplace_back();
+        if (L.norm_after) {
+            b.norms.back() = layer_norm(x, L.out_ch, storage, "norm" + std::to_string(i));
+            x = b.norms.back().normed;
+        }
         w = (w + 2 * (L.ks / 2) - L.ks) / L.stride + 1;
         h = (h + 2 * (L.ks / 2) - L.ks) / L.stride + 1;
     }

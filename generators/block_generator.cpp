@@ -15,7 +15,8 @@ public:
                                        {{"mbconv", BlockFamily::mbconv},
                                         {"fused_mbconv", BlockFamily::fused_mbconv},
                                         {"ffn", BlockFamily::ffn},
-                                        {"convfirst", BlockFamily::convfirst}}};
+                                        {"convfirst", BlockFamily::convfirst},
+                                        {"convnext", BlockFamily::convnext}}};
     GeneratorParam<BlockStrategy> strategy{"strategy", BlockStrategy::fused,
                                            {{"layer_by_layer", BlockStrategy::layer_by_layer},
                                             {"fused", BlockStrategy::fused}}};

@@ -8,7 +8,7 @@
 
 namespace blockfuse {
 
-enum class BlockFamily { mbconv, fused_mbconv, ffn, convfirst };
+enum class BlockFamily { mbconv, fused_mbconv, ffn, convfirst, convnext };
 
 struct LayerSpec {
     int ks = 1, stride = 1;
@@ -16,7 +16,11 @@ struct LayerSpec {
     int in_ch = 0, out_ch = 0;
     int act = 0;           // Activation id (generators/activation.h)
     bool hidden = false;   // output has the block's hidden width: produced chunk by chunk when fused
+    bool norm_after = false;  // LayerNorm over channels after this layer (affine folded into the next layer)
 };
+
+// LayerNorm epsilon of the ConvNeXt block (kernels and reference read this one constant).
+constexpr double kLayerNormEps = 1e-6;
 
 struct BlockSpec {
     BlockFamily family;
@@ -31,6 +35,7 @@ inline const char *block_family_name(BlockFamily f) {
     case BlockFamily::fused_mbconv: return "fused_mbconv";
     case BlockFamily::ffn: return "ffn";
     case BlockFamily::convfirst: return "convfirst";
+    case BlockFamily::convnext: return "convnext";
     }
     return "?";
 }
@@ -58,6 +63,9 @@ inline BlockSpec make_block_spec(BlockFamily f, int c, int expansion, int ks, in
     case BlockFamily::convfirst:  // grouped kxk (group width 8) -> FFN with ReLU -> residual
         if (c % 8) throw std::invalid_argument("convfirst needs c divisible by the group width 8");
         b.layers = {{ks, stride, c / 8, c, c, none, false}, {1, 1, 1, c, E, relu, true}, {1, 1, 1, E, c, none, false}};
+        break;
+    case BlockFamily::convnext:  // depthwise kxk -> LayerNorm -> 1x1 expand + act -> 1x1 project (+ residual)
+        b.layers = {{ks, stride, c, c, c, none, false, true}, {1, 1, 1, c, E, act, true}, {1, 1, 1, E, c, none, false}};
         break;
     }
     b.residual = f != BlockFamily::ffn && stride == 1;

@@ -10,7 +10,8 @@ namespace {
     throw WorkloadError("invalid workload '" + key + "': " + msg);
 }
 bool family_of(const std::string &s, BlockFamily *f) {
-    for (BlockFamily x : {BlockFamily::mbconv, BlockFamily::fused_mbconv, BlockFamily::ffn, BlockFamily::convfirst})
+    for (BlockFamily x : {BlockFamily::mbconv, BlockFamily::fused_mbconv, BlockFamily::ffn, BlockFamily::convfirst,
+                          BlockFamily::convnext})
         if (s == block_family_name(x)) {
             *f = x;
             return true;
@@ -51,7 +52,7 @@ BlockWorkload parse_block(const std::string &key) {
     KeyFields kf = split_key(key);
     BlockWorkload w;
     if (!family_of(kf.family, &w.family))
-        fail(key, "family '" + kf.family + "' is not one of mbconv, fused_mbconv, ffn, convfirst");
+        fail(key, "family '" + kf.family + "' is not one of mbconv, fused_mbconv, ffn, convfirst, convnext");
     std::map<std::string, std::string> f(kf.fields.begin(), kf.fields.end());
     auto take = [&](const char *name, int *dst, bool required) {
         auto it = f.find(name);
@@ -66,11 +67,12 @@ BlockWorkload parse_block(const std::string &key) {
         std::string s = r;
         take(r, s == "n" ? &w.n : s == "c" ? &w.c : s == "h" ? &w.h : s == "w" ? &w.w : &w.e, true);
     }
-    w.k = w.family == BlockFamily::ffn ? 1 : 3;
+    w.k = w.family == BlockFamily::ffn ? 1 : w.family == BlockFamily::convnext ? 7 : 3;
     take("k", &w.k, false);
     take("stride", &w.stride, false);
     w.act = w.family == BlockFamily::mbconv ? Activation::relu6
-          : w.family == BlockFamily::fused_mbconv ? Activation::silu : Activation::relu;
+          : w.family == BlockFamily::fused_mbconv ? Activation::silu
+          : w.family == BlockFamily::convnext ? Activation::gelu : Activation::relu;
     if (auto it = f.find("act"); it != f.end()) {
         if (!parse_activation(it->second, &w.act) || w.act == Activation::none)
             fail(key, "field 'act' = '" + it->second + "' is not one of relu, relu6, silu, gelu, sigmoid");
@@ -168,6 +170,29 @@ void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t) 
     if (rc != 0) throw KernelError("kernel " + v.name + " failed on " + to_key(w) + ": " + last_halide_error(rc));
 }
 
+namespace {
+
+void round_to_storage(std::vector<double> &v, DType d) {
+    std::vector<uint16_t> tmp(2);
+    for (double &x : v) {
+        store_from_double(tmp.data(), d, 0, x);
+        x = load_as_double(tmp.data(), d, 0);
+    }
+}
+
+// LayerNorm over the innermost (channel) dimension, no affine.
+void layer_norm_reference(std::vector<double> &v, int channels, double eps) {
+    for (size_t p = 0; p < v.size(); p += channels) {
+        double m = 0, q = 0;
+        for (int c = 0; c < channels; ++c) m += v[p + c];
+        m /= channels;
+        for (int c = 0; c < channels; ++c) q += (v[p + c] - m) * (v[p + c] - m);
+        double r = 1 / std::sqrt(q / channels + eps);
+        for (int c = 0; c < channels; ++c) v[p + c] = (v[p + c] - m) * r;
+    }
+}
+}  // namespace
+
 Comparison check_block(const BlockWorkload &w, BlockTensors &t) {
     auto layers = w.layers();
     std::vector<double> x = to_doubles(t.input, w.dtype), input = x, y, scale;
@@ -177,11 +202,10 @@ Comparison check_block(const BlockWorkload &w, BlockTensors &t) {
         for (int k = 0; k < layers[i].k; ++k) b[k] = t.biases[i](k);
         conv2d_reference(layers[i], x, wt, b, &y, &scale);
         if (i + 1 < layers.size()) {  // hidden layers are stored in the storage type
-            std::vector<uint16_t> tmp(2);
-            for (double &v : y) {
-                float f = float(v);
-                store_from_double(tmp.data(), w.dtype == DType::f32 ? DType::f32 : w.dtype, 0, f);
-                v = w.dtype == DType::f32 ? double(float(v)) : load_as_double(tmp.data(), w.dtype, 0);
+            round_to_storage(y, w.dtype);
+            if (w.spec().layers[i].norm_after) {
+                layer_norm_reference(y, layers[i].k, kLayerNormEps);
+                round_to_storage(y, w.dtype);
             }
         }
         x = y;
@@ -207,6 +231,9 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
             KernelCost c{"layer" + std::to_string(i), conv2d_flops(layers[i]), conv2d_bytes(layers[i])};
             if (i + 1 == layers.size() && w.spec().residual) c.bytes += e * double(w.n) * w.c * w.h * w.w;
             out.push_back(c);
+            if (w.spec().layers[i].norm_after)  // LayerNorm: reads and writes the layer's output (no MACs)
+                out.push_back({"norm" + std::to_string(i), 0,
+                               2 * e * double(w.n) * layers[i].k * layers[i].out_h() * layers[i].out_w()});
         }
         return out;
     }

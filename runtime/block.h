@@ -2,6 +2,7 @@
 // reference (layer by layer through runtime/reference), and the tensor-machine accounting.
 //   mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16
 //   fused_mbconv:...,e=4,k=3,act=silu   ffn:...,e=4,act=relu   convfirst:...,e=4 (k=3, ReLU)
+//   convnext:...,e=4,k=7,act=gelu (depthwise kxk -> LayerNorm -> FFN -> residual)
 #pragma once
 #include "generators/block_spec.h"
 #include "runtime/conv2d.h"

@@ -109,4 +109,16 @@ void fold_batchnorm(std::vector<double> &weights, std::vector<double> &bias,
     for (size_t i = 0; i < weights.size(); ++i) weights[i] *= s[i % K];
 }
 
+void fold_layernorm_affine(std::vector<double> &weights, std::vector<double> &bias,
+                           const std::vector<double> &gamma, const std::vector<double> &beta) {
+    const size_t K = bias.size(), C = gamma.size();
+    if (beta.size() != C || weights.size() != K * C)
+        throw std::invalid_argument("fold_layernorm_affine: weights must be K x C with K = bias size, C = gamma size");
+    for (size_t c = 0; c < C; ++c)
+        for (size_t k = 0; k < K; ++k) {
+            bias[k] += weights[c * K + k] * beta[c];
+            weights[c * K + k] *= gamma[c];
+        }
+}
+
 }  // namespace blockfuse

@@ -49,4 +49,10 @@ void fold_batchnorm(std::vector<double> &weights, std::vector<double> &bias,
                     const std::vector<double> &gamma, const std::vector<double> &beta,
                     const std::vector<double> &mean, const std::vector<double> &var, double eps);
 
+// LayerNorm's affine (gamma, beta over C channels) folded into the following 1x1 layer
+// (weights (k, c) with k innermost, K = bias.size()): W'(k,c) = W(k,c) * gamma_c,
+// b'_k = b_k + sum_c W(k,c) * beta_c. The kernels then normalize without an affine.
+void fold_layernorm_affine(std::vector<double> &weights, std::vector<double> &bias,
+                           const std::vector<double> &gamma, const std::vector<double> &beta);
+
 }  // namespace blockfuse

@@ -12,6 +12,28 @@ ConvKind kind_of(const LayerSpec &L) {
 }
 const TailStrategy guard = TailStrategy::GuardWithIf;
 
+// LayerNorm between layers, layer by layer: statistics and normalization as their own kernels.
+void layer_norm_own_kernels(NormFuncs nf, bool gpu) {
+    for (Func st : {nf.mean, nf.rstd}) {
+        st.compute_root();
+        Var x = st.args()[0], y = st.args()[1], n = st.args()[2], yn("yn"), xo("xo"), xi("xi");
+        if (gpu) {
+            st.fuse(y, n, yn).gpu_tile(x, xo, xi, 32, TailStrategy::GuardWithIf).gpu_blocks(yn);
+        } else {
+            st.fuse(y, n, yn).parallel(yn);
+        }
+    }
+    Func nm = nf.normed;
+    Var c = nm.args()[0], x = nm.args()[1], y = nm.args()[2], n = nm.args()[3], yn("yn"), co("co"), ci("ci"),
+        xo("xo"), xi("xi");
+    nm.compute_root().fuse(y, n, yn);
+    if (gpu) {  // threads along channels (coalesced) and pixels
+        nm.gpu_tile(c, x, co, xo, ci, xi, 32, 4, TailStrategy::GuardWithIf).gpu_blocks(yn);
+    } else {
+        nm.parallel(yn).vectorize(c, 8, TailStrategy::GuardWithIf);
+    }
+}
+
 // Layer by layer: every layer its own kernel (GPU) / loop nest (CPU), through memory; only the
 // trivial fusions (bias, folded BN, activation, residual) stay inside a layer, as Inductor does.
 void layer_by_layer(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, bool gpu) {
@@ -24,6 +46,7 @@ void layer_by_layer(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, b
         } else {
             schedule_conv2d_cpu(L, kind_of(s), Conv2dCpuKnobs{}, true, s.out_ch);
         }
+        if (f.norms[i].defined()) layer_norm_own_kernels(f.norms[i], gpu);
     }
 }
 
@@ -50,6 +73,12 @@ void fused_cpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
         }
         L.accum.compute_at(L.output, lx).vectorize(L.accum.args()[0], 8, guard);
         L.accum.update().vectorize(L.accum.args()[0], 8, guard);
+        if (f.norms[i].defined()) {  // per tile: all channels of a pixel are there
+            NormFuncs nf = f.norms[i];
+            nf.normed.compute_at(out, xo).vectorize(nf.normed.args()[0], 8, guard);
+            nf.mean.compute_at(nf.normed, nf.normed.args()[1]);
+            nf.rstd.compute_at(nf.normed, nf.normed.args()[1]);
+        }
     }
 }
 
@@ -102,6 +131,13 @@ void fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
             h.compute_at(out, xo);
         }
         accumulate_in_register(L.accum, h, spread_over_block(h, threads / kn.tile_x, kn.tile_x));
+        if (f.norms[i].defined()) {  // LayerNorm of the tile, in shared memory, one point per thread
+            NormFuncs nf = f.norms[i];
+            for (Func g : {nf.mean, nf.rstd, nf.normed}) {
+                g.compute_at(out, xo);
+                spread_over_block(g, threads / kn.tile_x, kn.tile_x);
+            }
+        }
     }
 }
 }  // namespace

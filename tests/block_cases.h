@@ -23,6 +23,9 @@ inline std::vector<std::string> block_shapes() {
         "ffn:n=3,c=12,h=1,w=9,e=4,act=relu",
         "convfirst:n=1,c=16,h=9,w=7,e=2,k=3,stride=1,act=relu",
         "convfirst:n=2,c=16,h=5,w=5,e=2,k=3,stride=1,act=relu",
+        "convnext:n=1,c=16,h=9,w=11,e=4,k=7,stride=1,act=gelu",
+        "convnext:n=2,c=16,h=1,w=1,e=4,k=7,stride=1,act=gelu",
+        "convnext:n=1,c=16,h=15,w=13,e=4,k=7,stride=1,act=gelu",
         "mbconv:n=1,c=24,h=11,w=9,e=6,k=3,stride=1,act=relu6",
         "mbconv:n=2,c=24,h=7,w=13,e=6,k=3,stride=1,act=relu6",
     };

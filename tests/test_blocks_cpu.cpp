@@ -32,7 +32,8 @@ TEST_CASE("block keys round-trip and bad ones name the field", "[blocks][workloa
     for (const char *key : {"mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16",
                             "ffn:n=1,c=256,h=1,w=25088,e=4,act=relu,dtype=f16",
                             "convfirst:n=8,c=64,h=56,w=56,e=4,k=3,stride=1,act=relu,dtype=f16",
-                            "fused_mbconv:n=128,c=48,h=56,w=56,e=4,k=3,stride=1,act=silu,dtype=f16"}) {
+                            "fused_mbconv:n=128,c=48,h=56,w=56,e=4,k=3,stride=1,act=silu,dtype=f16",
+                            "convnext:n=128,c=96,h=56,w=56,e=4,k=7,stride=1,act=gelu,dtype=f16"}) {
         INFO(key);
         CHECK(to_key(parse_block(key)) == key);
     }

@@ -90,3 +90,32 @@ TEST_CASE("launches beyond device limits are rejected before running, naming the
                     {"vec_k", 8}, {"threads_k", 36}, {"threads_x", 16}, {"tile_x", 4}, {"tile_y", 8}};
     CHECK_THROWS_WITH(check_launch(shared, small), Catch::Contains("bytes of shared memory exceed"));
 }
+
+TEST_CASE("LayerNorm's affine folded into the next 1x1 layer equals LN with affine then the layer", "[ln]") {
+    std::mt19937_64 rng(std::random_device{}());
+    std::uniform_real_distribution<double> u(-1, 1);
+    const int C = 7, K = 5;
+    std::vector<double> x(C), g(C), be(C), w(size_t(K) * C), b(K);
+    for (auto *v : {&x, &g, &be, &w, &b})
+        for (double &e : *v) e = u(rng);
+    // LN without affine (the kernels' form)
+    double m = 0, q = 0;
+    for (double e : x) m += e;
+    m /= C;
+    for (double e : x) q += (e - m) * (e - m);
+    std::vector<double> nx(C);
+    for (int c = 0; c < C; ++c) nx[c] = (x[c] - m) / std::sqrt(q / C + 1e-6);
+    // unfolded: affine, then the layer; folded: the folded layer on nx
+    std::vector<double> w2 = w, b2 = b;
+    fold_layernorm_affine(w2, b2, g, be);
+    for (int k = 0; k < K; ++k) {
+        double ref = b[k], got = b2[k];
+        for (int c = 0; c < C; ++c) {
+            ref += w[size_t(c) * K + k] * (nx[c] * g[c] + be[c]);
+            got += w2[size_t(c) * K + k] * nx[c];
+        }
+        CHECK(got == Approx(ref).epsilon(1e-12));
+    }
+    std::vector<double> bad(3);
+    CHECK_THROWS_WITH(fold_layernorm_affine(bad, b, g, be), Catch::Contains("K x C"));
+}
