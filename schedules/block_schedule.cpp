@@ -89,17 +89,8 @@ void fused_cpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
 void fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     Conv2dFuncs &last = f.layers.back();
     Func out = last.output, acc = last.accum;
-    Var k = out.args()[0], x = out.args()[1], y = out.args()[2], n = out.args()[3];
-    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), t("t"), kt("kt"), kv("kv");
     const int vk = kn.vec_k;
-    out.tile(x, y, xo, yo, xi, yi, kn.tile_x, kn.tile_y, guard)
-        .split(k, kt, kv, vk, guard)
-        .reorder(kv, yi, kt, xi, xo, yo, n)
-        .fuse(yo, n, t)
-        .gpu_blocks(xo, t)
-        .gpu_threads(kt, xi)
-        .unroll(kv)
-        .unroll(yi);
+    Var xo = tile_output_over_threads(out, kn.tile_x, kn.tile_y, vk);
     Var ak = acc.args()[0], ax = acc.args()[1], ay = acc.args()[2];
     Var akt("akt"), akv("akv");
     RVar eo("eo"), ei("ei");

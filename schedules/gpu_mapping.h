@@ -21,6 +21,25 @@ inline Halide::Var spread_over_block(Halide::Func h, int threads_x, int threads_
     return ha;
 }
 
+// An output (k, x, y, n) over thread blocks: a block owns tile_x x tile_y pixels and every
+// channel; thread (kt, xi) owns vec_k channels of a tile_y pixel column (unrolled).
+// Returns the block-level Var (the loop stages of the block are computed at).
+inline Halide::Var tile_output_over_threads(Halide::Func out, int tile_x, int tile_y, int vec_k) {
+    using namespace Halide;
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    Var k = out.args()[0], x = out.args()[1], y = out.args()[2], n = out.args()[3];
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), t("t"), kt("kt"), kv("kv");
+    out.tile(x, y, xo, yo, xi, yi, tile_x, tile_y, guard)
+        .split(k, kt, kv, vec_k, guard)
+        .reorder(kv, yi, kt, xi, xo, yo, n)
+        .fuse(yo, n, t)
+        .gpu_blocks(xo, t)
+        .gpu_threads(kt, xi)
+        .unroll(kv)
+        .unroll(yi);
+    return xo;
+}
+
 // The reduction of a Func produced by spread_over_block: one element per thread, in a register.
 inline void accumulate_in_register(Halide::Func acc, const Halide::Func &h, const Halide::Var &thread) {
     using namespace Halide;

@@ -8,17 +8,10 @@ void schedule_stem(StemFuncs f, int K, StemStrategy s, const StemKnobs &kn, bool
     const TailStrategy guard = TailStrategy::GuardWithIf;
     Func pool = f.pool, conv = f.conv.output, acc = f.conv.accum;
     Var k = pool.args()[0], x = pool.args()[1], y = pool.args()[2], n = pool.args()[3];
-    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), t("t"), kt("kt"), kv("kv");
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), t("t");
     if (gpu) {
         // Pool: threads over (channel groups, pool x), a tile_y column per thread.
-        pool.tile(x, y, xo, yo, xi, yi, kn.tile_x, kn.tile_y, guard)
-            .split(k, kt, kv, kn.vec_k, guard)
-            .reorder(kv, yi, kt, xi, xo, yo, n)
-            .fuse(yo, n, t)
-            .gpu_blocks(xo, t)
-            .gpu_threads(kt, xi)
-            .unroll(kv)
-            .unroll(yi);
+        xo = tile_output_over_threads(pool, kn.tile_x, kn.tile_y, kn.vec_k);
         if (s == StemStrategy::layer_by_layer) {
             conv.compute_root();
             schedule_conv2d_gpu(f.conv, ConvKind::general, Conv2dGpuKnobs{}, true, K);
