@@ -18,7 +18,7 @@ void layer_norm_own_kernels(NormFuncs nf, bool gpu) {
         st.compute_root();
         Var x = st.args()[0], y = st.args()[1], n = st.args()[2], yn("yn"), xo("xo"), xi("xi");
         if (gpu) {
-            st.fuse(y, n, yn).gpu_tile(x, xo, xi, 32, TailStrategy::GuardWithIf).gpu_blocks(yn);
+            st.fuse(y, n, yn).gpu_tile(x, xo, xi, 32, guard).gpu_blocks(yn);
         } else {
             st.fuse(y, n, yn).parallel(yn);
         }
@@ -28,14 +28,16 @@ void layer_norm_own_kernels(NormFuncs nf, bool gpu) {
         xo("xo"), xi("xi");
     nm.compute_root().fuse(y, n, yn);
     if (gpu) {  // threads along channels (coalesced) and pixels
-        nm.gpu_tile(c, x, co, xo, ci, xi, 32, 4, TailStrategy::GuardWithIf).gpu_blocks(yn);
+        nm.gpu_tile(c, x, co, xo, ci, xi, 32, 4, guard).gpu_blocks(yn);
     } else {
-        nm.parallel(yn).vectorize(c, 8, TailStrategy::GuardWithIf);
+        nm.parallel(yn).vectorize(c, 8, guard);
     }
 }
 
 // Layer by layer: every layer its own kernel (GPU) / loop nest (CPU), through memory; only the
 // trivial fusions (bias, folded BN, activation, residual) stay inside a layer, as Inductor does.
+// H200, MBConv c=24 e=6 56x56 f16: 1.42 ms at N=128, 0.119 ms at N=8
+// (bench/results/h200/blocks-shared-acc/).
 void layer_by_layer(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, bool gpu) {
     for (size_t i = 0; i < f.layers.size(); ++i) {
         Conv2dFuncs &L = f.layers[i];
@@ -84,7 +86,10 @@ void fused_cpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
 
 // Block fusion on the GPU: one kernel. A thread block owns a tile of output pixels and all
 // output channels; each thread owns vec_k channels x tile_y pixels of the output accumulator
-// (in shared memory). For each chunk of hidden channels the block produces the hidden layers' chunk
+// (in shared memory).
+// H200, MBConv c=24 e=6 56x56 f16, N=128: 2.37 ms at best (16x4 pixels, chunk 16, 2 channels per
+// thread), 1.67x slower than layer by layer and far from the 101 µs compute floor: hidden elements
+// are produced one per thread without register tiles (bench/results/h200/blocks-shared-acc/). For each chunk of hidden channels the block produces the hidden layers' chunk
 // on its tile (+ halo) into shared memory, synchronizes, and every thread accumulates it.
 void fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     Conv2dFuncs &last = f.layers.back();
