@@ -101,7 +101,8 @@ public:
                 throw CompileError("stage_input=1 needs kernel_size, static_stride and static_dilation");
             blockfuse::schedule_conv2d_gpu(sched, kind, kn, static_kernel, output.dim(0).extent(), activation);
         } else {
-            blockfuse::schedule_conv2d_cpu(sched, kind, {cpu_vec_k, cpu_tile_x}, static_kernel, output.dim(0).extent());
+            blockfuse::schedule_conv2d_cpu(sched, kind, {cpu_vec_k, cpu_tile_x}, static_kernel, output.dim(0).extent(),
+                                           activation);
         }
 
         // Shapes the kernel relies on; the runtime validates workloads before calling, these

@@ -63,6 +63,7 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
                          bool static_kernel, const Halide::Expr &out_channels,
                          const Halide::Expr &activation_id = Halide::Expr());
 void schedule_conv2d_cpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dCpuKnobs &knobs,
-                         bool static_kernel, const Halide::Expr &out_channels);
+                         bool static_kernel, const Halide::Expr &out_channels,
+                         const Halide::Expr &activation_id = Halide::Expr());
 
 }  // namespace blockfuse
