@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
         if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
         std::vector<SuiteEntry> entries;
         if (!flags.suite.empty()) entries = load_suite(resolve_suite(flags.suite));
-        for (const auto &k : flags.keys) entries.push_back({"cli", k});
+        for (const auto &k : flags.keys) entries.push_back({k.substr(0, k.find(':')), k});
         if (entries.empty()) throw WorkloadError("nothing to run: give --suite NAME or --workload KEY");
         for (const auto &e : entries) workload_dtype(e.key);  // every key valid before anything runs
 

@@ -248,7 +248,7 @@ void write_outputs(const std::string &dir, const nlohmann::json &ctx, const std:
 int run_bench(const BenchOptions &opt) {
     std::vector<SuiteEntry> entries;
     if (!opt.suite.empty()) entries = load_suite(resolve_suite(opt.suite));
-    for (const auto &k : opt.keys) entries.push_back({"cli", k});
+    for (const auto &k : opt.keys) entries.push_back({k.substr(0, k.find(':')), k});  // named by family
     if (entries.empty()) throw WorkloadError("nothing to run: give --suite NAME or --workload KEY");
     if (opt.variants != "all" && opt.variants != "default")
         throw WorkloadError("--variants '" + opt.variants + "' is not one of all, default");
