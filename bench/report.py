@@ -393,7 +393,28 @@ def sequence_lines(units, R, B):
     ]
 
 
-def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, have_torch):
+def strategy_lines(rows, R, B):
+    """Every passing row of every workload: its kernels' waterline (Eq. 12) beside the measured
+    time, so strategies of one workload (layer by layer, fused, depth first, variants) compare
+    on the model and on the clock."""
+    groups = {}
+    for r in rows:
+        if r["check_ok"]:
+            groups.setdefault((r["workload"], canonical_key(str(r.get("key", "")))), []).append(r)
+    L = ["| workload | strategy | kernels | modelled bytes | waterline T_min µs | t_a µs | T_min/t_a | t_a / best t_a |",
+         "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for (name, _), grp in groups.items():
+        best = min(r["runtime_ms"] for r in grp) * 1e-3
+        for r in sorted(grp, key=lambda r: r["runtime_ms"]):
+            ks = [(k["flops"], k["bytes"]) for k in r.get("kernels", [])] or [(r["flops"], r["bytes"])]
+            T = model.waterline_latency(ks, R, B)
+            t_a = r["runtime_ms"] * 1e-3
+            L.append(f"| {name} | `{r['strategy']}` | {len(ks)} | {sum(b for _, b in ks):.4g} | {_us(T)} | {_us(t_a)} "
+                     f"| {_pct(T / t_a)} | {t_a / best:.2f} |")
+    return L
+
+
+def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, have_torch, rows=()):
     """summary.md text; R is None when the model could not run (skip_reason says why),
     skipped maps each plot that was not drawn to the reason."""
     gpu = ctx.get("gpu")
@@ -458,6 +479,10 @@ def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, ha
                 L.append(f"| {u.index}.{j + 1} | {name} | {n:.4g} | {b:.4g} | "
                          f"{model.operational_intensity(n, b):.1f} | {_us(model.min_latency(n, b, R, B))} | "
                          f"{'memory' if model.is_memory_bound(n, b, R, B) else 'compute'} |")
+    if R and units:
+        L += ["", "## Every strategy", "",
+              "All passing rows, fastest first within a workload: the model's minimum for that strategy's own "
+              "kernels (Eq. 12 over its kernels) beside its measured time.", ""] + strategy_lines(rows, R, B)
     L += ["", "## Sequence: waterline (Eq. 12, 13) vs mediant roofline (Eq. 29)", ""]
     L += sequence_lines(units, R, B) if R else [f"Skipped: {skip_reason}."]
     L += ["", "## Failed rows (check_ok false, left out of the plots)", ""]
@@ -505,7 +530,7 @@ def main(argv=None):
             if os.path.exists(os.path.join(outdir, f"{name}.{ext}")):
                 os.remove(os.path.join(outdir, f"{name}.{ext}"))
     md = summary(ctx, tctx, units, failed, notes, None if why else R, B, why, skipped,
-                 os.path.join(args.dir, "results.json"), tindex is not None)
+                 os.path.join(args.dir, "results.json"), tindex is not None, rows)
     with open(os.path.join(outdir, "summary.md"), "w", encoding="utf-8") as fh:
         fh.write(md)
     print(f"wrote {outdir}/summary.md" + (f" (plots skipped: {why})" if why else ""))
