@@ -31,6 +31,7 @@ public:
     GeneratorParam<int> tile_x{"tile_x", 8};
     GeneratorParam<int> tile_y{"tile_y", 4};
     GeneratorParam<int> vec_k{"vec_k", 4};
+    GeneratorParam<int> hidden_vec{"hidden_vec", 1};
 
     // Arguments, in ABI order: input, then (weights_i, bias_i) per layer, then output. Added in
     // configure() because the number of layers depends on the family.
@@ -75,6 +76,10 @@ public:
         kn.tile_x = tile_x;
         kn.tile_y = tile_y;
         kn.vec_k = vec_k;
+        kn.hidden_vec = hidden_vec;
+        if (kn.chunk % kn.hidden_vec)
+            throw CompileError("hidden_vec = " + std::to_string(int(hidden_vec)) + " must divide the chunk (" +
+                               std::to_string(kn.chunk) + ")");
         blockfuse::schedule_block(f, spec, strategy, kn, get_target().has_gpu_feature());
         // Static channel counts: the runtime passes matching buffers (checked by Halide too).
         // Dense NHWC / (k, cg, kx, ky) buffers with static channel counts: every channel vector

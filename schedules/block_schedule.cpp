@@ -86,11 +86,14 @@ void fused_cpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
 
 // Block fusion on the GPU: one kernel. A thread block owns a tile of output pixels and all
 // output channels; each thread owns vec_k channels x tile_y pixels of the output accumulator
-// (in shared memory).
+// (in shared memory). For each chunk of hidden channels the block produces the hidden layers'
+// chunk on its tile (+ halo) into shared memory, synchronizes, and every thread accumulates it.
+// hidden_vec > 1: each thread produces that many hidden channels of a pixel (input loads reused
+// across them) instead of one.
 // H200, MBConv c=24 e=6 56x56 f16, N=128: 2.37 ms at best (16x4 pixels, chunk 16, 2 channels per
-// thread), 1.67x slower than layer by layer and far from the 101 µs compute floor: hidden elements
-// are produced one per thread without register tiles (bench/results/h200/blocks-shared-acc/). For each chunk of hidden channels the block produces the hidden layers' chunk
-// on its tile (+ halo) into shared memory, synchronizes, and every thread accumulates it.
+// thread, hidden_vec 1), 1.67x slower than layer by layer and far from the 101 µs compute floor:
+// hidden elements produced one per thread without register tiles
+// (bench/results/h200/blocks-shared-acc/). hidden_vec > 1 is not measured yet.
 void fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     Conv2dFuncs &last = f.layers.back();
     Func out = last.output, acc = last.accum;
@@ -126,7 +129,8 @@ void fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
         } else {
             h.compute_at(out, xo);
         }
-        accumulate_in_register(L.accum, h, spread_over_block(h, threads / kn.tile_x, kn.tile_x));
+        const int hv = spec.layers[i].hidden ? kn.hidden_vec : 1;
+        accumulate_in_register(L.accum, h, spread_over_block(h, threads / kn.tile_x, kn.tile_x, hv), hv);
         if (f.norms[i].defined()) {  // LayerNorm of the tile, in shared memory, one point per thread
             NormFuncs nf = f.norms[i];
             for (Func g : {nf.mean, nf.rstd, nf.normed}) {

@@ -17,12 +17,13 @@ struct BlockKnobs {
     int tile_x = 8;     // output pixels per block / per CPU task, x
     int tile_y = 4;     //  ... y
     int vec_k = 4;      // output channels per thread (GPU) / vector lanes (CPU: 8)
+    int hidden_vec = 1; // GPU fused: hidden channels one thread produces per pixel (divides chunk)
     Conv2dGpuKnobs layer_gpu;  // layer-by-layer: each layer's conv2d schedule
 };
 
 inline const std::map<std::string, std::vector<int>> &block_knob_space() {
     static const std::map<std::string, std::vector<int>> space{
-        {"chunk", {4, 8, 16, 24, 32}}, {"tile_x", {4, 8, 14, 16}}, {"tile_y", {1, 2, 4, 7, 8}}, {"vec_k", {1, 2, 4, 8}}};
+        {"chunk", {4, 8, 16, 24, 32}}, {"tile_x", {4, 8, 14, 16}}, {"tile_y", {1, 2, 4, 7, 8}}, {"vec_k", {1, 2, 4, 8}}, {"hidden_vec", {1, 2, 4, 8}}};
     return space;
 }
 

@@ -5,15 +5,17 @@
 namespace blockfuse {
 
 // Cooperative production of a Func computed at thread-block level into shared memory: its
-// (channel, x, y) points are spread one per thread over a threads_x x threads_y block, the
-// same shape as the consumer's thread loops, so the block has no idle lanes. Returns the
-// innermost thread Var (for compute_at of the Func's own reduction, in registers).
-inline Halide::Var spread_over_block(Halide::Func h, int threads_x, int threads_y) {
+// (channel, x, y) points are spread over a threads_x x threads_y block, the same shape as the
+// consumer's thread loops, so the block has no idle lanes; each thread produces `vec` consecutive
+// channels of one point (vec must divide the produced channel extent). Returns the innermost
+// thread Var (for compute_at of the Func's own reduction, in registers).
+inline Halide::Var spread_over_block(Halide::Func h, int threads_x, int threads_y, int vec = 1) {
     using namespace Halide;
     Var hk = h.args()[0], hx = h.args()[1], hy = h.args()[2];
-    Var hxy("hxy"), ho("ho"), hi("hi"), ha("ha"), hb("hb");
-    h.store_in(MemoryType::GPUShared)
-        .fuse(hx, hy, hxy)
+    Var hxy("hxy"), ho("ho"), hi("hi"), ha("ha"), hb("hb"), hkv("hkv");
+    h.store_in(MemoryType::GPUShared);
+    if (vec > 1) h.split(hk, hk, hkv, vec, TailStrategy::RoundUp).vectorize(hkv);
+    h.fuse(hx, hy, hxy)
         .fuse(hk, hxy, hi)
         .split(hi, ho, hi, threads_x * threads_y, TailStrategy::GuardWithIf)
         .split(hi, hb, ha, threads_x)
@@ -40,11 +42,17 @@ inline Halide::Var tile_output_over_threads(Halide::Func out, int tile_x, int ti
     return xo;
 }
 
-// The reduction of a Func produced by spread_over_block: one element per thread, in a register.
-inline void accumulate_in_register(Halide::Func acc, const Halide::Func &h, const Halide::Var &thread) {
+// The reduction of a Func produced by spread_over_block: `vec` channels of one point per
+// thread, in registers.
+inline void accumulate_in_register(Halide::Func acc, const Halide::Func &h, const Halide::Var &thread, int vec = 1) {
     using namespace Halide;
     acc.compute_at(h, thread).store_in(MemoryType::Register);
-    for (const Var &v : acc.args()) acc.bound_extent(v, 1);
+    const std::vector<Var> args = acc.args();
+    for (size_t i = 0; i < args.size(); ++i) acc.bound_extent(args[i], i == 0 ? vec : 1);
+    if (vec > 1) {
+        acc.vectorize(args[0]);
+        acc.update().vectorize(args[0]);
+    }
 }
 
 }  // namespace blockfuse
