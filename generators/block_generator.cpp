@@ -70,9 +70,7 @@ public:
         // The chunk must divide the hidden width: a partial last chunk made the GPU schedule's
         // hidden layers read weights past the end (seen on PoCL with hidden 30, chunk 8), so the
         // largest divisor of the hidden width not above the requested chunk is used.
-        kn.chunk = 1;
-        for (int d = 1; d <= int(chunk); ++d)
-            if (spec.hidden % d == 0) kn.chunk = d;
+        kn.chunk = blockfuse::effective_chunk(spec.hidden, chunk);
         kn.tile_x = tile_x;
         kn.tile_y = tile_y;
         kn.vec_k = vec_k;

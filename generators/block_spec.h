@@ -76,4 +76,31 @@ inline BlockSpec make_block_spec(BlockFamily f, int c, int expansion, int ks, in
 // thread, tile_x columns (schedules/block_schedule.cpp; the launch checker reads it too).
 inline int fused_block_threads(int cout, int vec_k, int tile_x) { return (cout + vec_k - 1) / vec_k * tile_x; }
 
+// The chunk the fused schedule uses: the largest divisor of the hidden width not above `chunk`.
+inline int effective_chunk(int hidden, int chunk) {
+    int c = 1;
+    for (int d = 1; d <= chunk; ++d)
+        if (hidden % d == 0) c = d;
+    return c;
+}
+
+// Shared memory of the fused GPU schedule, per thread block (the launch checker's estimate): the
+// f32 output accumulator tile, each hidden layer's chunk on its region (the tile grown by the
+// halos of the spatial layers after it), each full-width layer (and LayerNorm) on its region.
+inline long long fused_block_shared_bytes(const BlockSpec &b, int tile_x, int tile_y, int chunk, int elem_bytes) {
+    long long bytes = 4LL * b.cout * tile_x * tile_y;
+    const int ch = effective_chunk(b.hidden, chunk);
+    for (size_t i = 0; i + 1 < b.layers.size(); ++i) {
+        long long rx = tile_x, ry = tile_y;  // region of layer i's output the block needs
+        for (size_t j = b.layers.size() - 1; j > i; --j) {
+            rx = (rx - 1) * b.layers[j].stride + b.layers[j].ks;
+            ry = (ry - 1) * b.layers[j].stride + b.layers[j].ks;
+        }
+        const LayerSpec &L = b.layers[i];
+        bytes += (L.hidden ? ch : L.out_ch) * rx * ry * elem_bytes;
+        if (L.norm_after) bytes += L.out_ch * rx * ry * elem_bytes + 2 * 4 * rx * ry;  // normed + mean, rstd
+    }
+    return bytes;
+}
+
 }  // namespace blockfuse

@@ -144,19 +144,30 @@ std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Devi
     return out;
 }
 
+void check_block_launch(const KernelVariant &v, const BlockWorkload &w) {
+    const bool cuda_dev = v.device == Device::cuda && cuda::device().available;
+    const int max_threads = cuda_dev ? cuda::device().max_threads_per_block : 1024;
+    const long long max_shared = cuda_dev ? cuda::device().max_shared_per_block : 48 * 1024;
+    const std::string what = "launch rejected before running: block " + to_key(w) + ", strategy " +
+                             v.param("strategy") + " (kernel " + v.name + "): ";
+    if (v.threads_per_block() > max_threads)
+        throw KernelError(what + std::to_string(v.threads_per_block()) + " threads per block exceed the device limit of " +
+                          std::to_string(max_threads));
+    if (v.param("strategy") == "fused") {  // defaults: generators/block_generator.cpp
+        long long shared = fused_block_shared_bytes(w.spec(), v.knob("tile_x", 8), v.knob("tile_y", 4),
+                                                    v.knob("chunk", 8), dtype_bytes(w.dtype));
+        if (shared > max_shared)
+            throw KernelError(what + std::to_string(shared) + " bytes of shared memory per block exceed the limit of " +
+                              std::to_string(max_shared));
+    }
+}
+
 void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t) {
     using Fn2 = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                         halide_buffer_t *);
     using Fn3 = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                         halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
-    if (v.device != Device::cpu) {
-        const int threads = v.threads_per_block();
-        const int limit = v.device == Device::cuda && cuda::device().available ? cuda::device().max_threads_per_block : 1024;
-        if (threads > limit)
-            throw KernelError("launch rejected before running: kernel " + v.name + " (" + v.param("strategy") + ") on " +
-                              to_key(w) + ": " + std::to_string(threads) + " threads per block exceed the device limit of " +
-                              std::to_string(limit));
-    }
+    if (v.device != Device::cpu) check_block_launch(v, w);
     int rc;
     clear_halide_error();
     if (t.weights.size() == 2) {

@@ -40,6 +40,9 @@ BlockTensors make_block_tensors(const BlockWorkload &w);
 void randomize(BlockTensors &t, const BlockWorkload &w, std::mt19937_64 &rng);
 
 std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Device device);
+// Throws KernelError naming the block, the strategy and the limit if a GPU launch would exceed
+// the device's threads per block or shared memory per block. run_block calls it first.
+void check_block_launch(const KernelVariant &v, const BlockWorkload &w);
 void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t);
 
 // Float64 reference: layer by layer, hidden layers rounded to the storage type as the kernels

@@ -1,6 +1,7 @@
 #include "runtime/kernel_registry.h"
 #include "generators/block_spec.h"
 #include "schedules/conv2d_knob_defaults.h"
+#include <algorithm>
 #include <sstream>
 
 #include "kernel_registry_includes.inc"
@@ -20,6 +21,9 @@ int KernelVariant::threads_per_block() const {
     if (device == Device::cpu) return 0;
     if (family == "block" && param("strategy") == "fused")  // defaults: generators/block_generator.cpp
         return fused_block_threads(knob("channels", 24), knob("vec_k", 4), knob("tile_x", 8));
+    if (family == "stem")  // pool tile threads (generators/stem_generator.cpp); layer-by-layer conv uses the conv2d defaults
+        return std::max(fused_block_threads(knob("out_channels", 64), knob("vec_k", 4), knob("tile_x", 8)),
+                        conv2d_defaults::threads_k * conv2d_defaults::threads_x);
     return knob("threads_k", conv2d_defaults::threads_k) * knob("threads_x", conv2d_defaults::threads_x);
 }
 

@@ -86,7 +86,27 @@ std::vector<const KernelVariant *> stem_candidates(const StemWorkload &w, Device
     return out;
 }
 
+void check_stem_launch(const KernelVariant &v, const StemWorkload &w) {
+    if (v.device == Device::cpu) return;
+    const bool cuda_dev = v.device == Device::cuda && cuda::device().available;
+    const int max_threads = cuda_dev ? cuda::device().max_threads_per_block : 1024;
+    const long long max_shared = cuda_dev ? cuda::device().max_shared_per_block : 48 * 1024;
+    const std::string what = "launch rejected before running: stem " + to_key(w) + ", strategy " + v.param("strategy") +
+                             " (kernel " + v.name + "): ";
+    const int tx = v.knob("tile_x", 8), ty = v.knob("tile_y", 4);  // defaults: generators/stem_generator.cpp
+    if (v.threads_per_block() > max_threads)
+        throw KernelError(what + std::to_string(v.threads_per_block()) + " threads per block exceed the device limit of " +
+                          std::to_string(max_threads));
+    if (v.param("strategy") == "depth_first") {  // the conv tile of a pool tile: (2t+1) pixels a side
+        long long shared = 1LL * w.k * (2 * tx + 1) * (2 * ty + 1) * dtype_bytes(w.dtype);
+        if (shared > max_shared)
+            throw KernelError(what + std::to_string(shared) + " bytes of shared memory per block exceed the limit of " +
+                              std::to_string(max_shared));
+    }
+}
+
 void run_stem(const KernelVariant &v, const StemWorkload &w, StemTensors &t) {
+    check_stem_launch(v, w);
     using Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
     clear_halide_error();
     int rc = reinterpret_cast<Fn>(v.fn)(t.input.raw_buffer(), t.weights.raw_buffer(), t.bias.raw_buffer(),

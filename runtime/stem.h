@@ -24,6 +24,9 @@ struct StemTensors {
 StemTensors make_stem_tensors(const StemWorkload &w);
 void randomize(StemTensors &t, const StemWorkload &w, std::mt19937_64 &rng);
 std::vector<const KernelVariant *> stem_candidates(const StemWorkload &w, Device device);
+// Threads per block and the depth-first conv tile in shared memory against the device's limits;
+// run_stem calls it first. Throws KernelError naming the stem, the strategy and the limit.
+void check_stem_launch(const KernelVariant &v, const StemWorkload &w);
 void run_stem(const KernelVariant &v, const StemWorkload &w, StemTensors &t);
 // Float64 reference: conv (runtime/reference), rounded to storage, then the max pool.
 Comparison check_stem(const StemWorkload &w, StemTensors &t);

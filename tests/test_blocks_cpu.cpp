@@ -26,6 +26,19 @@ TEST_CASE("stem keys round-trip, bad ones name the field, accounting drops the i
     const double mid = 2.0 * 128 * 64 * 112 * 112;  // the conv output, f16
     CHECK(lbl[0].bytes + lbl[1].bytes - df[0].bytes == Approx(2 * mid));
     CHECK(df[0].flops == Approx(2.0 * 128 * 64 * 112 * 112 * 27));
+    // Launch limits: the default depth-first tile fits (64 x 17 x 9 x 2 B), a 16x16 pool tile does not.
+    KernelVariant v;
+    v.family = "stem";
+    v.name = "synthetic";
+    v.device = Device::cuda;
+    v.dtype = DType::f16;
+    v.params = {{"strategy", "depth_first"}};
+    v.knobs = {{"channels", 3}, {"out_channels", 64}};
+    CHECK_NOTHROW(check_stem_launch(v, w));
+    v.knobs["tile_x"] = 16;
+    v.knobs["tile_y"] = 16;
+    CHECK_THROWS_WITH(check_stem_launch(v, w), Catch::Contains("bytes of shared memory per block exceed") &&
+                                                   Catch::Contains("strategy depth_first"));
 }
 
 TEST_CASE("block keys round-trip and bad ones name the field", "[blocks][workload]") {
@@ -72,4 +85,24 @@ TEST_CASE("block accounting: fused moves only the block's input, weights and out
     // Layer by layer also writes and reads the two hidden tensors and re-reads the input.
     double hidden = 2 * P * E;
     CHECK(lbl[0].bytes + lbl[1].bytes + lbl[2].bytes == Approx(2 * P * C * 3 + weights + 4 * hidden));
+}
+
+TEST_CASE("block launches beyond threads or shared memory are rejected, naming block, strategy and limit", "[blocks][launch]") {
+    BlockWorkload w = parse_block("mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16");
+    KernelVariant v;
+    v.family = "block";
+    v.name = "synthetic";
+    v.device = Device::cuda;
+    v.dtype = DType::f16;
+    v.params = {{"family", "mbconv"}, {"strategy", "fused"}};
+    v.knobs = {{"channels", 24}, {"expansion", 6}, {"vec_k", 4}, {"tile_x", 8}, {"tile_y", 4}, {"chunk", 8}};
+    CHECK_NOTHROW(check_block_launch(v, w));
+    v.knobs["tile_x"] = 64;  // 6 x 64 = 384 threads; accumulator 24 x 64 x 32 x 4 B = 196 KB
+    v.knobs["tile_y"] = 32;
+    CHECK_THROWS_WITH(check_block_launch(v, w), Catch::Contains("bytes of shared memory per block exceed") &&
+                                                    Catch::Contains("strategy fused") && Catch::Contains("mbconv:"));
+    v.knobs["vec_k"] = 1;  // 24 x 64 = 1536 threads
+    CHECK_THROWS_WITH(check_block_launch(v, w), Catch::Contains("1536 threads per block exceed"));
+    // The estimate itself: accumulator + the expand chunk on the tile + 1-pixel halo + the depthwise chunk.
+    CHECK(fused_block_shared_bytes(w.spec(), 8, 4, 8, 2) == 4LL * 24 * 8 * 4 + 8LL * 10 * 6 * 2 + 8LL * 8 * 4 * 2);
 }
