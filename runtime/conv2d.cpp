@@ -94,7 +94,7 @@ LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w)
     if (v.knob("stage_input", 0) == 2) {  // block tile + halo of f32 in shared memory
         int st = v.knob("static_stride", 1), dl = v.knob("static_dilation", 1), ks = v.knob("kernel_size", 1);
         long long wx = 1LL * (tx * rx - 1) * st + (ks - 1) * dl + 1, wy = 1LL * (ry - 1) * st + (ks - 1) * dl + 1;
-        s.shared_bytes = int(4LL * tk * vk * wx * wy);
+        s.shared_bytes = 4LL * tk * vk * wx * wy;
     }
     s.grid[0] = ceil_div(w.k, 1LL * tk * vk);
     s.grid[1] = ceil_div(w.out_w(), 1LL * tx * rx);
@@ -105,7 +105,8 @@ LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w)
 void check_launch(const KernelVariant &v, const Conv2dWorkload &w) {
     if (v.device == Device::cpu) return;
     LaunchShape s = conv2d_launch_shape(v, w);
-    int max_threads = 1024, max_shared = 48 * 1024;
+    int max_threads = 1024;
+    long long max_shared = 48 * 1024;
     if (v.device == Device::cuda && cuda::device().available) {
         max_threads = cuda::device().max_threads_per_block;
         max_shared = cuda::device().max_shared_per_block;  // without opt-in

@@ -35,7 +35,7 @@ const KernelVariant &select_conv2d(const Conv2dWorkload &w, Device device);
 struct LaunchShape {
     long long grid[3] = {1, 1, 1};
     int threads = 0;
-    int shared_bytes = 0;
+    long long shared_bytes = 0;
 };
 LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w);
 // Throws KernelError if the launch would exceed the device's limits (threads per block,
