@@ -90,6 +90,28 @@ Problem problem_of(const BlockWorkload &w) {
     return {w.n, w.h, w.w, w.c, w.c, w.k, w.k, w.stride, w.stride, 1, 1, w.c * w.e};
 }
 
+// One candidate: the row's problem columns, strategy label and per-kernel accounting (flops and
+// bytes are their sums), and closures that time one call and check against the reference.
+template <typename W>
+Candidate make_candidate(const std::string &name, const W &w, std::string strategy, bool is_default,
+                         std::vector<KernelCost> kernels, std::function<void()> run,
+                         std::function<Comparison()> check) {
+    Candidate c;
+    c.row.workload = name;
+    c.row.key = to_key(w);
+    c.row.strategy = std::move(strategy);
+    c.row.is_default = is_default;
+    c.row.dtype = dtype_name(w.dtype);
+    c.row.kernels = std::move(kernels);
+    for (const auto &k : c.row.kernels) c.row.flops += k.flops, c.row.bytes += k.bytes;
+    c.row.w = problem_of(w);
+    c.run = std::move(run);
+    c.check = std::move(check);
+    return c;
+}
+
+std::string strategy_label(const KernelVariant *v) { return v->param("strategy") + " (" + v->name + ")"; }
+
 // conv2d: every candidate kernel of the workload, checked at 4096 sampled outputs (+ a full
 // scan for unwritten ones).
 std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv2dWorkload &w, Device dev,
@@ -100,44 +122,14 @@ std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv
         const KernelVariant *v = cands[i];
         auto t = std::make_shared<Conv2dTensors>(make_conv2d_tensors(w));
         randomize(*t, w, rng);
-        Candidate c;
-        c.row.workload = name;
-        c.row.key = to_key(w);
-        c.row.strategy = v->name;
-        c.row.is_default = i == 0;
-        c.row.dtype = dtype_name(w.dtype);
-        c.row.flops = conv2d_flops(w);
-        c.row.bytes = conv2d_bytes(w);
-        c.row.w = problem_of(w);
-        c.row.kernels = {{v->name, c.row.flops, c.row.bytes}};
-        c.run = [t, v, w] { run_conv2d(*v, w, *t); };
-        c.check = [t, v, w, &rng] {
-            run_conv2d(*v, w, *t);
-            return check_conv2d(w, *t, 4096, rng);
-        };
-        out.push_back(std::move(c));
+        auto run = [t, v, w] { run_conv2d(*v, w, *t); };
+        out.push_back(make_candidate(name, w, v->name, i == 0, {{v->name, conv2d_flops(w), conv2d_bytes(w)}}, run,
+                                     [t, w, run, &rng] {
+                                         run();
+                                         return check_conv2d(w, *t, 4096, rng);
+                                     }));
     }
     return out;
-}
-
-// One candidate of a multi-strategy workload (blocks, stem): the row's problem columns,
-// strategy name and per-kernel accounting, and closures that run and check it.
-template <typename W, typename Tensors>
-Candidate strategy_candidate(const std::string &name, const W &w, const KernelVariant *v, bool is_default,
-                             std::vector<KernelCost> kernels, std::shared_ptr<Tensors> t,
-                             std::function<void(const W &, Tensors &)> run, std::function<Comparison()> check) {
-    Candidate c;
-    c.row.workload = name;
-    c.row.key = to_key(w);
-    c.row.strategy = v->param("strategy") + " (" + v->name + ")";
-    c.row.is_default = is_default;
-    c.row.dtype = dtype_name(w.dtype);
-    c.row.kernels = std::move(kernels);
-    for (const auto &k : c.row.kernels) c.row.flops += k.flops, c.row.bytes += k.bytes;
-    c.row.w = problem_of(w);
-    c.run = [t, w, run] { run(w, *t); };
-    c.check = std::move(check);
-    return c;
 }
 
 // The stem: each strategy (layer-by-layer, depth-first), checked at full size (its reference is small).
@@ -149,12 +141,12 @@ std::vector<Candidate> stem_candidates_for(const std::string &name, const StemWo
         const KernelVariant *v = cands[i];
         auto t = std::make_shared<StemTensors>(make_stem_tensors(w));
         randomize(*t, w, rng);
-        auto run = [v](const StemWorkload &wl, StemTensors &tt) { run_stem(*v, wl, tt); };
-        out.push_back(strategy_candidate<StemWorkload, StemTensors>(
-            name, w, v, i == 0, stem_costs(w, v->param("strategy")), t, run, [t, w, run] {
-                run(w, *t);
-                return check_stem(w, *t);
-            }));
+        auto run = [t, v, w] { run_stem(*v, w, *t); };
+        out.push_back(make_candidate(name, w, strategy_label(v), i == 0, stem_costs(w, v->param("strategy")), run,
+                                     [t, w, run] {
+                                         run();
+                                         return check_stem(w, *t);
+                                     }));
     }
     return out;
 }
@@ -172,16 +164,16 @@ std::vector<Candidate> block_candidates_for(const std::string &name, const Block
         const KernelVariant *v = cands[i];
         auto t = std::make_shared<BlockTensors>(make_block_tensors(w));
         randomize(*t, w, rng);
-        auto run = [v](const BlockWorkload &wl, BlockTensors &tt) { run_block(*v, wl, tt); };
-        out.push_back(strategy_candidate<BlockWorkload, BlockTensors>(
-            name, w, v, i == 0, block_costs(w, v->param("strategy")), t, run, [w, macs, run, &rng] {
-                BlockWorkload small = w;
-                if (macs > 2e8) small.n = 1;
-                BlockTensors s = make_block_tensors(small);
-                randomize(s, small, rng);
-                run(small, s);
-                return check_block(small, s);
-            }));
+        out.push_back(make_candidate(name, w, strategy_label(v), i == 0, block_costs(w, v->param("strategy")),
+                                     [t, v, w] { run_block(*v, w, *t); },
+                                     [v, w, macs, &rng] {
+                                         BlockWorkload small = w;
+                                         if (macs > 2e8) small.n = 1;
+                                         BlockTensors s = make_block_tensors(small);
+                                         randomize(s, small, rng);
+                                         run_block(*v, small, s);
+                                         return check_block(small, s);
+                                     }));
     }
     return out;
 }
