@@ -11,12 +11,14 @@ channels_last memory format, weight [k, c/groups, r, s]), runs F.conv2d (+ bias,
 eagerly and under torch.compile, times both with triton.testing.do_bench (median, L2 flushed
 between reps) and checks the compiled output against eager (relative L2 < 1e-2).
 
-Fused-block workloads (`mbconv:`, `fused_mbconv:`, `ffn:`, `convfirst:` keys, mirror of
-runtime/block.cpp and generators/block_spec.h) run as the chain of F.conv2d (+ bias, +
-activation) calls of their layers, with the residual add when the block has one (BatchNorm is
-taken as folded into the bias, as on the C++ side), timed the same way; their rows also carry
-"family" and "flops" (2 per multiply-add, summed over the layers; the residual add is not
-counted, as in the C++ block_costs()).
+Fused-block workloads (`mbconv:`, `fused_mbconv:`, `ffn:`, `convfirst:`, `convnext:` keys, mirror
+of runtime/block.cpp and generators/block_spec.h) run as the chain of F.conv2d (+ bias, +
+activation) calls of their layers (ConvNeXt: F.layer_norm over channels, without affine, after
+the depthwise conv), with the residual add when the block has one (BatchNorm and the LayerNorm
+affine are taken as folded into the next layer, as on the C++ side), timed the same way; their
+rows also carry "family" and "flops" (2 per multiply-add, summed over the layers; the residual
+add and the norm are not counted, as in the C++ block_costs()). The `stem:` key (runtime/stem.cpp)
+runs as F.conv2d + ReLU then F.max_pool2d(3, 2, padding 1).
 
 Caveat: do_bench times each call between CUDA events, so for very small convolutions the
 host-side cost of a call (Python, torch.compile guards, kernel launch) can show up in the
@@ -230,6 +232,8 @@ def to_key(wl):
     """Canonical key, byte-for-byte as the C++ to_key() prints it (conv2d or block workload)."""
     if isinstance(wl, BlockWorkload):
         return block_to_key(wl)
+    if isinstance(wl, StemWorkload):
+        return stem_to_key(wl)
     parts = [f"conv2d:n={wl.n},c={wl.c},h={wl.h},w={wl.w},k={wl.k},r={wl.r},s={wl.s}"]
     if wl.stride_h == wl.stride_w:
         parts.append(f"stride={wl.stride_h}")
@@ -298,9 +302,14 @@ def conv_call_args(wl):
 # Fused-block keys (mirror of runtime/block.{h,cpp} and generators/block_spec.h)
 # ---------------------------------------------------------------------------------------------
 
-BLOCK_FAMILIES = ("mbconv", "fused_mbconv", "ffn", "convfirst")
+BLOCK_FAMILIES = ("mbconv", "fused_mbconv", "ffn", "convfirst", "convnext")
 # Activation after the expanding layer(s) when the key gives none (parse_block).
-BLOCK_DEFAULT_ACT = {"mbconv": "relu6", "fused_mbconv": "silu", "ffn": "relu", "convfirst": "relu"}
+BLOCK_DEFAULT_ACT = {"mbconv": "relu6", "fused_mbconv": "silu", "ffn": "relu", "convfirst": "relu",
+                     "convnext": "gelu"}
+# Spatial kernel when the key gives none.
+BLOCK_DEFAULT_K = {"ffn": 1, "convnext": 7}
+# LayerNorm epsilon (generators/block_spec.h kLayerNormEps).
+LAYER_NORM_EPS = 1e-6
 CONVFIRST_GROUP_WIDTH = 8
 
 
@@ -340,6 +349,7 @@ class LayerSpec:
     out_ch: int
     act: str
     hidden: bool  # output has the block's hidden width
+    norm_after: bool = False  # LayerNorm over channels after this layer (affine folded into the next)
 
 
 def is_block_key(key):
@@ -363,6 +373,9 @@ def block_spec(bw):
             raise ValueError("convfirst needs c divisible by the group width 8")
         layers = [L(ks, s, c // CONVFIRST_GROUP_WIDTH, c, c, "none", False),
                   L(1, 1, 1, c, E, "relu", True), L(1, 1, 1, E, c, "none", False)]
+    elif f == "convnext":  # depthwise kxk -> LayerNorm -> 1x1 expand + act -> 1x1 project (+ residual)
+        layers = [L(ks, s, c, c, c, "none", False, True), L(1, 1, 1, c, E, act, True),
+                  L(1, 1, 1, E, c, "none", False)]
     else:
         raise ValueError(f"unknown block family '{f}'")
     return layers, f != "ffn" and s == 1
@@ -409,7 +422,7 @@ def parse_block(key):
 
     for req in ("n", "c", "h", "w", "e"):
         setattr(bw, req, take(req, True))
-    bw.k = 1 if family == "ffn" else 3
+    bw.k = BLOCK_DEFAULT_K.get(family, 3)
     for opt in ("k", "stride"):
         v = take(opt, False)
         if v is not None:
@@ -456,38 +469,124 @@ def block_call_plan(bw):
     """How a block maps onto torch calls (pure Python, testable without torch): per layer the
     F.conv2d arguments, weight shape and activation; and whether the input is added back."""
     layers = []
-    for l in block_layers(bw):
+    for spec, l in zip(block_spec(bw)[0], block_layers(bw)):
         a = conv_call_args(l)
         assert a["pre_pad"] is None  # symmetric ks//2 padding: conv2d pads natively
         layers.append({"weight_shape": (l.k, l.c // l.groups, l.r, l.s), "bias_shape": (l.k,),
                        "stride": a["stride"], "padding": a["padding"], "dilation": a["dilation"],
-                       "groups": a["groups"], "act": l.act})
+                       "groups": a["groups"], "act": l.act, "norm_after": spec.norm_after})
     return {"layers": layers, "residual": bw.residual()}
 
 
-def make_block_forward(plan, conv2d, act_fns):
-    """block(x, w0, b0, w1, b1, ...): the plan's conv2d (+ bias) -> activation chain, plus the
-    input when the block is residual. conv2d and act_fns ({name: fn}) are passed in so that the
-    wiring is testable with stand-ins; _make_block_fn binds F.conv2d and the torch activations."""
+def make_block_forward(plan, conv2d, act_fns, channel_norm=None):
+    """block(x, w0, b0, w1, b1, ...): the plan's conv2d (+ bias) -> activation [-> LayerNorm over
+    channels] chain, plus the input when the block is residual. conv2d, act_fns ({name: fn}) and
+    channel_norm are passed in so that the wiring is testable with stand-ins; _make_block_fn binds
+    F.conv2d, the torch activations and F.layer_norm over the channel dimension."""
     steps = [(L["stride"], L["padding"], L["dilation"], L["groups"],
-              None if L["act"] == "none" else act_fns[L["act"]]) for L in plan["layers"]]
+              None if L["act"] == "none" else act_fns[L["act"]], L.get("norm_after", False))
+             for L in plan["layers"]]
+    if any(s[-1] for s in steps) and channel_norm is None:
+        raise ValueError("the block has a LayerNorm but no channel_norm function was given")
     residual = plan["residual"]
 
     def block(x, *params):
         y = x
-        for i, (stride, padding, dilation, groups, act) in enumerate(steps):
+        for i, (stride, padding, dilation, groups, act, norm) in enumerate(steps):
             y = conv2d(y, params[2 * i], params[2 * i + 1], stride=stride, padding=padding,
                        dilation=dilation, groups=groups)
             if act is not None:
                 y = act(y)
+            if norm:
+                y = channel_norm(y)
         return y + x if residual else y
 
     return block
 
 
+# ---------------------------------------------------------------------------------------------
+# The stem (mirror of runtime/stem.{h,cpp}): 3x3 stride-2 conv (+ folded BN, ReLU), padding 1,
+# then a 3x3 stride-2 max pool, padding 1
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class StemWorkload:
+    n: int = 0
+    h: int = 0
+    w: int = 0
+    c: int = 3
+    k: int = 64
+    dtype: str = "f32"
+
+    def conv(self):
+        return Conv2dWorkload(n=self.n, c=self.c, h=self.h, w=self.w, k=self.k, r=3, s=3, stride_h=2,
+                              stride_w=2, pad_t=1, pad_b=1, pad_l=1, pad_r=1, bias=True, act="relu",
+                              dtype=self.dtype)
+
+    def out_h(self):
+        return (self.conv().out_h() - 1) // 2 + 1
+
+    def out_w(self):
+        return (self.conv().out_w() - 1) // 2 + 1
+
+
+def is_stem_key(key):
+    return key_family(key) == "stem"
+
+
+def parse_stem(key):
+    """Parses and validates a `stem:` key (runtime parse_stem()); raises WorkloadError."""
+    family, fields = split_key(key)
+    if family != "stem":
+        _fail(key, f"family '{family}' is not 'stem'")
+    f = dict(fields)
+    sw = StemWorkload()
+    for name in ("n", "h", "w", "c", "k"):
+        if name not in f:
+            if name in ("n", "h", "w"):
+                _fail(key, f"missing field '{name}'")
+            continue
+        v = _parse_int(key, name, f.pop(name))
+        if v <= 0:
+            _fail(key, f"field '{name}' = {v} must be positive")
+        setattr(sw, name, v)
+    sw.dtype = _take_dtype(f, key, sw.dtype)
+    if f:
+        _fail(key, f"unknown field '{sorted(f)[0]}'")
+    validate(sw.conv(), key)
+    return sw
+
+
+def stem_to_key(sw):
+    """Canonical stem key, byte-for-byte as the C++ to_key(StemWorkload) prints it."""
+    return f"stem:n={sw.n},h={sw.h},w={sw.w},c={sw.c},k={sw.k},dtype={sw.dtype}"
+
+
+def stem_flops(sw):
+    """The conv's flops (the max pool's compares are not counted, as in the C++ stem_costs())."""
+    return conv2d_flops(sw.conv())
+
+
 def parse_key(key):
-    """parse_conv2d or parse_block by the key's family; WorkloadError for any other family."""
-    return parse_block(key) if is_block_key(key) else parse_conv2d(key)
+    """parse_conv2d, parse_block or parse_stem by the key's family; WorkloadError otherwise."""
+    if is_block_key(key):
+        return parse_block(key)
+    if is_stem_key(key):
+        return parse_stem(key)
+    return parse_conv2d(key)
+
+
+SUPPORTED_FAMILIES = ("conv2d", "stem") + BLOCK_FAMILIES
+
+
+def workload_flops(wl):
+    """2 per multiply-add, for any workload this module parses (None for a conv2d: its rows
+    carry no flops, the C++ side's do)."""
+    if isinstance(wl, BlockWorkload):
+        return block_flops(wl)
+    if isinstance(wl, StemWorkload):
+        return stem_flops(wl)
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -550,7 +649,11 @@ def _make_block_fn(bw):
     F.conv2d (+bias) -> activation chain (+ x when residual)."""
     import torch.nn.functional as F
 
-    return make_block_forward(block_call_plan(bw), F.conv2d, _torch_activations())
+    def channel_norm(y):  # LayerNorm over C of an NCHW (channels_last) tensor, no affine
+        c = y.shape[1]
+        return F.layer_norm(y.permute(0, 2, 3, 1), (c,), eps=LAYER_NORM_EPS).permute(0, 3, 1, 2)
+
+    return make_block_forward(block_call_plan(bw), F.conv2d, _torch_activations(), channel_norm)
 
 
 def _make_block_inputs(bw, seed):
@@ -598,9 +701,9 @@ def _bench_graph(fn):
 
 def _new_record(name, suite_key, wl):
     rec = {"name": name, "key": to_key(wl), "suite_key": suite_key, "dtype": wl.dtype}
-    if isinstance(wl, BlockWorkload):
-        rec["family"] = wl.family
-        rec["flops"] = block_flops(wl)
+    if isinstance(wl, (BlockWorkload, StemWorkload)):
+        rec["family"] = wl.family if isinstance(wl, BlockWorkload) else "stem"
+        rec["flops"] = workload_flops(wl)
     rec.update({"eager_ms": None, "eager_ms_repeat": None, "compile_ms": None, "compile_error": None,
                 "compile_s": None, "compile_rel_l2": None, "compile_check_ok": None, "error": None})
     return rec
@@ -671,6 +774,24 @@ def run_block_workload(name, suite_key, use_compile, seed, cudagraph=False):
     return _time_eager_and_compile(rec, block, (x, *params), expected, use_compile, cudagraph)
 
 
+def run_stem_workload(name, suite_key, use_compile, seed, cudagraph=False):
+    """Times the stem: F.conv2d (+ bias) -> ReLU -> F.max_pool2d(3, 2, padding 1), eager (cuDNN
+    conv, then a separate pool kernel) and torch.compile of the pair."""
+    import torch
+    import torch.nn.functional as F
+
+    sw = parse_stem(suite_key)
+    rec = _new_record(name, suite_key, sw)
+    conv = _make_conv_fn(sw.conv())
+
+    def stem(x, weight, bias):
+        return F.max_pool2d(conv(x, weight, bias), kernel_size=3, stride=2, padding=1)
+
+    x, weight, bias = _make_inputs(sw.conv(), seed)
+    expected = (sw.n, sw.k, sw.out_h(), sw.out_w())
+    return _time_eager_and_compile(rec, stem, (x, weight, bias), expected, use_compile, cudagraph)
+
+
 def _context(args):
     import torch
     import triton
@@ -734,7 +855,7 @@ def print_table(results):
 def build_arg_parser():
     p = argparse.ArgumentParser(
         description="Time PyTorch eager (cuDNN) and torch.compile on the conv2d and fused-block "
-                    "(mbconv, fused_mbconv, ffn, convfirst) workloads of a suite.")
+                    "(mbconv, fused_mbconv, ffn, convfirst, convnext) and stem workloads of a suite.")
     p.add_argument("--suite", required=True, help="suite file: lines '<name> <key>', '#' comments")
     p.add_argument("--out", required=True, help="output JSON path")
     p.add_argument("--dtype", choices=DTYPES, default=None,
@@ -780,13 +901,14 @@ def main(argv=None):
     n_errors = 0
     for i, (name, key) in enumerate(entries, 1):
         family = key_family(key)
-        if family != "conv2d" and family not in BLOCK_FAMILIES:
+        if family not in SUPPORTED_FAMILIES:
             note = f"family '{family}' is not supported by this baseline" if family else "key has no family"
             print(f"[{i}/{len(entries)}] skip {name}: {note}")
             doc["skipped"].append({"name": name, "key": key, "reason": note})
             continue
         print(f"[{i}/{len(entries)}] {name} {key}", flush=True)
-        run = run_workload if family == "conv2d" else run_block_workload
+        run = (run_workload if family == "conv2d" else run_stem_workload if family == "stem"
+               else run_block_workload)
         try:
             rec = run(name, key, not args.no_compile, args.seed, args.cudagraph)
         except Exception as e:  # record and carry on with the next workload
@@ -794,9 +916,9 @@ def main(argv=None):
             wl = _safe_parse(key)
             rec = {"name": name, "key": to_key(wl) if wl else key, "suite_key": key,
                    "dtype": wl.dtype if wl else None}
-            if family in BLOCK_FAMILIES:
+            if family != "conv2d":
                 rec["family"] = family
-                rec["flops"] = block_flops(wl) if wl else None
+                rec["flops"] = workload_flops(wl) if wl else None
             rec.update({"eager_ms": None, "eager_ms_repeat": None, "compile_ms": None,
                         "compile_error": None, "error": f"{type(e).__name__}: {e}",
                         "traceback": traceback.format_exc()})
@@ -835,9 +957,9 @@ def select_entries(entries, only=None, dtype=None):
 
 
 def _safe_parse(key):
-    """The conv2d or block workload of a key; None for other families and unparsable keys."""
+    """The conv2d, block or stem workload of a key; None for other families and unparsable keys."""
     family = key_family(key)
-    if family != "conv2d" and family not in BLOCK_FAMILIES:
+    if family not in SUPPORTED_FAMILIES:
         return None
     try:
         return parse_key(key)

@@ -127,6 +127,7 @@ BLOCK_KEYS = [  # canonical forms, as the C++ to_key(BlockWorkload) prints them
     "fused_mbconv:n=128,c=48,h=56,w=56,e=4,k=3,stride=1,act=silu,dtype=f16",
     "ffn:n=128,c=256,h=14,w=14,e=4,act=relu,dtype=f16",
     "convfirst:n=128,c=64,h=56,w=56,e=4,k=3,stride=1,act=relu,dtype=f16",
+    "convnext:n=128,c=96,h=56,w=56,e=4,k=7,stride=1,act=gelu,dtype=f16",
 ]
 
 
@@ -168,10 +169,11 @@ def test_block_defaults():
         "fused_mbconv": "fused_mbconv:n=1,c=8,h=5,w=5,e=2,k=3,stride=1,act=silu,dtype=f32",
         "ffn": "ffn:n=1,c=8,h=5,w=5,e=2,act=relu,dtype=f32",
         "convfirst": "convfirst:n=1,c=8,h=5,w=5,e=2,k=3,stride=1,act=relu,dtype=f32",
+        "convnext": "convnext:n=1,c=8,h=5,w=5,e=2,k=7,stride=1,act=gelu,dtype=f32",
     }
     for family, canon in expect.items():
         b = pb.parse_block(f"{family}:n=1,c=8,h=5,w=5,e=2")
-        assert (b.k, b.stride, b.dtype) == (1 if family == "ffn" else 3, 1, "f32"), b
+        assert (b.k, b.stride, b.dtype) == ({"ffn": 1, "convnext": 7}.get(family, 3), 1, "f32"), b
         assert b.act == pb.BLOCK_DEFAULT_ACT[family]
         assert pb.to_key(b) == canon, pb.to_key(b)
     # ffn accepts k=1 and stride=1 spelled out, and prints neither.
@@ -237,6 +239,15 @@ def test_block_layers_and_flops():
     assert [L["act"] for L in plan["layers"]] == ["none", "relu", "none"] and plan["residual"]
     assert pb.block_flops(b) == 2.0 * 9 * 7 * (16 * 8 * 9 + 16 * 32 + 32 * 16)
     assert not pb.block_call_plan(pb.parse_block("convfirst:n=1,c=16,h=9,w=7,e=2,stride=2"))["residual"]
+    # convnext: depthwise 7x7 (groups=c) then LayerNorm, 1x1 c->E + GELU, 1x1 E->c, residual.
+    b = pb.parse_block("convnext:n=1,c=8,h=9,w=7,e=4")
+    plan = pb.block_call_plan(b)
+    assert [L["weight_shape"] for L in plan["layers"]] == [(8, 1, 7, 7), (32, 8, 1, 1), (8, 32, 1, 1)]
+    assert [L["groups"] for L in plan["layers"]] == [8, 1, 1] and plan["layers"][0]["padding"] == (3, 3)
+    assert [L["act"] for L in plan["layers"]] == ["none", "gelu", "none"] and plan["residual"]
+    assert [L["norm_after"] for L in plan["layers"]] == [True, False, False]
+    assert pb.block_flops(b) == 2.0 * 9 * 7 * (8 * 49 + 8 * 32 + 32 * 8)
+    assert not any(L["norm_after"] for L in pb.block_call_plan(pb.parse_block(BLOCK_KEYS[0]))["layers"])
 
 
 class _FakeT:
@@ -271,17 +282,44 @@ def test_block_forward_wiring():
             ("mbconv:n=2,c=8,h=9,w=7,e=3,k=5,stride=2", ["conv2d", "relu6", "conv2d", "relu6", "conv2d"]),
             ("fused_mbconv:n=1,c=8,h=4,w=4,e=2", ["conv2d", "silu", "conv2d", "add"]),
             ("ffn:n=1,c=8,h=4,w=4,e=2", ["conv2d", "relu", "conv2d"]),
-            ("convfirst:n=1,c=16,h=5,w=3,e=2", ["conv2d", "conv2d", "relu", "conv2d", "add"])):
+            ("convfirst:n=1,c=16,h=5,w=3,e=2", ["conv2d", "conv2d", "relu", "conv2d", "add"]),
+            ("convnext:n=1,c=8,h=9,w=9,e=4", ["conv2d", "norm", "conv2d", "gelu", "conv2d", "add"])):
         log.clear()
         b = pb.parse_block(key)
         plan = pb.block_call_plan(b)
         params = []
         for L in plan["layers"]:
             params += [_FakeT(L["weight_shape"], log), _FakeT(L["bias_shape"], log)]
-        y = pb.make_block_forward(plan, conv2d, acts)(_FakeT((b.n, b.c, b.h, b.w), log), *params)
+        y = pb.make_block_forward(plan, conv2d, acts, act("norm"))(_FakeT((b.n, b.c, b.h, b.w), log), *params)
         assert [op[0] for op in log] == expect_ops, (key, log)
         assert y.shape == (b.n, b.c, b.out_h(), b.out_w()), (key, y.shape)
         assert [op[2] for op in log if op[0] == "conv2d"] == [L["weight_shape"] for L in plan["layers"]]
+    # A block with a LayerNorm and no norm function is refused, not run without its norm.
+    try:
+        pb.make_block_forward(pb.block_call_plan(pb.parse_block("convnext:n=1,c=8,h=9,w=9,e=4")), conv2d, acts)
+    except ValueError as e:
+        assert "LayerNorm" in str(e)
+    else:
+        raise AssertionError("convnext without channel_norm was accepted")
+
+
+def test_stem_keys():
+    # Mirror of runtime/stem.cpp: c=3 and k=64 by default, canonical order n,h,w,c,k,dtype.
+    s = pb.parse_stem("stem:w=224,h=224,n=128,dtype=f16")
+    assert pb.to_key(s) == "stem:n=128,h=224,w=224,c=3,k=64,dtype=f16" == pb.canonical_key("stem:n=128,h=224,w=224,dtype=f16")
+    assert pb.parse_key(pb.to_key(s)) == s and pb.is_stem_key(pb.to_key(s)) and not pb.is_block_key(pb.to_key(s))
+    assert (s.conv().out_h(), s.out_h(), s.out_w()) == (112, 56, 56)
+    assert (pb.parse_stem("stem:n=1,h=7,w=5").out_h(), pb.parse_stem("stem:n=1,h=7,w=5").out_w()) == (2, 2)
+    assert pb.stem_flops(s) == 2.0 * 128 * 112 * 112 * 64 * 3 * 9
+    for key, fragment in (("stem:n=1,h=8", "missing field 'w'"), ("stem:n=1,h=8,w=8,k=0", "field 'k' = 0 must be positive"),
+                          ("stem:n=1,h=8,w=8,r=3", "unknown field 'r'"), ("stem:n=1,h=8,w=8,dtype=i8", "field 'dtype' = 'i8'"),
+                          ("stem:n=1,h=8,w=x", "field 'w' = 'x' is not an integer")):
+        try:
+            pb.parse_stem(key)
+        except pb.WorkloadError as e:
+            assert fragment in str(e) and f"invalid workload '{key}'" in str(e), (key, str(e))
+        else:
+            raise AssertionError(f"{key} parsed")
 
 
 def test_select_entries_blocks():
@@ -303,11 +341,10 @@ def test_blocks_suite_file():
     entries = pb.load_suite(path)
     assert entries, path
     for name, key in entries:
-        if not pb.is_block_key(key):  # e.g. the stem: no PyTorch twin yet, skipped with a note
-            continue
-        b = pb.parse_block(key)
+        assert pb.key_family(key) in pb.SUPPORTED_FAMILIES and pb.key_family(key) != "conv2d", (name, key)
+        b = pb.parse_key(key)
         assert pb.to_key(b) == key, (name, key, pb.to_key(b))
-        assert pb.block_flops(b) > 0
+        assert pb.workload_flops(b) > 0
 
 
 def _ours_row(name, key, strategy, ms, ok=True, default=False, dtype="f16"):
