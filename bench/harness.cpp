@@ -263,7 +263,10 @@ int run_bench(const BenchOptions &opt) {
     ctx["device_reason"] = why;
     ctx["suite"] = opt.suite;
     Ceilings ceil;
+    set_register_policy(opt.max_registers);
     if (dev == Device::cuda) {
+        ctx["cuda_jit_max_registers"] = register_policy_description();
+        std::cout << "registers per thread (CUDA JIT): " << register_policy_description() << "\n";
         cuda::install_halide_hooks();
         cuda::make_current();
         if (opt.ceilings) {

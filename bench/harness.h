@@ -23,6 +23,7 @@ struct BenchOptions {
     double min_seconds = 0.5;
     bool ceilings = true;
     bool single_run = false;            // each candidate once on a flushed L2, unchecked (for profilers)
+    int max_registers = 0;              // CUDA JIT register cap per thread; 0: the block size's limit (kernel_registry.h)
     std::string command_line;
 };
 

@@ -32,6 +32,10 @@ int main(int argc, char **argv) {
     bench->add_option("--out", bopt.out_dir, "write results.json and results.csv to this folder");
     bench->add_option("--min-samples", bopt.min_samples, "samples per kernel, at least")->capture_default_str();
     bench->add_option("--min-seconds", bopt.min_seconds, "seconds of samples per kernel, at least")->capture_default_str();
+    bench->add_option("--max-registers", bopt.max_registers,
+                      "CUDA JIT register cap per thread: 0 = the most each kernel's block size allows; 64 = Halide's default")
+        ->check(CLI::Range(0, 255))
+        ->capture_default_str();
     bool no_ceilings = false;
     bench->add_flag("--single-run", bopt.single_run,
                     "run each candidate twice (warm-up, then on a cold L2), without checks or timing (for ncu)");

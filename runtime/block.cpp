@@ -168,6 +168,7 @@ void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t) 
     using Fn3 = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
                         halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
     if (v.device != Device::cpu) check_block_launch(v, w);
+    apply_register_cap(v);
     int rc;
     clear_halide_error();
     if (t.weights.size() == 2) {

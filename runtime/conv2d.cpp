@@ -129,6 +129,7 @@ void check_launch(const KernelVariant &v, const Conv2dWorkload &w) {
 
 void run_conv2d(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &t) {
     check_launch(v, w);
+    apply_register_cap(v);
     auto fn = reinterpret_cast<Conv2dFn>(v.fn);
     clear_halide_error();
     int rc = fn(t.input.raw_buffer(), t.weights.raw_buffer(), t.bias.raw_buffer(), w.stride_w, w.stride_h,

@@ -2,6 +2,7 @@
 #include "generators/block_spec.h"
 #include "schedules/conv2d_knob_defaults.h"
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include "kernel_registry_includes.inc"
@@ -25,6 +26,41 @@ int KernelVariant::threads_per_block() const {
         return std::max(fused_block_threads(knob("out_channels", 64), knob("vec_k", 4), knob("tile_x", 8)),
                         conv2d_defaults::threads_k * conv2d_defaults::threads_x);
     return knob("threads_k", conv2d_defaults::threads_k) * knob("threads_x", conv2d_defaults::threads_x);
+}
+
+namespace {
+int g_register_policy = 0;
+// The user's own setting, captured before the first apply_register_cap() overwrites it.
+const char *user_register_setting() {
+    static const std::string v = [] {
+        const char *e = std::getenv("HL_CUDA_JIT_MAX_REGISTERS");
+        return std::string(e ? e : "");
+    }();
+    return v.empty() ? nullptr : v.c_str();
+}
+}  // namespace
+
+void set_register_policy(int max_registers) {
+    user_register_setting();
+    g_register_policy = max_registers;
+}
+
+std::string register_policy_description() {
+    if (const char *u = user_register_setting()) return std::string("HL_CUDA_JIT_MAX_REGISTERS=") + u + " (from the environment)";
+    if (g_register_policy > 0) return std::to_string(g_register_policy) + " per thread for every kernel";
+    return "per variant: 65536 / threads per block (rounded up to a warp), down to a multiple of 8, at most 255";
+}
+
+int register_cap(const KernelVariant &v) {
+    if (const char *u = user_register_setting()) return std::atoi(u);
+    if (g_register_policy > 0) return g_register_policy;
+    const int warps = std::max(1, (v.threads_per_block() + 31) / 32);
+    return std::clamp(65536 / (warps * 32) / 8 * 8, 16, 255);
+}
+
+void apply_register_cap(const KernelVariant &v) {
+    if (v.device != Device::cuda) return;
+    setenv("HL_CUDA_JIT_MAX_REGISTERS", std::to_string(register_cap(v)).c_str(), 1);
 }
 
 namespace {

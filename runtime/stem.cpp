@@ -107,6 +107,7 @@ void check_stem_launch(const KernelVariant &v, const StemWorkload &w) {
 
 void run_stem(const KernelVariant &v, const StemWorkload &w, StemTensors &t) {
     check_stem_launch(v, w);
+    apply_register_cap(v);
     using Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
     clear_halide_error();
     int rc = reinterpret_cast<Fn>(v.fn)(t.input.raw_buffer(), t.weights.raw_buffer(), t.bias.raw_buffer(),

@@ -1,5 +1,7 @@
 #define CATCH_CONFIG_MAIN
+#include "runtime/kernel_registry.h"
 #include "runtime/workload.h"
+#include <cstdlib>
 #include <catch2/catch.hpp>
 
 using namespace blockfuse;
@@ -77,4 +79,28 @@ TEST_CASE("bad keys get one clear message naming the field and the value", "[wor
         REQUIRE_THROWS_AS(parse_conv2d(key), WorkloadError);
         REQUIRE_THROWS_WITH(parse_conv2d(key), Catch::Contains(expect));
     }
+}
+
+TEST_CASE("the CUDA register cap follows the block size unless a fixed cap is asked for", "[registers]") {
+    if (std::getenv("HL_CUDA_JIT_MAX_REGISTERS")) {
+        WARN("HL_CUDA_JIT_MAX_REGISTERS is set in the environment and wins over the policy: not checked");
+        return;
+    }
+    KernelVariant v;
+    v.family = "conv2d";
+    v.device = Device::cuda;
+    v.fn = nullptr;
+    auto cap_for = [&](int threads_k, int threads_x) {
+        v.knobs = {{"threads_k", threads_k}, {"threads_x", threads_x}};
+        return register_cap(v);
+    };
+    set_register_policy(0);
+    CHECK(cap_for(32, 4) == 255);    // 128 threads: 512 would fit, the ISA stops at 255
+    CHECK(cap_for(32, 12) == 168);   // 384 threads: 65536 / 384 = 170.7, down to a multiple of 8
+    CHECK(cap_for(32, 16) == 128);   // 512 threads
+    CHECK(cap_for(32, 32) == 64);    // 1024 threads: Halide's own default is the most that fits
+    CHECK(cap_for(20, 17) == 184);   // 340 threads count as 11 warps: 65536 / 352 = 186.2 -> 184
+    set_register_policy(64);
+    CHECK(cap_for(32, 4) == 64);
+    set_register_policy(0);
 }
