@@ -3,7 +3,9 @@
 # values exist in exactly one place: the call below.
 #
 # blockfuse_add_kernel(NAME <name> GENERATOR <gen> DEVICE cpu|cuda|opencl DTYPE f32|f16|bf16
-#                      FAMILY <family> [PARAMS k=v ...])
+#                      FAMILY <family> [PARAMS k=v ...] [LOAD k=v ...])
+# PARAMS go to the generator and the registry; LOAD knobs only to the registry: they act when the
+# runtime loads the kernel (max_registers=N: CUDA JIT register cap, runtime/kernel_registry.h).
 set(BLOCKFUSE_CUDA_TARGET "host-cuda-cuda_capability_80" CACHE STRING "Halide target for CUDA kernels")
 set(BLOCKFUSE_OPENCL_TARGET "host-opencl" CACHE STRING "Halide target for OpenCL (PoCL) kernels")
 option(BLOCKFUSE_EMIT_STMT "Also write .stmt / PTX assembly for every kernel (reading codegen)" OFF)
@@ -24,7 +26,7 @@ function(_blockfuse_halide_type out dtype)
 endfunction()
 
 function(blockfuse_add_kernel)
-    cmake_parse_arguments(ARG "" "NAME;GENERATOR;DEVICE;DTYPE;FAMILY" "PARAMS;TYPED" ${ARGN})
+    cmake_parse_arguments(ARG "" "NAME;GENERATOR;DEVICE;DTYPE;FAMILY" "PARAMS;TYPED;LOAD" ${ARGN})
     _blockfuse_halide_type(htype "${ARG_DTYPE}")
     if (ARG_DEVICE STREQUAL "cpu")
         set(target "host")
@@ -52,7 +54,8 @@ function(blockfuse_add_kernel)
                        PARAMS ${type_params} ${ARG_PARAMS}
                        ${extra})
     set_property(GLOBAL APPEND PROPERTY BLOCKFUSE_KERNELS ${ARG_NAME})
-    string(REPLACE ";" " " knobs "${ARG_PARAMS}")
+    string(REPLACE ";" " " knobs "${ARG_PARAMS};${ARG_LOAD}")
+    string(STRIP "${knobs}" knobs)
     set_property(GLOBAL APPEND PROPERTY BLOCKFUSE_REGISTRY_LINES
                  "BF_KERNEL(${ARG_FAMILY}, bf_${ARG_NAME}, \"${ARG_NAME}\", \"${ARG_DEVICE}\", \"${ARG_DTYPE}\", \"${knobs}\")")
 endfunction()

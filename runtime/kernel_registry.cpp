@@ -48,12 +48,14 @@ void set_register_policy(int max_registers) {
 std::string register_policy_description() {
     if (const char *u = user_register_setting()) return std::string("HL_CUDA_JIT_MAX_REGISTERS=") + u + " (from the environment)";
     if (g_register_policy > 0) return std::to_string(g_register_policy) + " per thread for every kernel";
-    return "per variant: 65536 / threads per block (rounded up to a warp), down to a multiple of 8, at most 255";
+    return "per variant: its max_registers knob, else 65536 / threads per block (rounded up to a warp), down to a "
+           "multiple of 8, at most 255";
 }
 
 int register_cap(const KernelVariant &v) {
     if (const char *u = user_register_setting()) return std::atoi(u);
     if (g_register_policy > 0) return g_register_policy;
+    if (int k = v.knob("max_registers", 0); k > 0) return k;
     const int warps = std::max(1, (v.threads_per_block() + 31) / 32);
     return std::clamp(65536 / (warps * 32) / 8 * 8, 16, 255);
 }

@@ -41,10 +41,13 @@ struct KernelVariant {
 // (HL_CUDA_JIT_MAX_REGISTERS, read when the pipeline's module is first loaded). At 64 the fused
 // MBConv kernels spilled to local memory on the H200 (Nsight Compute, 2026-11-29). The policy
 // set here applies to every CUDA launch through run_conv2d/run_block/run_stem:
-//   0 (default): the most registers the variant's block size allows, 65536 / threads rounded up
-//      to a warp, down to a multiple of 8, at most 255, so no launch fails for lack of registers;
+//   0 (default): the variant's own max_registers knob (a LOAD knob of blockfuse_add_kernel) if it
+//      has one, else the most registers its block size allows, 65536 / threads rounded up to a
+//      warp, down to a multiple of 8, at most 255, so no launch fails for lack of registers;
 //   N > 0: N for every variant (64 reproduces Halide's default).
-// A HL_CUDA_JIT_MAX_REGISTERS already set in the environment at start-up wins over both.
+// A HL_CUDA_JIT_MAX_REGISTERS already set in the environment at start-up wins over all of these.
+// The depthwise kernels ran up to 9x faster with the larger cap, the fused MBConv mappings up to
+// 1.35x slower (lower occupancy): hence a per-variant knob (bench/results/h200/registers/).
 void set_register_policy(int max_registers);
 std::string register_policy_description();
 int register_cap(const KernelVariant &v);  // what the policy gives this variant

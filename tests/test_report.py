@@ -222,7 +222,7 @@ NCU_HEADER = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "C
 class NcuCompareTest(unittest.TestCase):
     """bench/ncu_compare.py: warm-up launches skipped, ratios computed, mismatches refused."""
 
-    def _write(self, d, kernels_per_row, measured):
+    def _write(self, d, kernels_per_row, measured, l2_writes=None):
         import csv
         rows = [{"workload": f"w{i}", "strategy": f"s{i}",
                  "kernels": [{"name": f"k{i}.{j}", "flops": 1.0, "bytes": 1000.0} for j in range(n)]}
@@ -235,7 +235,10 @@ class NcuCompareTest(unittest.TestCase):
             w = csv.writer(f, quoting=csv.QUOTE_ALL)
             w.writerow(NCU_HEADER)
             for lid, (rd, wr) in enumerate(measured):
-                for m, v in (("dram__bytes_read.sum", rd), ("dram__bytes_write.sum", wr), ("gpu__time_duration.sum", 2000)):
+                metrics = [("dram__bytes_read.sum", rd), ("dram__bytes_write.sum", wr), ("gpu__time_duration.sum", 2000)]
+                if l2_writes is not None:
+                    metrics.append(("lts__t_sectors_op_write.sum", l2_writes[lid]))
+                for m, v in metrics:
                     w.writerow([lid, 1, "p", "h", "_kernel_x", 1, 7, "(1,1,1)", "(1,1,1)", 0, "9.0", "s", m, "byte",
                                 f"{v:,.0f}"])
         return res, out
@@ -251,6 +254,17 @@ class NcuCompareTest(unittest.TestCase):
             self.assertIn("| 0.80 | no |", r.stdout)
             self.assertIn("| 1.00 | yes |", r.stdout)
             self.assertIn("2 of 3 kernels within", r.stdout)
+
+    def test_l2_write_column(self):
+        with tempfile.TemporaryDirectory() as d:
+            # The profiled launch reads 500 bytes and writes 0 to DRAM (output still in L2), but
+            # 16 sectors (512 bytes) into L2: 0.50x by DRAM, 1.01x by read + L2 writes.
+            res, csvp = self._write(d, [1], [(5, 0), (500, 0)], l2_writes=[3, 16])
+            r = subprocess.run([sys.executable, NCU_COMPARE, res, csvp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("| 0.50 | no | 512 | 1.01 | yes |", r.stdout)
+            self.assertIn("0 of 1 kernels within ±15% of the model (DRAM read + DRAM write)", r.stdout)
+            self.assertIn("1 of 1 kernels within ±15% of the model (DRAM read + L2 writes)", r.stdout)
 
     def test_launch_count_mismatch(self):
         with tempfile.TemporaryDirectory() as d:

@@ -100,7 +100,10 @@ TEST_CASE("the CUDA register cap follows the block size unless a fixed cap is as
     CHECK(cap_for(32, 16) == 128);   // 512 threads
     CHECK(cap_for(32, 32) == 64);    // 1024 threads: Halide's own default is the most that fits
     CHECK(cap_for(20, 17) == 184);   // 340 threads count as 11 warps: 65536 / 352 = 186.2 -> 184
-    set_register_policy(64);
-    CHECK(cap_for(32, 4) == 64);
+    v.knobs["max_registers"] = 64;  // the variant's own knob (a LOAD knob in CMake)
+    CHECK(register_cap(v) == 64);
+    set_register_policy(96);         // --max-registers wins over the knob
+    CHECK(register_cap(v) == 96);
+    CHECK(cap_for(32, 4) == 96);
     set_register_policy(0);
 }

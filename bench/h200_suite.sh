@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One suite on a GPU host, side by side in one run: GPU context, the [gpu] tests, the suite with
+# every candidate kernel checked then timed (ceilings measured first), PyTorch eager and
+# torch.compile on the same workloads, merged into one table; for the blocks suite also the
+# Nsight Compute DRAM validation of workloads/ncu.txt (DRAM read/write and L2 write sectors).
+#   usage: bench/h200_suite.sh blocks|conv2d OUTDIR
+set -uo pipefail
+suite="${1:?usage: bench/h200_suite.sh blocks|conv2d OUTDIR}"
+out="${2:?usage: bench/h200_suite.sh blocks|conv2d OUTDIR}"
+mkdir -p "$out"
+bin=.carry
+export PYTHONUNBUFFERED=1
+bash bench/gpu_context.sh > "$out/gpu_context.txt" 2>&1
+echo "== [gpu] tests"; timeout 120 "$bin/test_conv2d_gpu" 2>&1 | tee "$out/gpu_tests.txt" | tail -2
+echo "== $suite suite"
+timeout 240 "$bin/blockfuse" bench --suite "$suite" --min-seconds 0.3 --out "$out/$suite" > "$out/bench_$suite.txt" 2>&1
+echo "rc=$?"; tail -4 "$out/bench_$suite.txt"
+echo "== PyTorch"
+timeout 150 python3 bench/pytorch_baseline.py --suite "workloads/$suite.txt" --out "$out/$suite/pytorch.json" \
+    > "$out/pytorch_$suite.txt" 2>&1
+echo "rc=$?"; tail -3 "$out/pytorch_$suite.txt"
+python3 bench/merge_results.py --ours "$out/$suite/results.json" --torch "$out/$suite/pytorch.json" \
+    --out-md "$out/$suite/summary.md" --out-csv "$out/$suite/merged.csv" > /dev/null 2>&1
+if [ "$suite" = blocks ]; then
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  timeout 150 "$ncu" --clock-control none --csv --print-units base -k regex:_kernel \
+      --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_write.sum,gpu__time_duration.sum \
+      "$bin/blockfuse" bench --suite ncu --single-run --no-ceilings --out "$out/single" > "$out/ncu_dram.csv" 2> "$out/ncu_dram.err"
+  echo "ncu rc=$?"
+  python3 bench/ncu_compare.py "$out/single/results.json" "$out/ncu_dram.csv" --out "$out/dram_validation.md" | tail -2
+fi
+bash bench/gpu_context.sh > "$out/gpu_context_after.txt" 2>&1
