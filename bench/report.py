@@ -240,9 +240,10 @@ def plot_waterline(units, R, B, outdir):
     finite = oi[np.isfinite(oi) & (oi > 0)]
     lo = min(finite.min() if finite.size else ridge, ridge) / 2
     hi = max(finite.max() if finite.size else ridge, ridge) * 4
-    oi = np.clip(np.where(oi > 0, oi, lo), lo, hi / 1.5)  # inf (no bytes) drawn at the top
+    no_flops = ~(oi > 0)  # e.g. a max pool: data movement only; drawn as a short grey bar at the floor
+    oi = np.clip(np.where(no_flops, lo * 1.3, oi), lo, hi / 1.5)  # inf (no bytes) drawn at the top
     under = oi < ridge
-    colors = np.where(under, "tab:blue", "tab:orange")
+    colors = np.where(no_flops, "0.7", np.where(under, "tab:blue", "tab:orange"))
     edges = np.where(under, "#0b3d66", "#8a3d00")  # darker edges: bar boundaries, and narrow bars stay visible
     N = sum(n for _, n, _, _, _ in ks)
     fig, axes = plt.subplots(2, 1, figsize=(14, 9.5), sharey=True, layout="constrained")
@@ -274,9 +275,10 @@ def plot_waterline(units, R, B, outdir):
     axes[0].set_ylim(lo, hi)
     handles = [Patch(color="tab:blue", label="memory bound (n/b below the waterline)"),
                Patch(color="tab:orange", label="compute bound"),
+               *([Patch(color="0.7", label="no FLOPs counted (data movement only)")] if no_flops.any() else []),
                Line2D([], [], color="k", label=f"op:byte waterline R/B = {ridge:.1f} FLOP/byte "
                                                f"(FFMA {R / 1e12:.1f} TFLOP/s / copy {B / 1e9:.0f} GB/s)")]
-    fig.legend(handles=handles, loc="outside upper center", ncol=3, frameon=False)
+    fig.legend(handles=handles, loc="outside upper center", ncol=len(handles), frameon=False)
     _save(fig, outdir, "waterline")
 
 
