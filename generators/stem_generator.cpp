@@ -18,6 +18,7 @@ public:
     GeneratorParam<int> tile_x{"tile_x", 8};
     GeneratorParam<int> tile_y{"tile_y", 4};
     GeneratorParam<int> vec_k{"vec_k", 4};
+    GeneratorParam<int> conv_vec{"conv_vec", 1};
 
     GeneratorInput<Buffer<>> *input = nullptr, *weights = nullptr, *bias = nullptr;
     GeneratorOutput<Buffer<>> *output = nullptr;
@@ -36,7 +37,11 @@ public:
         out(f.pool.args()) = f.pool(f.pool.args());
         f.pool.compute_inline();
         f.pool = out;
-        blockfuse::StemKnobs kn{tile_x, tile_y, vec_k};
+        if (int(out_channels) % int(conv_vec)) {
+            throw CompileError("stem: conv_vec = " + std::to_string(int(conv_vec)) + " must divide out_channels = " +
+                               std::to_string(int(out_channels)));
+        }
+        blockfuse::StemKnobs kn{tile_x, tile_y, vec_k, conv_vec};
         blockfuse::schedule_stem(f, out_channels, strategy, kn, get_target().has_gpu_feature());
         input->dim(0).set_bounds(0, channels);
         weights->dim(0).set_bounds(0, out_channels);

@@ -28,6 +28,17 @@ inline std::vector<std::string> block_shapes() {
         "convnext:n=1,c=16,h=15,w=13,e=4,k=7,stride=1,act=gelu",
         "mbconv:n=1,c=24,h=11,w=9,e=6,k=3,stride=1,act=relu6",
         "mbconv:n=2,c=24,h=7,w=13,e=6,k=3,stride=1,act=relu6",
+        // The blocks suite's channel counts (CUDA f16 kernels only): odd sizes, tiles that do
+        // not divide them.
+        "mbconv:n=1,c=16,h=9,w=7,e=6,k=3,stride=1,act=relu6",
+        "mbconv:n=2,c=40,h=7,w=5,e=6,k=5,stride=1,act=relu6",
+        "mbconv:n=1,c=80,h=5,w=9,e=6,k=3,stride=1,act=relu6",
+        "fused_mbconv:n=1,c=48,h=7,w=5,e=4,k=3,stride=1,act=silu",
+        "convfirst:n=1,c=64,h=5,w=7,e=4,k=3,stride=1,act=relu",
+        "convfirst:n=1,c=128,h=5,w=3,e=4,k=3,stride=1,act=relu",
+        "convfirst:n=2,c=256,h=3,w=5,e=4,k=3,stride=1,act=relu",
+        "ffn:n=1,c=256,h=3,w=5,e=4,act=relu",
+        "convnext:n=1,c=96,h=9,w=7,e=4,k=7,stride=1,act=gelu",
     };
 }
 
