@@ -3,7 +3,9 @@
 # every candidate kernel checked then timed (ceilings measured first), PyTorch eager and
 # torch.compile on the same workloads, merged into one table; for the blocks suite also the
 # Nsight Compute DRAM validation of workloads/ncu.txt (DRAM read/write and L2 write sectors).
-#   usage: bench/h200_suite.sh blocks|conv2d OUTDIR
+#   usage: [NCU=0] [RACECHECK=TAGS] bench/h200_suite.sh blocks|conv2d OUTDIR
+# NCU=0 skips the Nsight Compute part; RACECHECK="[stages]" runs compute-sanitizer racecheck over
+# those [gpu] test cases first.
 set -uo pipefail
 suite="${1:?usage: bench/h200_suite.sh blocks|conv2d OUTDIR}"
 out="${2:?usage: bench/h200_suite.sh blocks|conv2d OUTDIR}"
@@ -12,6 +14,11 @@ bin=.carry
 export PYTHONUNBUFFERED=1
 bash bench/gpu_context.sh > "$out/gpu_context.txt" 2>&1
 echo "== [gpu] tests"; timeout 120 "$bin/test_conv2d_gpu" 2>&1 | tee "$out/gpu_tests.txt" | tail -2
+if [ -n "${RACECHECK:-}" ]; then
+  san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
+  timeout 150 "$san" --tool racecheck --error-exitcode 9 "$bin/test_conv2d_gpu" "$RACECHECK" > "$out/racecheck.txt" 2>&1
+  echo "racecheck $RACECHECK rc=$?"; grep -E "RACECHECK SUMMARY|passed|failed" "$out/racecheck.txt" | tail -2
+fi
 echo "== $suite suite"
 timeout 240 "$bin/blockfuse" bench --suite "$suite" --min-seconds 0.3 --out "$out/$suite" > "$out/bench_$suite.txt" 2>&1
 echo "rc=$?"; tail -4 "$out/bench_$suite.txt"
@@ -21,7 +28,7 @@ timeout 150 python3 bench/pytorch_baseline.py --suite "workloads/$suite.txt" --o
 echo "rc=$?"; tail -3 "$out/pytorch_$suite.txt"
 python3 bench/merge_results.py --ours "$out/$suite/results.json" --torch "$out/$suite/pytorch.json" \
     --out-md "$out/$suite/summary.md" --out-csv "$out/$suite/merged.csv" > /dev/null 2>&1
-if [ "$suite" = blocks ]; then
+if [ "$suite" = blocks ] && [ "${NCU:-1}" != 0 ]; then
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   timeout 150 "$ncu" --clock-control none --csv --print-units base -k regex:_kernel \
       --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_write.sum,gpu__time_duration.sum \

@@ -159,7 +159,7 @@ std::vector<Candidate> block_candidates_for(const std::string &name, const Block
     std::vector<Candidate> out;
     auto cands = block_candidates(w, dev);
     double macs = 0;
-    for (const auto &l : w.layers()) macs += conv2d_flops(l) / 2;
+    for (const auto &l : w.layers()) macs += w.blocks * conv2d_flops(l) / 2;
     for (size_t i = 0; i < cands.size(); ++i) {
         const KernelVariant *v = cands[i];
         auto t = std::make_shared<BlockTensors>(make_block_tensors(w));

@@ -323,6 +323,7 @@ class BlockWorkload:
     e: int = 0  # expansion: hidden width E = c * e
     k: int = 3  # the spatial kernel (1 for ffn)
     stride: int = 1
+    blocks: int = 1  # > 1: a stage of identical blocks, each one's input the previous one's output
     act: str = "relu6"
     dtype: str = "f32"
 
@@ -401,8 +402,8 @@ def conv2d_flops(wl):
 
 
 def block_flops(bw):
-    """Sum of the layers' conv2d flops (the fused row of block_costs(); residual not counted)."""
-    return sum(conv2d_flops(l) for l in block_layers(bw))
+    """Sum of the layers' conv2d flops over every block (block_costs(); residual not counted)."""
+    return bw.blocks * sum(conv2d_flops(l) for l in block_layers(bw))
 
 
 def parse_block(key):
@@ -423,7 +424,7 @@ def parse_block(key):
     for req in ("n", "c", "h", "w", "e"):
         setattr(bw, req, take(req, True))
     bw.k = BLOCK_DEFAULT_K.get(family, 3)
-    for opt in ("k", "stride"):
+    for opt in ("k", "stride", "blocks"):
         v = take(opt, False)
         if v is not None:
             setattr(bw, opt, v)
@@ -446,6 +447,10 @@ def parse_block(key):
         _fail(key, f"field 'k' = {bw.k} must be odd (same padding)")
     if bw.stride not in (1, 2):
         _fail(key, f"field 'stride' = {bw.stride} must be 1 or 2")
+    if not 1 <= bw.blocks <= 4:
+        _fail(key, f"field 'blocks' = {bw.blocks} must be 1 to 4")
+    if bw.blocks > 1 and bw.stride != 1:
+        _fail(key, f"a stage (blocks = {bw.blocks}) needs stride 1: each block's output feeds the next")
     if family == "ffn" and (bw.k != 1 or bw.stride != 1):
         _fail(key, "ffn has no spatial kernel: k and stride must be 1")
     if family == "convfirst" and bw.c % CONVFIRST_GROUP_WIDTH:
@@ -462,6 +467,8 @@ def block_to_key(bw):
     s = f"{bw.family}:n={bw.n},c={bw.c},h={bw.h},w={bw.w},e={bw.e}"
     if bw.family != "ffn":
         s += f",k={bw.k},stride={bw.stride}"
+    if bw.blocks > 1:
+        s += f",blocks={bw.blocks}"
     return s + f",act={bw.act},dtype={bw.dtype}"
 
 
@@ -475,7 +482,7 @@ def block_call_plan(bw):
         layers.append({"weight_shape": (l.k, l.c // l.groups, l.r, l.s), "bias_shape": (l.k,),
                        "stride": a["stride"], "padding": a["padding"], "dilation": a["dilation"],
                        "groups": a["groups"], "act": l.act, "norm_after": spec.norm_after})
-    return {"layers": layers, "residual": bw.residual()}
+    return {"layers": layers, "residual": bw.residual(), "blocks": bw.blocks}
 
 
 def make_block_forward(plan, conv2d, act_fns, channel_norm=None):
@@ -488,18 +495,21 @@ def make_block_forward(plan, conv2d, act_fns, channel_norm=None):
              for L in plan["layers"]]
     if any(s[-1] for s in steps) and channel_norm is None:
         raise ValueError("the block has a LayerNorm but no channel_norm function was given")
-    residual = plan["residual"]
+    residual, blocks, per_block = plan["residual"], plan.get("blocks", 1), 2 * len(steps)
 
-    def block(x, *params):
-        y = x
-        for i, (stride, padding, dilation, groups, act, norm) in enumerate(steps):
-            y = conv2d(y, params[2 * i], params[2 * i + 1], stride=stride, padding=padding,
-                       dilation=dilation, groups=groups)
-            if act is not None:
-                y = act(y)
-            if norm:
-                y = channel_norm(y)
-        return y + x if residual else y
+    def block(x, *params):  # a stage: the blocks one after the other, each with its own params
+        for b in range(blocks):
+            p = params[b * per_block:(b + 1) * per_block]
+            y = x
+            for i, (stride, padding, dilation, groups, act, norm) in enumerate(steps):
+                y = conv2d(y, p[2 * i], p[2 * i + 1], stride=stride, padding=padding,
+                           dilation=dilation, groups=groups)
+                if act is not None:
+                    y = act(y)
+                if norm:
+                    y = channel_norm(y)
+            x = y + x if residual else y
+        return x
 
     return block
 
@@ -667,7 +677,7 @@ def _make_block_inputs(bw, seed):
     x = torch.randn(bw.n, bw.c, bw.h, bw.w, device="cuda", dtype=dt, generator=g)
     x = x.contiguous(memory_format=torch.channels_last)
     params = []
-    for L in block_call_plan(bw)["layers"]:
+    for L in block_call_plan(bw)["layers"] * bw.blocks:
         wshape = L["weight_shape"]
         weight = torch.randn(*wshape, device="cuda", dtype=dt, generator=g)
         weight = (weight / math.sqrt(math.prod(wshape[1:]))).contiguous(memory_format=torch.channels_last)

@@ -41,7 +41,8 @@ inline NormFuncs layer_norm(const Halide::Func &h, int channels, const Halide::T
 // input: (c, x, y, n); weights[i]: (k, cg, kx, ky); biases[i]: (k) f32. W, H: input extents.
 inline BlockFuncs block_algorithm(const Halide::Func &input, const std::vector<Halide::Func> &weights,
                                   const std::vector<Halide::Func> &biases, const BlockSpec &spec,
-                                  const Halide::Expr &W, const Halide::Expr &H, const Halide::Type &storage) {
+                                  const Halide::Expr &W, const Halide::Expr &H, const Halide::Type &storage,
+                                  const std::string &prefix = "") {
     using namespace Halide;
     BlockFuncs b;
     Func x = input;
@@ -61,16 +62,22 @@ inline BlockFuncs block_algorithm(const Halide::Func &input, const std::vector<H
         const bool last = i + 1 == spec.layers.size();
         const int act = L.act;
         Func block_in = input;
-        Epilogue epi = [act, last, residual = spec.residual, block_in](const Expr &acc, const std::vector<Var> &v) {
+        // The residual read is clamped to the block input: a no-op for every output pixel, but
+        // it bounds the read when a depth-first stage computes this block on a region grown by
+        // halos (Halide's bounds of the fused thread mappings are loose: without the clamp the
+        // stage kernel "read" the stage input at y = -62 and failed its bounds check).
+        Expr W0 = W, H0 = H;
+        Epilogue epi = [act, last, residual = spec.residual, block_in, W0, H0](const Expr &acc, const std::vector<Var> &v) {
             Expr r = apply_activation(acc, Activation(act));
-            if (last && residual) r += to_f32(block_in(v[0], v[1], v[2], v[3]));
+            if (last && residual)
+                r += to_f32(block_in(v[0], clamp(v[1], 0, W0 - 1), clamp(v[2], 0, H0 - 1), v[3]));
             return r;
         };
-        b.layers.push_back(conv2d(x, weights[i], biases[i], g, epi, storage, "layer" + std::to_string(i)));
+        b.layers.push_back(conv2d(x, weights[i], biases[i], g, epi, storage, prefix + "layer" + std::to_string(i)));
         x = b.layers.back().output;
         b.norms.emplace_back();
         if (L.norm_after) {
-            b.norms.back() = layer_norm(x, L.out_ch, storage, "norm" + std::to_string(i));
+            b.norms.back() = layer_norm(x, L.out_ch, storage, prefix + "norm" + std::to_string(i));
             x = b.norms.back().normed;
         }
         w = (w + 2 * (L.ks / 2) - L.ks) / L.stride + 1;

@@ -1,5 +1,6 @@
 // Thin Generator over the fused-block algorithm: the block's structure and static channel
 // counts are GeneratorParams (static shapes give better code), the strategy picks the schedule.
+// blocks > 1: a stage of that many identical blocks, each block's input the previous one's output.
 #include "Halide.h"
 #include "generators/block_algorithm.h"
 #include "schedules/block_schedule.h"
@@ -19,7 +20,9 @@ public:
                                         {"convnext", BlockFamily::convnext}}};
     GeneratorParam<BlockStrategy> strategy{"strategy", BlockStrategy::fused,
                                            {{"layer_by_layer", BlockStrategy::layer_by_layer},
-                                            {"fused", BlockStrategy::fused}}};
+                                            {"fused", BlockStrategy::fused},
+                                            {"depth_first", BlockStrategy::depth_first}}};
+    GeneratorParam<int> blocks{"blocks", 1};
     GeneratorParam<int> channels{"channels", 24};
     GeneratorParam<int> expansion{"expansion", 6};
     GeneratorParam<int> kernel_size{"kernel_size", 3};
@@ -33,18 +36,23 @@ public:
     GeneratorParam<int> vec_k{"vec_k", 4};
     GeneratorParam<int> hidden_vec{"hidden_vec", 1};
 
-    // Arguments, in ABI order: input, then (weights_i, bias_i) per layer, then output. Added in
-    // configure() because the number of layers depends on the family.
+    // Arguments, in ABI order: input, then (weights_i, bias_i) per layer of each block, then
+    // output. Added in configure() because the number of layers depends on the family.
     GeneratorInput<Buffer<>> *input = nullptr;
     std::vector<GeneratorInput<Buffer<>> *> weights, biases;
     GeneratorOutput<Buffer<>> *output = nullptr;
 
     void configure() {
         auto spec = make_spec();
+        if (blocks < 1 || (blocks > 1 && spec.cout != spec.c))
+            throw CompileError("blocks = " + std::to_string(int(blocks)) + ": a stage needs blocks that keep their shape");
         input = add_input<Buffer<>>("input", Type(storage), 4);                // (c, x, y, n)
-        for (size_t i = 0; i < spec.layers.size(); ++i) {
-            weights.push_back(add_input<Buffer<>>("weights" + std::to_string(i), Type(storage), 4));  // (k, cg, kx, ky)
-            biases.push_back(add_input<Buffer<>>("bias" + std::to_string(i), Float(32), 1));
+        for (int blk = 0; blk < blocks; ++blk) {
+            const std::string pre = blocks > 1 ? "b" + std::to_string(blk) + "_" : "";
+            for (size_t i = 0; i < spec.layers.size(); ++i) {
+                weights.push_back(add_input<Buffer<>>(pre + "weights" + std::to_string(i), Type(storage), 4));  // (k, cg, kx, ky)
+                biases.push_back(add_input<Buffer<>>(pre + "bias" + std::to_string(i), Float(32), 1));
+            }
         }
         output = add_output<Buffer<>>("output", Type(storage), 4);
     }
@@ -55,17 +63,23 @@ public:
 
     void generate() {
         auto spec = make_spec();
-        std::vector<Func> w, b;
-        for (size_t i = 0; i < spec.layers.size(); ++i) {
-            w.push_back(*weights[i]);
-            b.push_back(*biases[i]);
+        const size_t L = spec.layers.size();
+        std::vector<blockfuse::BlockFuncs> stage;
+        Func x = *input;
+        for (int blk = 0; blk < blocks; ++blk) {
+            std::vector<Func> w, b;
+            for (size_t i = 0; i < L; ++i) {
+                w.push_back(*weights[blk * L + i]);
+                b.push_back(*biases[blk * L + i]);
+            }
+            stage.push_back(blockfuse::block_algorithm(x, w, b, spec, input->dim(1).extent(), input->dim(2).extent(),
+                                                       storage, "b" + std::to_string(blk) + "_"));
+            x = stage.back().layers.back().output;
         }
-        Func in = *input;
-        auto f = blockfuse::block_algorithm(in, w, b, spec, input->dim(1).extent(), input->dim(2).extent(), storage);
-        Func last = f.layers.back().output, out = *output;
+        Func last = x, out = *output;
         out(last.args()) = last(last.args());
         last.compute_inline();
-        f.layers.back().output = out;
+        stage.back().layers.back().output = out;
         blockfuse::BlockKnobs kn;
         // The chunk must divide the hidden width: a partial last chunk made the GPU schedule's
         // hidden layers read weights past the end (seen on PoCL with hidden 30, chunk 8), so the
@@ -78,7 +92,7 @@ public:
         if (kn.chunk % kn.hidden_vec)
             throw CompileError("hidden_vec = " + std::to_string(int(hidden_vec)) + " must divide the chunk (" +
                                std::to_string(kn.chunk) + ")");
-        blockfuse::schedule_block(f, spec, strategy, kn, get_target().has_gpu_feature());
+        blockfuse::schedule_stage(stage, spec, strategy, kn, get_target().has_gpu_feature());
         // Static channel counts: the runtime passes matching buffers (checked by Halide too).
         // Dense NHWC / (k, cg, kx, ky) buffers with static channel counts: every channel vector
         // is then provably aligned (unaligned f16 vectors gave wrong results through Halide 21's
@@ -90,7 +104,7 @@ public:
             for (int d = 2; d < b.dimensions(); ++d) b.dim(d).set_stride(b.dim(d - 1).stride() * b.dim(d - 1).extent());
         };
         dense(*input, spec.c);
-        for (size_t i = 0; i < spec.layers.size(); ++i) dense(*weights[i], spec.layers[i].out_ch);
+        for (size_t i = 0; i < weights.size(); ++i) dense(*weights[i], spec.layers[i % L].out_ch);
         output->set_host_alignment(16);
         output->dim(0).set_bounds(0, spec.cout);
         output->dim(1).set_stride(spec.cout);

@@ -87,18 +87,30 @@ inline int effective_chunk(int hidden, int chunk) {
 // Shared memory of the fused GPU schedule, per thread block (the launch checker's estimate): the
 // f32 output accumulator tile, each hidden layer's chunk on its region (the tile grown by the
 // halos of the spatial layers after it), each full-width layer (and LayerNorm) on its region.
-inline long long fused_block_shared_bytes(const BlockSpec &b, int tile_x, int tile_y, int chunk, int elem_bytes) {
-    long long bytes = 4LL * b.cout * tile_x * tile_y;
-    const int ch = effective_chunk(b.hidden, chunk);
-    for (size_t i = 0; i + 1 < b.layers.size(); ++i) {
-        long long rx = tile_x, ry = tile_y;  // region of layer i's output the block needs
-        for (size_t j = b.layers.size() - 1; j > i; --j) {
+// blocks > 1 (depth-first stage): the same for every block on its region (the tile grown by the
+// halos of the blocks after it), plus the output of every block but the last; the sum, as if no
+// allocation were reused.
+inline long long fused_block_shared_bytes(const BlockSpec &b, int tile_x, int tile_y, int chunk, int elem_bytes,
+                                          int blocks = 1) {
+    auto grow = [&](long long &rx, long long &ry, size_t from_layer) {  // through layers [from_layer, end)
+        for (size_t j = b.layers.size(); j-- > from_layer;) {
             rx = (rx - 1) * b.layers[j].stride + b.layers[j].ks;
             ry = (ry - 1) * b.layers[j].stride + b.layers[j].ks;
         }
-        const LayerSpec &L = b.layers[i];
-        bytes += (L.hidden ? ch : L.out_ch) * rx * ry * elem_bytes;
-        if (L.norm_after) bytes += L.out_ch * rx * ry * elem_bytes + 2 * 4 * rx * ry;  // normed + mean, rstd
+    };
+    const int ch = effective_chunk(b.hidden, chunk);
+    long long bytes = 0, bx = tile_x, by = tile_y;  // region of the current block's output
+    for (int blk = blocks - 1; blk >= 0; --blk) {
+        bytes += 4LL * b.cout * bx * by;                                        // accumulator
+        if (blk + 1 < blocks) bytes += 1LL * b.cout * bx * by * elem_bytes;     // block output
+        for (size_t i = 0; i + 1 < b.layers.size(); ++i) {
+            long long rx = bx, ry = by;  // region of layer i's output the block needs
+            grow(rx, ry, i + 1);
+            const LayerSpec &L = b.layers[i];
+            bytes += (L.hidden ? ch : L.out_ch) * rx * ry * elem_bytes;
+            if (L.norm_after) bytes += L.out_ch * rx * ry * elem_bytes + 2 * 4 * rx * ry;  // normed + mean, rstd
+        }
+        grow(bx, by, 0);
     }
     return bytes;
 }

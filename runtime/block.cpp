@@ -70,6 +70,7 @@ BlockWorkload parse_block(const std::string &key) {
     w.k = w.family == BlockFamily::ffn ? 1 : w.family == BlockFamily::convnext ? 7 : 3;
     take("k", &w.k, false);
     take("stride", &w.stride, false);
+    take("blocks", &w.blocks, false);
     w.act = w.family == BlockFamily::mbconv ? Activation::relu6
           : w.family == BlockFamily::fused_mbconv ? Activation::silu
           : w.family == BlockFamily::convnext ? Activation::gelu : Activation::relu;
@@ -89,6 +90,9 @@ BlockWorkload parse_block(const std::string &key) {
         if (v <= 0) fail(key, std::string("field '") + name + "' = " + std::to_string(v) + " must be positive");
     if (w.k % 2 == 0) fail(key, "field 'k' = " + std::to_string(w.k) + " must be odd (same padding)");
     if (w.stride != 1 && w.stride != 2) fail(key, "field 'stride' = " + std::to_string(w.stride) + " must be 1 or 2");
+    if (w.blocks < 1 || w.blocks > 4) fail(key, "field 'blocks' = " + std::to_string(w.blocks) + " must be 1 to 4");
+    if (w.blocks > 1 && w.stride != 1)
+        fail(key, "a stage (blocks = " + std::to_string(w.blocks) + ") needs stride 1: each block's output feeds the next");
     if (w.family == BlockFamily::ffn && (w.k != 1 || w.stride != 1)) fail(key, "ffn has no spatial kernel: k and stride must be 1");
     if (w.family == BlockFamily::convfirst && w.c % 8)
         fail(key, "field 'c' = " + std::to_string(w.c) + " must be a multiple of the group width 8 for convfirst");
@@ -101,6 +105,7 @@ std::string to_key(const BlockWorkload &w) {
     std::ostringstream o;
     o << block_family_name(w.family) << ":n=" << w.n << ",c=" << w.c << ",h=" << w.h << ",w=" << w.w << ",e=" << w.e;
     if (w.family != BlockFamily::ffn) o << ",k=" << w.k << ",stride=" << w.stride;
+    if (w.blocks > 1) o << ",blocks=" << w.blocks;
     o << ",act=" << activation_name(w.act) << ",dtype=" << dtype_name(w.dtype);
     return o.str();
 }
@@ -109,10 +114,11 @@ BlockTensors make_block_tensors(const BlockWorkload &w) {
     BlockTensors t;
     auto layers = w.layers();
     t.input = make_tensor(w.dtype, {w.c, w.w, w.h, w.n});
-    for (const auto &l : layers) {
-        t.weights.push_back(make_tensor(w.dtype, {l.k, l.c / l.groups, l.s, l.r}));
-        t.biases.emplace_back(l.k);
-    }
+    for (int b = 0; b < w.blocks; ++b)
+        for (const auto &l : layers) {
+            t.weights.push_back(make_tensor(w.dtype, {l.k, l.c / l.groups, l.s, l.r}));
+            t.biases.emplace_back(l.k);
+        }
     const auto &last = layers.back();
     t.output = make_tensor(w.dtype, {last.k, last.out_w(), last.out_h(), w.n});
     return t;
@@ -122,11 +128,12 @@ void randomize(BlockTensors &t, const BlockWorkload &w, std::mt19937_64 &rng) {
     auto layers = w.layers();
     fill_uniform(t.input, w.dtype, rng, -1.0, 1.0);
     std::uniform_real_distribution<float> d(-0.5f, 0.5f);
-    for (size_t i = 0; i < layers.size(); ++i) {
-        double a = 1.0 / std::sqrt(double(layers[i].c / layers[i].groups) * layers[i].r * layers[i].s);
-        fill_uniform(t.weights[i], w.dtype, rng, -a * 1.7, a * 1.7);
-        t.biases[i].for_each_value([&](float &b) { b = d(rng); });
-        t.biases[i].set_host_dirty();
+    for (size_t j = 0; j < t.weights.size(); ++j) {
+        const auto &l = layers[j % layers.size()];
+        double a = 1.0 / std::sqrt(double(l.c / l.groups) * l.r * l.s);
+        fill_uniform(t.weights[j], w.dtype, rng, -a * 1.7, a * 1.7);
+        t.biases[j].for_each_value([&](float &b) { b = d(rng); });
+        t.biases[j].set_host_dirty();
     }
     poison(t.output, w.dtype);
 }
@@ -139,6 +146,7 @@ std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Devi
         if (v.knob("channels", -1) != w.c || v.knob("expansion", -1) != w.e) continue;
         if (v.knob("kernel_size", w.family == BlockFamily::ffn ? 1 : 3) != w.k && w.family != BlockFamily::ffn) continue;
         if (v.knob("stride", 1) != w.stride || v.knob("act", -1) != int(w.act)) continue;
+        if (v.knob("blocks", 1) != w.blocks) continue;
         out.push_back(&v);
     }
     return out;
@@ -153,9 +161,10 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w) {
     if (v.threads_per_block() > max_threads)
         throw KernelError(what + std::to_string(v.threads_per_block()) + " threads per block exceed the device limit of " +
                           std::to_string(max_threads));
-    if (v.param("strategy") == "fused") {  // defaults: generators/block_generator.cpp
-        long long shared = fused_block_shared_bytes(w.spec(), v.knob("tile_x", 8), v.knob("tile_y", 4),
-                                                    v.knob("chunk", 8), dtype_bytes(w.dtype));
+    if (v.param("strategy") != "layer_by_layer") {  // defaults: generators/block_generator.cpp
+        long long shared = fused_block_shared_bytes(w.spec(), v.knob("tile_x", 8), v.knob("tile_y", 4), v.knob("chunk", 8),
+                                                    dtype_bytes(w.dtype),
+                                                    v.param("strategy") == "depth_first" ? w.blocks : 1);
         if (shared > max_shared)
             throw KernelError(what + std::to_string(shared) + " bytes of shared memory per block exceed the limit of " +
                               std::to_string(max_shared));
@@ -163,22 +172,17 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w) {
 }
 
 void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t) {
-    using Fn2 = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                        halide_buffer_t *);
-    using Fn3 = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *,
-                        halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
     if (v.device != Device::cpu) check_block_launch(v, w);
     apply_register_cap(v);
-    int rc;
-    clear_halide_error();
-    if (t.weights.size() == 2) {
-        rc = reinterpret_cast<Fn2>(v.fn)(t.input.raw_buffer(), t.weights[0].raw_buffer(), t.biases[0].raw_buffer(),
-                                         t.weights[1].raw_buffer(), t.biases[1].raw_buffer(), t.output.raw_buffer());
-    } else {
-        rc = reinterpret_cast<Fn3>(v.fn)(t.input.raw_buffer(), t.weights[0].raw_buffer(), t.biases[0].raw_buffer(),
-                                         t.weights[1].raw_buffer(), t.biases[1].raw_buffer(), t.weights[2].raw_buffer(),
-                                         t.biases[2].raw_buffer(), t.output.raw_buffer());
+    // ABI order of generators/block_generator.cpp: input, (weights, bias) per layer of each block, output.
+    std::vector<void *> args{t.input.raw_buffer()};
+    for (size_t j = 0; j < t.weights.size(); ++j) {
+        args.push_back(t.weights[j].raw_buffer());
+        args.push_back(t.biases[j].raw_buffer());
     }
+    args.push_back(t.output.raw_buffer());
+    clear_halide_error();
+    const int rc = v.argv(args.data());
     if (rc != 0) throw KernelError("kernel " + v.name + " failed on " + to_key(w) + ": " + last_halide_error(rc));
 }
 
@@ -207,30 +211,38 @@ void layer_norm_reference(std::vector<double> &v, int channels, double eps) {
 
 Comparison check_block(const BlockWorkload &w, BlockTensors &t) {
     auto layers = w.layers();
-    std::vector<double> x = to_doubles(t.input, w.dtype), input = x, y, scale;
-    for (size_t i = 0; i < layers.size(); ++i) {
-        std::vector<double> wt = to_doubles(t.weights[i], w.dtype), b(layers[i].k);
-        t.biases[i].copy_to_host();
-        for (int k = 0; k < layers[i].k; ++k) b[k] = t.biases[i](k);
-        conv2d_reference(layers[i], x, wt, b, &y, &scale);
-        if (i + 1 < layers.size()) {  // hidden layers are stored in the storage type
-            round_to_storage(y, w.dtype);
-            if (w.spec().layers[i].norm_after) {
-                layer_norm_reference(y, layers[i].k, kLayerNormEps);
+    const size_t L = layers.size();
+    std::vector<double> x = to_doubles(t.input, w.dtype), y, scale;
+    for (int blk = 0; blk < w.blocks; ++blk) {
+        if (blk > 0) round_to_storage(x, w.dtype);  // the previous block's output, stored
+        const std::vector<double> input = x;
+        for (size_t i = 0; i < L; ++i) {
+            const size_t j = blk * L + i;
+            std::vector<double> wt = to_doubles(t.weights[j], w.dtype), b(layers[i].k);
+            t.biases[j].copy_to_host();
+            for (int k = 0; k < layers[i].k; ++k) b[k] = t.biases[j](k);
+            conv2d_reference(layers[i], x, wt, b, &y, &scale);
+            if (i + 1 < L) {  // hidden layers are stored in the storage type
                 round_to_storage(y, w.dtype);
+                if (w.spec().layers[i].norm_after) {
+                    layer_norm_reference(y, layers[i].k, kLayerNormEps);
+                    round_to_storage(y, w.dtype);
+                }
             }
+            x = y;
         }
+        if (w.spec().residual)
+            for (size_t i = 0; i < y.size(); ++i) {
+                y[i] += input[i];
+                scale[i] += std::fabs(input[i]);
+            }
         x = y;
     }
-    if (w.spec().residual)
-        for (size_t i = 0; i < y.size(); ++i) {
-            y[i] += input[i];
-            scale[i] += std::fabs(input[i]);
-        }
     const auto &last = layers.back();
     // Hidden values rounded to storage may differ by an ulp between kernel and reference:
-    // 4 storage ulps of the last layer's scale per hidden layer cover it.
-    double extra = 4.0 * 2 * dtype_unit_roundoff(w.dtype) * double(layers.size() - 1);
+    // 4 storage ulps of the last layer's scale per hidden layer cover it. In a stage, an earlier
+    // block's rounding differences pass through the later blocks: counted as more hidden layers.
+    double extra = 4.0 * 2 * dtype_unit_roundoff(w.dtype) * double(w.blocks * L - 1);
     return compare(to_doubles(t.output, w.dtype), y, scale, 1LL * (last.c / last.groups) * last.r * last.s, w.dtype, extra);
 }
 
@@ -238,25 +250,33 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
     auto layers = w.layers();
     std::vector<KernelCost> out;
     const double e = dtype_bytes(w.dtype);
+    auto block_name = [&](int blk) { return w.blocks > 1 ? "b" + std::to_string(blk) + "_" : std::string(); };
     if (strategy == "layer_by_layer") {
-        for (size_t i = 0; i < layers.size(); ++i) {
-            KernelCost c{"layer" + std::to_string(i), conv2d_flops(layers[i]), conv2d_bytes(layers[i])};
-            if (i + 1 == layers.size() && w.spec().residual) c.bytes += e * double(w.n) * w.c * w.h * w.w;
-            out.push_back(c);
-            if (w.spec().layers[i].norm_after)  // LayerNorm: reads and writes the layer's output (no MACs)
-                out.push_back({"norm" + std::to_string(i), 0,
-                               2 * e * double(w.n) * layers[i].k * layers[i].out_h() * layers[i].out_w()});
-        }
+        for (int blk = 0; blk < w.blocks; ++blk)
+            for (size_t i = 0; i < layers.size(); ++i) {
+                KernelCost c{block_name(blk) + "layer" + std::to_string(i), conv2d_flops(layers[i]), conv2d_bytes(layers[i])};
+                if (i + 1 == layers.size() && w.spec().residual) c.bytes += e * double(w.n) * w.c * w.h * w.w;
+                out.push_back(c);
+                if (w.spec().layers[i].norm_after)  // LayerNorm: reads and writes the layer's output (no MACs)
+                    out.push_back({block_name(blk) + "norm" + std::to_string(i), 0,
+                                   2 * e * double(w.n) * layers[i].k * layers[i].out_h() * layers[i].out_w()});
+            }
         return out;
     }
-    KernelCost c{"block", 0, 0};
-    for (const auto &l : layers) {
-        c.flops += conv2d_flops(l);
-        c.bytes += e * double(l.k) * (l.c / l.groups) * l.r * l.s + 4.0 * l.k;
-    }
-    c.bytes += e * double(w.n) * w.c * w.h * w.w;  // block input (the residual re-read is not compulsory)
-    c.bytes += e * double(w.n) * layers.back().k * layers.back().out_h() * layers.back().out_w();
-    out.push_back(c);
+    // One fused kernel: `nb` blocks' flops and weights, its input and output once (the residual
+    // re-read is not compulsory).
+    auto fused_kernel = [&](const std::string &name, int nb) {
+        KernelCost c{name, 0, 0};
+        for (const auto &l : layers) {
+            c.flops += nb * conv2d_flops(l);
+            c.bytes += nb * (e * double(l.k) * (l.c / l.groups) * l.r * l.s + 4.0 * l.k);
+        }
+        c.bytes += e * double(w.n) * w.c * w.h * w.w;
+        c.bytes += e * double(w.n) * layers.back().k * layers.back().out_h() * layers.back().out_w();
+        return c;
+    };
+    if (strategy == "depth_first") return {fused_kernel("stage", w.blocks)};
+    for (int blk = 0; blk < w.blocks; ++blk) out.push_back(fused_kernel(block_name(blk) + "block", 1));
     return out;
 }
 

@@ -3,6 +3,8 @@
 //   mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16
 //   fused_mbconv:...,e=4,k=3,act=silu   ffn:...,e=4,act=relu   convfirst:...,e=4 (k=3, ReLU)
 //   convnext:...,e=4,k=7,act=gelu (depthwise kxk -> LayerNorm -> FFN -> residual)
+//   mbconv:...,stride=1,blocks=3,...: a stage of 3 identical blocks (blocks 1-4; stride 1), each
+//   block's input the previous block's output
 #pragma once
 #include "generators/block_spec.h"
 #include "runtime/conv2d.h"
@@ -16,10 +18,12 @@ namespace blockfuse {
 struct BlockWorkload {
     BlockFamily family = BlockFamily::mbconv;
     int n = 0, c = 0, h = 0, w = 0, e = 0, k = 3, stride = 1;
+    int blocks = 1;  // > 1: a stage
     Activation act = Activation::relu6;
     DType dtype = DType::f32;
     BlockSpec spec() const;
-    // The block's layers as conv2d workloads (shapes, padding, groups, activation).
+    // One block's layers as conv2d workloads (shapes, padding, groups, activation); a stage
+    // repeats them `blocks` times.
     std::vector<Conv2dWorkload> layers() const;
     int out_h() const;
     int out_w() const;
@@ -31,7 +35,7 @@ std::string to_key(const BlockWorkload &w);
 
 struct BlockTensors {
     Tensor input, output;
-    std::vector<Tensor> weights;
+    std::vector<Tensor> weights;  // layer i of block b at [b * layers + i]
     std::vector<Halide::Runtime::Buffer<float>> biases;
 };
 BlockTensors make_block_tensors(const BlockWorkload &w);
@@ -45,13 +49,16 @@ std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Devi
 void check_block_launch(const KernelVariant &v, const BlockWorkload &w);
 void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t);
 
-// Float64 reference: layer by layer, hidden layers rounded to the storage type as the kernels
-// store them. Compares every output (tolerance in tests/README.md).
+// Float64 reference: layer by layer, block by block, hidden layers and the outputs of all blocks
+// but the last rounded to the storage type as the kernels store them. Compares every output
+// (tolerance in tests/README.md).
 Comparison check_block(const BlockWorkload &w, BlockTensors &t);
 
 // Tensor-machine accounting of a strategy: per kernel, ops (2 per MAC) and compulsory DRAM
 // bytes (layer-by-layer: each layer reads its input and weights and writes its output;
-// fused: block input, all weights, block output once).
+// fused: per block, block input, its weights, block output once; depth_first: one kernel for the
+// stage, stage input, all weights, stage output once; its halo recompute is not counted, the
+// bench README reports it beside).
 struct KernelCost {
     std::string name;
     double flops = 0, bytes = 0;

@@ -20,7 +20,7 @@ const char *device_name(Device d) {
 
 int KernelVariant::threads_per_block() const {
     if (device == Device::cpu) return 0;
-    if (family == "block" && param("strategy") == "fused")  // defaults: generators/block_generator.cpp
+    if (family == "block" && param("strategy") != "layer_by_layer")  // defaults: generators/block_generator.cpp
         return fused_block_threads(knob("channels", 24), knob("vec_k", 4), knob("tile_x", 8));
     if (family == "stem")  // pool tile threads (generators/stem_generator.cpp); layer-by-layer conv uses the conv2d defaults
         return std::max(fused_block_threads(knob("out_channels", 64), knob("vec_k", 4), knob("tile_x", 8)),
@@ -66,11 +66,12 @@ void apply_register_cap(const KernelVariant &v) {
 }
 
 namespace {
-KernelVariant make(const char *family, void *fn, const char *name, const char *device,
+KernelVariant make(const char *family, void *fn, int (*argv)(void **), const char *name, const char *device,
                    const char *dtype, const char *knobs) {
     KernelVariant v;
     v.family = family;
     v.fn = fn;
+    v.argv = argv;
     v.name = name;
     std::string d = device;
     v.device = d == "cuda" ? Device::cuda : d == "opencl" ? Device::opencl : Device::cpu;
@@ -92,7 +93,7 @@ KernelVariant make(const char *family, void *fn, const char *name, const char *d
 
 const std::vector<KernelVariant> &all_kernels() {
 #define BF_KERNEL(family, fn, name, device, dtype, knobs) \
-    make(#family, reinterpret_cast<void *>(&fn), name, device, dtype, knobs),
+    make(#family, reinterpret_cast<void *>(&fn), &fn##_argv, name, device, dtype, knobs),
     static const std::vector<KernelVariant> kernels{
 #include "kernel_registry.inc"
     };

@@ -26,6 +26,7 @@ struct KernelVariant {
     std::map<std::string, std::string> params; // non-integer generator params (family, strategy...)
     std::string kind;                          // conv2d: general | pointwise | depthwise
     void *fn;
+    int (*argv)(void **) = nullptr;  // the same kernel's _argv entry: buffers as an array, in ABI order
     int knob(const std::string &k, int dflt) const {
         auto it = knobs.find(k);
         return it == knobs.end() ? dflt : it->second;

@@ -55,15 +55,14 @@ void layer_by_layer(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, b
 // Block fusion on the CPU: per output tile, the output accumulates over hidden channels in
 // chunks (Eq. 32); each chunk of every hidden layer (MBConv: expand and depthwise on the tile
 // plus halo) is produced inside that loop, used, and discarded.
-void fused_cpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
+// The hidden layers (and full-width layers, LayerNorm) of a block, scheduled inside the block's
+// output tile at `xo` of `root` (the CPU part of both fused_cpu and depth-first).
+void fused_cpu_inside(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, Func root, Var xo) {
     Conv2dFuncs &last = f.layers.back();
     Func out = last.output, acc = last.accum;
-    Var k = out.args()[0], x = out.args()[1], y = out.args()[2], n = out.args()[3];
-    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), t("t");
-    out.tile(x, y, xo, yo, xi, yi, kn.tile_x, kn.tile_y, guard).fuse(yo, n, t).parallel(t).vectorize(k, 8, guard);
     Var ak = acc.args()[0], ax = acc.args()[1], ay = acc.args()[2];
     RVar eo("eo"), ei("ei");
-    acc.compute_at(out, xo).vectorize(ak, 8, guard);
+    acc.compute_at(root, xo).vectorize(ak, 8, guard);
     acc.update().split(last.r.x, eo, ei, kn.chunk, guard).reorder(ak, ax, ay, ei, eo).vectorize(ak, 8, guard);
     for (size_t i = 0; i + 1 < f.layers.size(); ++i) {
         Conv2dFuncs &L = f.layers[i];
@@ -71,17 +70,28 @@ void fused_cpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
         if (spec.layers[i].hidden) {
             L.output.compute_at(acc, eo).vectorize(lk, 8, guard);
         } else {
-            L.output.compute_at(out, xo).vectorize(lk, 8, guard);
+            L.output.compute_at(root, xo).vectorize(lk, 8, guard);
         }
         L.accum.compute_at(L.output, lx).vectorize(L.accum.args()[0], 8, guard);
         L.accum.update().vectorize(L.accum.args()[0], 8, guard);
         if (f.norms[i].defined()) {  // per tile: all channels of a pixel are there
             NormFuncs nf = f.norms[i];
-            nf.normed.compute_at(out, xo).vectorize(nf.normed.args()[0], 8, guard);
+            nf.normed.compute_at(root, xo).vectorize(nf.normed.args()[0], 8, guard);
             nf.mean.compute_at(nf.normed, nf.normed.args()[1]);
             nf.rstd.compute_at(nf.normed, nf.normed.args()[1]);
         }
     }
+}
+
+// Block fusion on the CPU: the output tiled over parallel tasks. Returns the tile Var (for
+// depth-first, the earlier blocks of a stage are computed there).
+Var fused_cpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
+    Func out = f.layers.back().output;
+    Var k = out.args()[0], x = out.args()[1], y = out.args()[2], n = out.args()[3];
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi"), t("t");
+    out.tile(x, y, xo, yo, xi, yi, kn.tile_x, kn.tile_y, guard).fuse(yo, n, t).parallel(t).vectorize(k, 8, guard);
+    fused_cpu_inside(f, spec, kn, out, xo);
+    return xo;
 }
 
 // Block fusion on the GPU: one kernel. A thread block owns a tile of output pixels and all
@@ -90,11 +100,64 @@ void fused_cpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
 // chunk on its tile (+ halo) into shared memory, synchronizes, and every thread accumulates it.
 // hidden_vec > 1: each thread produces that many hidden channels of a pixel (input loads reused
 // across them) instead of one.
-// H200, MBConv c=24 e=6 56x56 f16, N=128: 2.37 ms at best (16x4 pixels, chunk 16, 2 channels per
-// thread, hidden_vec 1), 1.67x slower than layer by layer and far from the 101 µs compute floor:
-// hidden elements produced one per thread without register tiles
-// (bench/results/h200/blocks-shared-acc/). hidden_vec > 1 is not measured yet.
-void fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
+// H200, MBConv c=24 e=6 56x56 f16, N=128 (bench/results/h200/blocks/, registers/): 1.21-1.29 ms
+// at best (mapping k: 16x4 pixels, chunk 48, 2 output channels and 8 hidden channels per thread,
+// 64-register JIT cap), 1.07-1.14x faster than layer by layer, 7.8% of FFMA (101 µs floor). With
+// hidden_vec 1 the best was 2.37 ms: one hidden element per thread re-loads the input per channel.
+// The hidden layers of a fused block inside the thread block of `root` at `xo` (threads_x x
+// threads_y threads): each chunk of every hidden layer produced into shared memory at the
+// accumulator's chunk loop `eo`, full-width layers and LayerNorm on the tile.
+void hidden_layers_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, Func root, Var xo, RVar eo,
+                       int threads_x, int threads_y) {
+    Func acc = f.layers.back().accum;
+    for (size_t i = 0; i + 1 < f.layers.size(); ++i) {
+        Conv2dFuncs &L = f.layers[i];
+        Func h = L.output;
+        if (spec.layers[i].hidden) {
+            h.compute_at(acc, eo);
+        } else {
+            h.compute_at(root, xo);
+        }
+        const int hv = spec.layers[i].hidden ? kn.hidden_vec : 1;
+        accumulate_in_register(L.accum, h, spread_over_block(h, threads_x, threads_y, hv), hv);
+        if (f.norms[i].defined()) {  // LayerNorm of the tile, in shared memory, one point per thread
+            NormFuncs nf = f.norms[i];
+            for (Func g : {nf.mean, nf.rstd, nf.normed}) {
+                g.compute_at(root, xo);
+                spread_over_block(g, threads_x, threads_y);
+            }
+        }
+    }
+}
+
+// Depth-first, GPU: an earlier block of a stage computed inside the last block's thread block
+// (its output region = the tile grown by the halos of the blocks after it), everything in
+// shared memory: its output, its accumulator (one (channel, pixel) per thread, spread over the
+// same threads_x x threads_y threads) and its hidden chunks.
+void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, Func root, Var xo,
+                           int threads_x, int threads_y) {
+    Conv2dFuncs &last = f.layers.back();
+    Func bout = last.output, acc = last.accum;
+    bout.compute_at(root, xo);
+    spread_over_block(bout, threads_x, threads_y);
+    acc.compute_at(root, xo).store_in(MemoryType::GPUShared);
+    Var k = acc.args()[0], x = acc.args()[1], y = acc.args()[2];
+    Var xy("dxy"), t("dt"), to("dto"), ti("dti"), tb("dtb"), ta("dta");
+    const int nt = threads_x * threads_y;
+    acc.fuse(x, y, xy).fuse(k, xy, t).split(t, to, ti, nt, guard).split(ti, tb, ta, threads_x).gpu_threads(ta, tb);
+    RVar eo("eo"), ei("ei");
+    acc.update()
+        .split(last.r.x, eo, ei, kn.chunk, guard)
+        .fuse(x, y, xy)
+        .fuse(k, xy, t)
+        .split(t, to, ti, nt, guard)
+        .split(ti, tb, ta, threads_x)
+        .reorder({ei, RVar(last.r.y), RVar(last.r.z), ta, tb, to, eo})
+        .gpu_threads(ta, tb);
+    hidden_layers_gpu(f, spec, kn, root, xo, eo, threads_x, threads_y);
+}
+
+Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     Conv2dFuncs &last = f.layers.back();
     Func out = last.output, acc = last.accum;
     const int vk = kn.vec_k;
@@ -121,34 +184,40 @@ void fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
         .unroll(akv)
         .unroll(ay);
     const int threads = fused_block_threads(spec.cout, vk, kn.tile_x);
-    for (size_t i = 0; i + 1 < f.layers.size(); ++i) {
-        Conv2dFuncs &L = f.layers[i];
-        Func h = L.output;
-        if (spec.layers[i].hidden) {
-            h.compute_at(acc, eo);
-        } else {
-            h.compute_at(out, xo);
-        }
-        const int hv = spec.layers[i].hidden ? kn.hidden_vec : 1;
-        accumulate_in_register(L.accum, h, spread_over_block(h, threads / kn.tile_x, kn.tile_x, hv), hv);
-        if (f.norms[i].defined()) {  // LayerNorm of the tile, in shared memory, one point per thread
-            NormFuncs nf = f.norms[i];
-            for (Func g : {nf.mean, nf.rstd, nf.normed}) {
-                g.compute_at(out, xo);
-                spread_over_block(g, threads / kn.tile_x, kn.tile_x);
-            }
-        }
-    }
+    hidden_layers_gpu(f, spec, kn, out, xo, eo, threads / kn.tile_x, kn.tile_x);
+    return xo;
 }
 }  // namespace
 
-void schedule_block(const BlockFuncs &f, const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn, bool gpu) {
-    if (s == BlockStrategy::layer_by_layer) {
-        layer_by_layer(f, spec, kn, gpu);
-    } else if (gpu) {
-        fused_gpu(f, spec, kn);
-    } else {
-        fused_cpu(f, spec, kn);
+void schedule_stage(const std::vector<BlockFuncs> &stage, const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn,
+                    bool gpu) {
+    const size_t B = stage.size();
+    if (s == BlockStrategy::depth_first) {
+        // The last block fused as usual; the earlier ones inside its tiles, last to first.
+        Func root = stage.back().layers.back().output;
+        Var xo = gpu ? fused_gpu(stage.back(), spec, kn) : fused_cpu(stage.back(), spec, kn);
+        const int threads = fused_block_threads(spec.cout, kn.vec_k, kn.tile_x);
+        for (size_t b = B - 1; b-- > 0;) {
+            if (gpu) {
+                depth_first_block_gpu(stage[b], spec, kn, root, xo, threads / kn.tile_x, kn.tile_x);
+            } else {
+                Func bout = stage[b].layers.back().output;
+                bout.compute_at(root, xo).vectorize(bout.args()[0], 8, guard);
+                fused_cpu_inside(stage[b], spec, kn, root, xo);
+            }
+        }
+        return;
+    }
+    // Layer by layer, or one fused kernel per block: every block's output goes through memory.
+    for (size_t b = 0; b < B; ++b) {
+        if (b + 1 < B) Func(stage[b].layers.back().output).compute_root();
+        if (s == BlockStrategy::layer_by_layer) {
+            layer_by_layer(stage[b], spec, kn, gpu);
+        } else if (gpu) {
+            fused_gpu(stage[b], spec, kn);
+        } else {
+            fused_cpu(stage[b], spec, kn);
+        }
     }
 }
 

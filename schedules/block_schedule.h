@@ -9,7 +9,9 @@
 
 namespace blockfuse {
 
-enum class BlockStrategy { layer_by_layer, fused };
+// depth_first: a stage of blocks in one kernel, the earlier blocks computed per tile of the last
+// with overlapping halos (their outputs never reach memory).
+enum class BlockStrategy { layer_by_layer, fused, depth_first };
 
 struct BlockKnobs {
     int chunk = 8;      // hidden channels produced per step of the output's reduction (Eq. 32 loop
@@ -27,8 +29,11 @@ inline const std::map<std::string, std::vector<int>> &block_knob_space() {
     return space;
 }
 
-// gpu: CUDA/OpenCL schedule, else CPU. out_channels etc. are static in the spec.
-void schedule_block(const BlockFuncs &f, const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn, bool gpu);
+// gpu: CUDA/OpenCL schedule, else CPU. out_channels etc. are static in the spec. A stage is a
+// chain of identical blocks (one block: a stage of one); layer_by_layer and fused put every
+// block's output in memory, depth_first computes the stage in one kernel.
+void schedule_stage(const std::vector<BlockFuncs> &stage, const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn,
+                    bool gpu);
 
 // Threads per block and shared-memory bytes of a GPU schedule (for the launch checker).
 int block_threads_per_block(const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn);

@@ -39,10 +39,19 @@ inline std::vector<std::string> block_shapes() {
         "convfirst:n=2,c=256,h=3,w=5,e=4,k=3,stride=1,act=relu",
         "ffn:n=1,c=256,h=3,w=5,e=4,act=relu",
         "convnext:n=1,c=96,h=9,w=7,e=4,k=7,stride=1,act=gelu",
+        // Stages (each block's input the previous one's output): every strategy, odd sizes,
+        // tiles the image does not fill, 1x1 images.
+        "mbconv:n=2,c=10,h=9,w=7,e=3,k=3,stride=1,blocks=3,act=relu6",
+        "mbconv:n=1,c=10,h=1,w=1,e=3,k=3,stride=1,blocks=3,act=relu6",
+        "mbconv:n=1,c=10,h=19,w=13,e=3,k=3,stride=1,blocks=3,act=relu6",
+        "convfirst:n=1,c=16,h=9,w=11,e=2,k=3,stride=1,blocks=2,act=relu",
+        "convfirst:n=2,c=16,h=3,w=2,e=2,k=3,stride=1,blocks=2,act=relu",
+        "mbconv:n=1,c=24,h=11,w=9,e=6,k=3,stride=1,blocks=3,act=relu6",
     };
 }
 
-inline void check_all_block_variants(Device device, const std::vector<DType> &dtypes) {
+// stages = false: the single blocks of the table; true: the stages (blocks > 1), in every strategy.
+inline void check_all_block_variants(Device device, const std::vector<DType> &dtypes, bool stages = false) {
     install_halide_error_handler();
     uint64_t seed = std::random_device{}();
     std::mt19937_64 rng(seed);
@@ -51,6 +60,7 @@ inline void check_all_block_variants(Device device, const std::vector<DType> &dt
     for (DType d : dtypes)
         for (const auto &key : block_shapes()) {
             BlockWorkload w = parse_block(key);
+            if ((w.blocks > 1) != stages) continue;
             w.dtype = d;
             for (const KernelVariant *v : block_candidates(w, device)) {
                 INFO(v->name << " on " << to_key(w));
@@ -64,7 +74,8 @@ inline void check_all_block_variants(Device device, const std::vector<DType> &dt
                 ran.insert(v->name);
             }
         }
-    require_all_exercised("block", device, dtypes, ran);
+    require_all_exercised("block", device, dtypes, ran,
+                          [stages](const KernelVariant &v) { return (v.knob("blocks", 1) > 1) == stages; });
 }
 
 }  // namespace blockfuse::test

@@ -22,4 +22,6 @@ expect "no ':' found" check "garbage"
 expect "field 'w' = 0 must be positive" bench --workload "conv2d:n=1,c=8,h=4,w=0,k=8,r=3,s=3"
 expect "unknown suite 'nosuchsuite'" bench --suite nosuchsuite
 expect "--dtype 'f8' is not supported" bench --suite conv2d --dtype f8
+expect "a stage (blocks = 3) needs stride 1" bench --workload "mbconv:n=1,c=8,h=9,w=9,e=2,stride=2,blocks=3"
+expect "field 'blocks' = 9 must be 1 to 4" check "mbconv:n=1,c=8,h=4,w=4,e=2,blocks=9"
 exit $fail

@@ -3,6 +3,7 @@
 // odd sizes, dilation 2 and 12, groups = C (with channel multiplier) and 32, group width 8,
 // asymmetric padding, non-square kernels, channel counts not divisible by the vector width.
 #pragma once
+#include <functional>
 #include "runtime/check.h"
 #include "runtime/conv2d.h"
 #include <catch2/catch.hpp>
@@ -50,9 +51,10 @@ inline std::vector<std::string> conv2d_shapes() {
 // Every variant of `family` built for `device` in one of `dtypes` must be in `ran`: a variant
 // that no shape of a table reaches is a test gap, not a pass.
 inline void require_all_exercised(const std::string &family, Device device, const std::vector<DType> &dtypes,
-                                  const std::set<std::string> &ran) {
+                                  const std::set<std::string> &ran,
+                                  const std::function<bool(const KernelVariant &)> &in_scope = nullptr) {
     for (const auto &v : all_kernels()) {
-        if (v.family != family || v.device != device) continue;
+        if (v.family != family || v.device != device || (in_scope && !in_scope(v))) continue;
         bool wanted = false;
         for (DType d : dtypes) wanted |= v.dtype == d;
         if (wanted) {

@@ -128,6 +128,7 @@ BLOCK_KEYS = [  # canonical forms, as the C++ to_key(BlockWorkload) prints them
     "ffn:n=128,c=256,h=14,w=14,e=4,act=relu,dtype=f16",
     "convfirst:n=128,c=64,h=56,w=56,e=4,k=3,stride=1,act=relu,dtype=f16",
     "convnext:n=128,c=96,h=56,w=56,e=4,k=7,stride=1,act=gelu,dtype=f16",
+    "mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16",
 ]
 
 
@@ -201,6 +202,9 @@ def test_block_invalid_keys():
     expect_block_error("mbconv:n=65536,c=64,h=64,w=64,e=6", "tensor has more than 2^31 elements")
     expect_block_error("se_block:n=1,c=8,h=5,w=5,e=2", "is not one of mbconv, fused_mbconv, ffn, convfirst")
     expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,", "trailing ','")
+    expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,blocks=5", "field 'blocks' = 5 must be 1 to 4")
+    expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,blocks=0", "field 'blocks' = 0 must be 1 to 4")
+    expect_block_error("mbconv:n=1,c=8,h=9,w=9,e=2,stride=2,blocks=2", "a stage (blocks = 2) needs stride 1")
 
 
 def test_block_layers_and_flops():
@@ -215,6 +219,10 @@ def test_block_layers_and_flops():
     assert plan["residual"] and (b.out_h(), b.out_w()) == (56, 56)
     # 2 flops per MAC: 2 * N*H*W * (c*E + 9*E + E*c)
     assert pb.block_flops(b) == 2.0 * 128 * 56 * 56 * (24 * 144 + 9 * 144 + 144 * 24) == 6589513728.0
+    # A stage of three: three times the flops, the same layers per block, residual per block.
+    s = pb.parse_block("mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16")
+    assert pb.block_flops(s) == 3 * 6589513728.0 and pb.block_call_plan(s)["blocks"] == 3
+    assert pb.block_call_plan(s)["layers"] == plan["layers"] and pb.block_call_plan(s)["residual"]
     # Stride 2 on odd sizes: the depthwise layer downsamples, no residual.
     b = pb.parse_block("mbconv:n=1,c=8,h=9,w=11,e=2,k=5,stride=2,act=silu")
     plan = pb.block_call_plan(b)
@@ -283,17 +291,20 @@ def test_block_forward_wiring():
             ("fused_mbconv:n=1,c=8,h=4,w=4,e=2", ["conv2d", "silu", "conv2d", "add"]),
             ("ffn:n=1,c=8,h=4,w=4,e=2", ["conv2d", "relu", "conv2d"]),
             ("convfirst:n=1,c=16,h=5,w=3,e=2", ["conv2d", "conv2d", "relu", "conv2d", "add"]),
-            ("convnext:n=1,c=8,h=9,w=9,e=4", ["conv2d", "norm", "conv2d", "gelu", "conv2d", "add"])):
+            ("convnext:n=1,c=8,h=9,w=9,e=4", ["conv2d", "norm", "conv2d", "gelu", "conv2d", "add"]),
+            ("ffn:n=1,c=8,h=4,w=4,e=2,blocks=2", ["conv2d", "relu", "conv2d"] * 2),
+            ("mbconv:n=1,c=8,h=5,w=7,e=2,blocks=3",
+             ["conv2d", "relu6", "conv2d", "relu6", "conv2d", "add"] * 3)):
         log.clear()
         b = pb.parse_block(key)
         plan = pb.block_call_plan(b)
         params = []
-        for L in plan["layers"]:
+        for L in plan["layers"] * b.blocks:
             params += [_FakeT(L["weight_shape"], log), _FakeT(L["bias_shape"], log)]
         y = pb.make_block_forward(plan, conv2d, acts, act("norm"))(_FakeT((b.n, b.c, b.h, b.w), log), *params)
         assert [op[0] for op in log] == expect_ops, (key, log)
         assert y.shape == (b.n, b.c, b.out_h(), b.out_w()), (key, y.shape)
-        assert [op[2] for op in log if op[0] == "conv2d"] == [L["weight_shape"] for L in plan["layers"]]
+        assert [op[2] for op in log if op[0] == "conv2d"] == [L["weight_shape"] for L in plan["layers"]] * b.blocks
     # A block with a LayerNorm and no norm function is refused, not run without its norm.
     try:
         pb.make_block_forward(pb.block_call_plan(pb.parse_block("convnext:n=1,c=8,h=9,w=9,e=4")), conv2d, acts)

@@ -8,6 +8,11 @@ TEST_CASE("every CPU block variant (layer-by-layer and fused) matches the float6
     test::check_all_block_variants(Device::cpu, {DType::f32});
 }
 
+TEST_CASE("every CPU stage variant (layer-by-layer, per-block fused, depth-first) matches the float64 reference",
+          "[stages][cpu]") {
+    test::check_all_block_variants(Device::cpu, {DType::f32}, true);
+}
+
 TEST_CASE("every CPU stem variant (layer-by-layer and depth-first) matches the float64 reference", "[stem][cpu]") {
     test::check_all_stem_variants(Device::cpu, {DType::f32});
 }
@@ -46,7 +51,9 @@ TEST_CASE("block keys round-trip and bad ones name the field", "[blocks][workloa
                             "ffn:n=1,c=256,h=1,w=25088,e=4,act=relu,dtype=f16",
                             "convfirst:n=8,c=64,h=56,w=56,e=4,k=3,stride=1,act=relu,dtype=f16",
                             "fused_mbconv:n=128,c=48,h=56,w=56,e=4,k=3,stride=1,act=silu,dtype=f16",
-                            "convnext:n=128,c=96,h=56,w=56,e=4,k=7,stride=1,act=gelu,dtype=f16"}) {
+                            "convnext:n=128,c=96,h=56,w=56,e=4,k=7,stride=1,act=gelu,dtype=f16",
+                            "mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16",
+                            "ffn:n=1,c=16,h=3,w=5,e=2,blocks=4,act=relu,dtype=f32"}) {
         INFO(key);
         CHECK(to_key(parse_block(key)) == key);
     }
@@ -63,6 +70,9 @@ TEST_CASE("block keys round-trip and bad ones name the field", "[blocks][workloa
              {"ffn:n=1,c=8,h=4,w=4,e=4,k=3", "ffn has no spatial kernel"},
              {"mbconv:n=1,c=8,h=0,w=4,e=6", "field 'h' = 0 must be positive"},
              {"resblock:n=1", "family 'resblock'"},
+             {"mbconv:n=1,c=8,h=4,w=4,e=6,blocks=5", "field 'blocks' = 5 must be 1 to 4"},
+             {"mbconv:n=1,c=8,h=4,w=4,e=6,blocks=x", "field 'blocks' = 'x' is not an integer"},
+             {"mbconv:n=1,c=8,h=8,w=8,e=6,stride=2,blocks=2", "a stage (blocks = 2) needs stride 1"},
          }) {
         INFO(key);
         REQUIRE_THROWS_AS(parse_block(key), WorkloadError);
@@ -105,4 +115,37 @@ TEST_CASE("block launches beyond threads or shared memory are rejected, naming b
     CHECK_THROWS_WITH(check_block_launch(v, w), Catch::Contains("1536 threads per block exceed"));
     // The estimate itself: accumulator + the expand chunk on the tile + 1-pixel halo + the depthwise chunk.
     CHECK(fused_block_shared_bytes(w.spec(), 8, 4, 8, 2) == 4LL * 24 * 8 * 4 + 8LL * 10 * 6 * 2 + 8LL * 8 * 4 * 2);
+}
+
+TEST_CASE("stage accounting: per-block fusion writes every block output, depth-first only the last", "[blocks][model]") {
+    BlockWorkload one = parse_block("mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16");
+    BlockWorkload w = parse_block("mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16");
+    auto lbl = block_costs(w, "layer_by_layer"), fused = block_costs(w, "fused"), df = block_costs(w, "depth_first");
+    const KernelCost block = block_costs(one, "fused")[0];
+    const auto layers = block_costs(one, "layer_by_layer");
+    REQUIRE(lbl.size() == 9);
+    REQUIRE(fused.size() == 3);
+    REQUIRE(df.size() == 1);
+    CHECK(lbl[4].name == "b1_layer1");
+    CHECK(fused[2].name == "b2_block");
+    CHECK(df[0].flops == Approx(3 * block.flops));
+    for (const auto &k : fused) CHECK(k.bytes == Approx(block.bytes));
+    const double act = 2.0 * 8 * 24 * 56 * 56;  // one block input or output, f16
+    const double weights = block.bytes - 2 * act;
+    CHECK(df[0].bytes == Approx(2 * act + 3 * weights));  // two intermediate outputs never written or read
+    double lbl_bytes = 0;
+    for (const auto &k : layers) lbl_bytes += k.bytes;
+    double stage_lbl = 0;
+    for (const auto &k : lbl) stage_lbl += k.bytes;
+    CHECK(stage_lbl == Approx(3 * lbl_bytes));
+}
+
+TEST_CASE("depth-first shared memory: every earlier block on its grown region", "[blocks][launch]") {
+    BlockSpec s = parse_block("mbconv:n=1,c=10,h=9,w=9,e=3,k=3,stride=1,act=relu6").spec();
+    // One block = the fused estimate; two blocks add block 0 on the tile grown by block 1's
+    // 3x3 halo (10 x 6): its accumulator, its output and its hidden chunks (12 x 8 expand, 10 x 6 depthwise).
+    const long long one = fused_block_shared_bytes(s, 8, 4, 6, 4);
+    CHECK(one == 4LL * 10 * 8 * 4 + 6LL * 10 * 6 * 4 + 6LL * 8 * 4 * 4);
+    CHECK(fused_block_shared_bytes(s, 8, 4, 6, 4, 2) ==
+          one + 4LL * 10 * 10 * 6 + 4LL * 10 * 10 * 6 + 6LL * 12 * 8 * 4 + 6LL * 10 * 6 * 4);
 }

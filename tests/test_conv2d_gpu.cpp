@@ -17,6 +17,11 @@ TEST_CASE("every CUDA block variant matches the float64 reference", "[blocks][gp
     test::check_all_block_variants(Device::cuda, {DType::f32, DType::f16});
 }
 
+TEST_CASE("every CUDA stage variant (layer-by-layer, per-block fused, depth-first) matches the float64 reference",
+          "[stages][gpu]") {
+    test::check_all_block_variants(Device::cuda, {DType::f32, DType::f16}, true);
+}
+
 TEST_CASE("every CUDA stem variant matches the float64 reference", "[stem][gpu]") {
     test::check_all_stem_variants(Device::cuda, {DType::f32, DType::f16});
 }
