@@ -90,14 +90,17 @@ inline int effective_chunk(int hidden, int chunk) {
 // blocks > 1 (depth-first stage): the same for every block on its region (the tile grown by the
 // halos of the blocks after it), plus the output of every block but the last; the sum, as if no
 // allocation were reused.
+// The input region of layers [from_layer, end) of a block for an output region rx x ry.
+inline void grow_through_layers(const BlockSpec &b, long long &rx, long long &ry, size_t from_layer = 0) {
+    for (size_t j = b.layers.size(); j-- > from_layer;) {
+        rx = (rx - 1) * b.layers[j].stride + b.layers[j].ks;
+        ry = (ry - 1) * b.layers[j].stride + b.layers[j].ks;
+    }
+}
+
 inline long long fused_block_shared_bytes(const BlockSpec &b, int tile_x, int tile_y, int chunk, int elem_bytes,
                                           int blocks = 1) {
-    auto grow = [&](long long &rx, long long &ry, size_t from_layer) {  // through layers [from_layer, end)
-        for (size_t j = b.layers.size(); j-- > from_layer;) {
-            rx = (rx - 1) * b.layers[j].stride + b.layers[j].ks;
-            ry = (ry - 1) * b.layers[j].stride + b.layers[j].ks;
-        }
-    };
+    auto grow = [&](long long &rx, long long &ry, size_t from_layer) { grow_through_layers(b, rx, ry, from_layer); };
     const int ch = effective_chunk(b.hidden, chunk);
     long long bytes = 0, bx = tile_x, by = tile_y;  // region of the current block's output
     for (int blk = blocks - 1; blk >= 0; --blk) {

@@ -131,13 +131,26 @@ void hidden_layers_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn
 }
 
 // Depth-first, GPU: an earlier block of a stage computed inside the last block's thread block
-// (its output region = the tile grown by the halos of the blocks after it), everything in
-// shared memory: its output, its accumulator (one (channel, pixel) per thread, spread over the
-// same threads_x x threads_y threads) and its hidden chunks.
+// (its output region = the tile grown by the halos of the blocks after it, rx x ry), everything
+// in shared memory: its output, its accumulator (one (channel, pixel) per thread, spread over
+// the same threads_x x threads_y threads) and its hidden chunks. The output and accumulator get
+// constant extents (bound_extent): with the extents Halide infers at image borders, the bounds
+// through the fused thread mappings were so loose that the kernel asked for more shared memory
+// than the H200 allows (cuLaunchKernel: CUDA_ERROR_INVALID_VALUE, 2026-11-29).
 void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, Func root, Var xo,
-                           int threads_x, int threads_y) {
+                           int threads_x, int threads_y, int rx, int ry) {
     Conv2dFuncs &last = f.layers.back();
     Func bout = last.output, acc = last.accum;
+    for (Func g : {bout, acc})
+        g.bound_extent(g.args()[0], spec.cout).bound_extent(g.args()[1], rx).bound_extent(g.args()[2], ry);
+    for (size_t i = 0; i + 1 < f.layers.size(); ++i) {  // each layer on the region the layers after it need
+        long long lx = rx, ly = ry;
+        grow_through_layers(spec, lx, ly, i + 1);
+        Func h = f.layers[i].output;
+        h.bound_extent(h.args()[0], spec.layers[i].hidden ? kn.chunk : spec.layers[i].out_ch)
+            .bound_extent(h.args()[1], int(lx))
+            .bound_extent(h.args()[2], int(ly));
+    }
     bout.compute_at(root, xo);
     spread_over_block(bout, threads_x, threads_y);
     acc.compute_at(root, xo).store_in(MemoryType::GPUShared);
@@ -197,9 +210,11 @@ void schedule_stage(const std::vector<BlockFuncs> &stage, const BlockSpec &spec,
         Func root = stage.back().layers.back().output;
         Var xo = gpu ? fused_gpu(stage.back(), spec, kn) : fused_cpu(stage.back(), spec, kn);
         const int threads = fused_block_threads(spec.cout, kn.vec_k, kn.tile_x);
+        long long rx = kn.tile_x, ry = kn.tile_y;  // output region of block b: grown by the blocks after it
         for (size_t b = B - 1; b-- > 0;) {
+            grow_through_layers(spec, rx, ry);
             if (gpu) {
-                depth_first_block_gpu(stage[b], spec, kn, root, xo, threads / kn.tile_x, kn.tile_x);
+                depth_first_block_gpu(stage[b], spec, kn, root, xo, threads / kn.tile_x, kn.tile_x, int(rx), int(ry));
             } else {
                 Func bout = stage[b].layers.back().output;
                 bout.compute_at(root, xo).vectorize(bout.args()[0], 8, guard);
