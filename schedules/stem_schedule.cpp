@@ -4,9 +4,9 @@
 namespace blockfuse {
 using namespace Halide;
 
-// H200, f16, N=128, 224x224 (bench/results/h200/blocks/): layer-by-layer 0.96 ms (PyTorch eager
-// 0.98 ms); depth-first 3.28 ms, 3.4x slower despite saving the pool's 257 MB: its conv tile is
-// produced one (channel, pixel) per thread from global loads, without a register tile.
+// H200, f16, N=128, 224x224 (bench/results/h200/stem/): layer-by-layer 0.955 ms (PyTorch eager
+// 0.978 ms); depth-first 0.867 ms with conv_vec 16 (each producing thread reuses its pixel's 27
+// inputs for 16 channels), 3.28 ms with one channel per thread.
 void schedule_stem(StemFuncs f, int K, StemStrategy s, const StemKnobs &kn, bool gpu) {
     const TailStrategy guard = TailStrategy::GuardWithIf;
     Func pool = f.pool, conv = f.conv.output, acc = f.conv.accum;
