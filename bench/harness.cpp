@@ -164,7 +164,11 @@ std::vector<Candidate> block_candidates_for(const std::string &name, const Block
         const KernelVariant *v = cands[i];
         auto t = std::make_shared<BlockTensors>(make_block_tensors(w));
         randomize(*t, w, rng);
-        out.push_back(make_candidate(name, w, strategy_label(v), i == 0, block_costs(w, v->param("strategy")),
+        // Squeeze-Excitation's global mean splits a fused block: the label says so (the kernels are
+        // in the row's accounting: se_pool, se_gate, block).
+        std::string label = strategy_label(v);
+        if (w.se && v->param("strategy") == "fused") label += " [split at SE: tile sums, gate, block]";
+        out.push_back(make_candidate(name, w, label, i == 0, block_costs(w, v->param("strategy")),
                                      [t, v, w] { run_block(*v, w, *t); },
                                      [v, w, macs, &rng] {
                                          BlockWorkload small = w;

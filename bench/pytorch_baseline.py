@@ -324,6 +324,7 @@ class BlockWorkload:
     k: int = 3  # the spatial kernel (1 for ffn)
     stride: int = 1
     blocks: int = 1  # > 1: a stage of identical blocks, each one's input the previous one's output
+    se: bool = False  # mbconv with Squeeze-Excitation after the depthwise layer (reduce to max(1, c // 4))
     act: str = "relu6"
     dtype: str = "f32"
 
@@ -401,9 +402,18 @@ def conv2d_flops(wl):
     return 2.0 * wl.n * wl.k * wl.out_h() * wl.out_w() * (wl.c // wl.groups) * wl.r * wl.s
 
 
+def se_channels(bw):
+    """Squeeze-Excitation's reduced width (generators/block_spec.h): max(1, c // 4)."""
+    return max(1, bw.c // 4)
+
+
 def block_flops(bw):
-    """Sum of the layers' conv2d flops over every block (block_costs(); residual not counted)."""
-    return bw.blocks * sum(conv2d_flops(l) for l in block_layers(bw))
+    """Sum of the layers' conv2d flops over every block, plus SE's two small products per image
+    (block_costs(); residual, mean and gate multiply not counted)."""
+    f = bw.blocks * sum(conv2d_flops(l) for l in block_layers(bw))
+    if bw.se:
+        f += 2.0 * bw.n * 2 * (bw.c * bw.e) * se_channels(bw)
+    return f
 
 
 def parse_block(key):
@@ -436,7 +446,13 @@ def parse_block(key):
         bw.act = a
     bw.dtype = _take_dtype(f, key, bw.dtype)
     if "se" in f:
-        _fail(key, "field 'se' (Squeeze-Excitation) is not supported yet")
+        raw = f.pop("se")
+        se = _parse_int(key, "se", raw)
+        if se not in (0, 1):
+            _fail(key, f"field 'se' = {raw} must be 0 or 1")
+        bw.se = se == 1
+        if bw.se and family != "mbconv":
+            _fail(key, "field 'se' = 1: Squeeze-Excitation is part of mbconv only")
     if f:
         _fail(key, f"unknown field '{sorted(f)[0]}'")
     for name in ("n", "c", "h", "w", "e", "k"):
@@ -449,6 +465,8 @@ def parse_block(key):
         _fail(key, f"field 'stride' = {bw.stride} must be 1 or 2")
     if not 1 <= bw.blocks <= 4:
         _fail(key, f"field 'blocks' = {bw.blocks} must be 1 to 4")
+    if bw.blocks > 1 and bw.se:
+        _fail(key, f"a stage (blocks = {bw.blocks}) of blocks with se=1 is not supported")
     if bw.blocks > 1 and bw.stride != 1:
         _fail(key, f"a stage (blocks = {bw.blocks}) needs stride 1: each block's output feeds the next")
     if family == "ffn" and (bw.k != 1 or bw.stride != 1):
@@ -469,6 +487,8 @@ def block_to_key(bw):
         s += f",k={bw.k},stride={bw.stride}"
     if bw.blocks > 1:
         s += f",blocks={bw.blocks}"
+    if bw.se:
+        s += ",se=1"
     return s + f",act={bw.act},dtype={bw.dtype}"
 
 
@@ -482,20 +502,36 @@ def block_call_plan(bw):
         layers.append({"weight_shape": (l.k, l.c // l.groups, l.r, l.s), "bias_shape": (l.k,),
                        "stride": a["stride"], "padding": a["padding"], "dilation": a["dilation"],
                        "groups": a["groups"], "act": l.act, "norm_after": spec.norm_after})
-    return {"layers": layers, "residual": bw.residual(), "blocks": bw.blocks}
+    se = None
+    if bw.se:  # after the depthwise layer: mean -> 1x1 reduce + act -> 1x1 expand -> sigmoid -> multiply
+        E, R = bw.c * bw.e, se_channels(bw)
+        se = {"after": 1, "act": bw.act, "weight_shapes": [(R, E, 1, 1), (E, R, 1, 1)], "bias_shapes": [(R,), (E,)]}
+    return {"layers": layers, "residual": bw.residual(), "blocks": bw.blocks, "se": se}
 
 
-def make_block_forward(plan, conv2d, act_fns, channel_norm=None):
+def plan_param_shapes(plan):
+    """[(weight shape, bias shape), ...] in the order block(x, *params) takes them: every layer of
+    every block, then SE's reduce and expand."""
+    shapes = [(L["weight_shape"], L["bias_shape"]) for L in plan["layers"]] * plan.get("blocks", 1)
+    if plan.get("se"):
+        shapes += list(zip(plan["se"]["weight_shapes"], plan["se"]["bias_shapes"]))
+    return shapes
+
+
+def make_block_forward(plan, conv2d, act_fns, channel_norm=None, spatial_mean=None):
     """block(x, w0, b0, w1, b1, ...): the plan's conv2d (+ bias) -> activation [-> LayerNorm over
-    channels] chain, plus the input when the block is residual. conv2d, act_fns ({name: fn}) and
-    channel_norm are passed in so that the wiring is testable with stand-ins; _make_block_fn binds
-    F.conv2d, the torch activations and F.layer_norm over the channel dimension."""
+    channels] [-> Squeeze-Excitation] chain, plus the input when the block is residual. conv2d,
+    act_fns ({name: fn}), channel_norm and spatial_mean (N, C, 1, 1 mean) are passed in so that the
+    wiring is testable with stand-ins; _make_block_fn binds the torch functions."""
     steps = [(L["stride"], L["padding"], L["dilation"], L["groups"],
               None if L["act"] == "none" else act_fns[L["act"]], L.get("norm_after", False))
              for L in plan["layers"]]
     if any(s[-1] for s in steps) and channel_norm is None:
         raise ValueError("the block has a LayerNorm but no channel_norm function was given")
     residual, blocks, per_block = plan["residual"], plan.get("blocks", 1), 2 * len(steps)
+    se = plan.get("se")
+    if se and spatial_mean is None:
+        raise ValueError("the block has Squeeze-Excitation but no spatial_mean function was given")
 
     def block(x, *params):  # a stage: the blocks one after the other, each with its own params
         for b in range(blocks):
@@ -508,6 +544,12 @@ def make_block_forward(plan, conv2d, act_fns, channel_norm=None):
                     y = act(y)
                 if norm:
                     y = channel_norm(y)
+                if se and i == se["after"]:
+                    q = params[blocks * per_block:]
+                    z = conv2d(spatial_mean(y), q[0], q[1], stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1)
+                    g = conv2d(act_fns[se["act"]](z), q[2], q[3], stride=(1, 1), padding=(0, 0), dilation=(1, 1),
+                               groups=1)
+                    y = y * act_fns["sigmoid"](g)
             x = y + x if residual else y
         return x
 
@@ -663,7 +705,8 @@ def _make_block_fn(bw):
         c = y.shape[1]
         return F.layer_norm(y.permute(0, 2, 3, 1), (c,), eps=LAYER_NORM_EPS).permute(0, 3, 1, 2)
 
-    return make_block_forward(block_call_plan(bw), F.conv2d, _torch_activations(), channel_norm)
+    return make_block_forward(block_call_plan(bw), F.conv2d, _torch_activations(), channel_norm,
+                              lambda y: y.mean((2, 3), keepdim=True))
 
 
 def _make_block_inputs(bw, seed):
@@ -677,11 +720,10 @@ def _make_block_inputs(bw, seed):
     x = torch.randn(bw.n, bw.c, bw.h, bw.w, device="cuda", dtype=dt, generator=g)
     x = x.contiguous(memory_format=torch.channels_last)
     params = []
-    for L in block_call_plan(bw)["layers"] * bw.blocks:
-        wshape = L["weight_shape"]
+    for wshape, bshape in plan_param_shapes(block_call_plan(bw)):
         weight = torch.randn(*wshape, device="cuda", dtype=dt, generator=g)
         weight = (weight / math.sqrt(math.prod(wshape[1:]))).contiguous(memory_format=torch.channels_last)
-        bias = torch.rand(*L["bias_shape"], device="cuda", dtype=dt, generator=g) - 0.5
+        bias = torch.rand(*bshape, device="cuda", dtype=dt, generator=g) - 0.5
         params += [weight, bias]
     return x, params
 

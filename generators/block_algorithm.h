@@ -18,10 +18,47 @@ struct NormFuncs {
     bool defined() const { return normed.defined(); }
 };
 
+// Squeeze-Excitation of a layer's output h (c, x, y, n): the spatial mean, two 1x1 "convs" on
+// it, and h times the gate.
+struct SEFuncs {
+    Halide::Func pooled;  // (e, n) f32: mean over x, y (update: sum over r)
+    Halide::RDom r;       // the pixels of h
+    Halide::Func reduced; // (j, n) f32: act(Wr pooled + br)
+    Halide::Func gate;    // (e, n) f32: sigmoid(We reduced + be)
+    Halide::Func gated;   // (e, x, y, n) storage type: h * gate, the next layer's input
+    bool defined() const { return gated.defined(); }
+};
+
 struct BlockFuncs {
     std::vector<Conv2dFuncs> layers;  // layers.back().output is the block output
     std::vector<NormFuncs> norms;     // norms[i]: after layers[i], if its spec asks for one
+    SEFuncs se;                       // after layers[spec.se_after], if any
 };
+
+// se_weights: reduce (R, E, 1, 1) and expand (E, R, 1, 1) in the storage type; se_biases f32.
+inline SEFuncs squeeze_excitation(const Halide::Func &h, const BlockSpec &spec, const std::vector<Halide::Func> &se_weights,
+                                  const std::vector<Halide::Func> &se_biases, const Halide::Expr &W, const Halide::Expr &H,
+                                  const Halide::Type &storage, const std::string &prefix) {
+    using namespace Halide;
+    SEFuncs s;
+    Var e("e"), j("j"), x("x"), y("y"), n("n");
+    const int E = spec.layers[spec.se_after].out_ch, R = spec.se_ch;
+    s.r = RDom(0, W, 0, H, prefix + "se_r");
+    s.pooled = Func(prefix + "se_pooled");
+    s.pooled(e, n) = 0.0f;
+    s.pooled(e, n) += to_f32(h(e, s.r.x, s.r.y, n));
+    RDom re(0, E, prefix + "se_re"), rj(0, R, prefix + "se_rj");
+    s.reduced = Func(prefix + "se_reduced");
+    Expr mean = s.pooled(re, n) / cast<float>(W * H);
+    s.reduced(j, n) = apply_activation(se_biases[0](j) + sum(to_f32(se_weights[0](j, re, 0, 0)) * mean),
+                                       Activation(spec.se_act));
+    s.gate = Func(prefix + "se_gate");
+    Expr a = se_biases[1](e) + sum(to_f32(se_weights[1](e, rj, 0, 0)) * s.reduced(rj, n));
+    s.gate(e, n) = 1.0f / (1.0f + exp(-a));
+    s.gated = Func(prefix + "se_gated");
+    s.gated(e, x, y, n) = from_f32(storage, to_f32(h(e, x, y, n)) * s.gate(e, n));
+    return s;
+}
 
 inline NormFuncs layer_norm(const Halide::Func &h, int channels, const Halide::Type &storage, const std::string &name) {
     using namespace Halide;
@@ -39,10 +76,12 @@ inline NormFuncs layer_norm(const Halide::Func &h, int channels, const Halide::T
 }
 
 // input: (c, x, y, n); weights[i]: (k, cg, kx, ky); biases[i]: (k) f32. W, H: input extents.
+// se_weights / se_biases: Squeeze-Excitation's reduce and expand, when spec.has_se().
 inline BlockFuncs block_algorithm(const Halide::Func &input, const std::vector<Halide::Func> &weights,
                                   const std::vector<Halide::Func> &biases, const BlockSpec &spec,
                                   const Halide::Expr &W, const Halide::Expr &H, const Halide::Type &storage,
-                                  const std::string &prefix = "") {
+                                  const std::string &prefix = "", const std::vector<Halide::Func> &se_weights = {},
+                                  const std::vector<Halide::Func> &se_biases = {}) {
     using namespace Halide;
     BlockFuncs b;
     Func x = input;
@@ -82,6 +121,10 @@ inline BlockFuncs block_algorithm(const Halide::Func &input, const std::vector<H
         }
         w = (w + 2 * (L.ks / 2) - L.ks) / L.stride + 1;
         h = (h + 2 * (L.ks / 2) - L.ks) / L.stride + 1;
+        if (spec.se_after == int(i)) {
+            b.se = squeeze_excitation(x, spec, se_weights, se_biases, w, h, storage, prefix);
+            x = b.se.gated;
+        }
     }
     return b;
 }

@@ -23,6 +23,7 @@ public:
                                             {"fused", BlockStrategy::fused},
                                             {"depth_first", BlockStrategy::depth_first}}};
     GeneratorParam<int> blocks{"blocks", 1};
+    GeneratorParam<int> se{"se", 0};  // mbconv: Squeeze-Excitation after the depthwise layer
     GeneratorParam<int> channels{"channels", 24};
     GeneratorParam<int> expansion{"expansion", 6};
     GeneratorParam<int> kernel_size{"kernel_size", 3};
@@ -39,13 +40,15 @@ public:
     // Arguments, in ABI order: input, then (weights_i, bias_i) per layer of each block, then
     // output. Added in configure() because the number of layers depends on the family.
     GeneratorInput<Buffer<>> *input = nullptr;
-    std::vector<GeneratorInput<Buffer<>> *> weights, biases;
+    std::vector<GeneratorInput<Buffer<>> *> weights, biases, se_weights, se_biases;
     GeneratorOutput<Buffer<>> *output = nullptr;
 
     void configure() {
         auto spec = make_spec();
         if (blocks < 1 || (blocks > 1 && spec.cout != spec.c))
             throw CompileError("blocks = " + std::to_string(int(blocks)) + ": a stage needs blocks that keep their shape");
+        if (spec.has_se() && (blocks > 1 || strategy == BlockStrategy::depth_first))
+            throw CompileError("se = 1 is built for single blocks (layer_by_layer or fused)");
         input = add_input<Buffer<>>("input", Type(storage), 4);                // (c, x, y, n)
         for (int blk = 0; blk < blocks; ++blk) {
             const std::string pre = blocks > 1 ? "b" + std::to_string(blk) + "_" : "";
@@ -54,11 +57,15 @@ public:
                 biases.push_back(add_input<Buffer<>>(pre + "bias" + std::to_string(i), Float(32), 1));
             }
         }
+        for (int i = 0; spec.has_se() && i < 2; ++i) {  // reduce, expand
+            se_weights.push_back(add_input<Buffer<>>("se_weights" + std::to_string(i), Type(storage), 4));
+            se_biases.push_back(add_input<Buffer<>>("se_bias" + std::to_string(i), Float(32), 1));
+        }
         output = add_output<Buffer<>>("output", Type(storage), 4);
     }
 
     blockfuse::BlockSpec make_spec() const {
-        return blockfuse::make_block_spec(family, channels, expansion, kernel_size, stride, act);
+        return blockfuse::make_block_spec(family, channels, expansion, kernel_size, stride, act, se != 0);
     }
 
     void generate() {
@@ -72,8 +79,13 @@ public:
                 w.push_back(*weights[blk * L + i]);
                 b.push_back(*biases[blk * L + i]);
             }
+            std::vector<Func> sw, sb;
+            for (size_t i = 0; i < se_weights.size(); ++i) {
+                sw.push_back(*se_weights[i]);
+                sb.push_back(*se_biases[i]);
+            }
             stage.push_back(blockfuse::block_algorithm(x, w, b, spec, input->dim(1).extent(), input->dim(2).extent(),
-                                                       storage, "b" + std::to_string(blk) + "_"));
+                                                       storage, "b" + std::to_string(blk) + "_", sw, sb));
             x = stage.back().layers.back().output;
         }
         Func last = x, out = *output;
@@ -105,6 +117,8 @@ public:
         };
         dense(*input, spec.c);
         for (size_t i = 0; i < weights.size(); ++i) dense(*weights[i], spec.layers[i % L].out_ch);
+        for (size_t i = 0; i < se_weights.size(); ++i)
+            dense(*se_weights[i], i == 0 ? spec.se_ch : spec.layers[spec.se_after].out_ch);
         output->set_host_alignment(16);
         output->dim(0).set_bounds(0, spec.cout);
         output->dim(1).set_stride(spec.cout);

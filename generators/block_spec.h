@@ -27,6 +27,11 @@ struct BlockSpec {
     int c = 0, hidden = 0, cout = 0;
     bool residual = false;
     std::vector<LayerSpec> layers;
+    // Squeeze-Excitation after layer se_after (-1: none): gate(e) = sigmoid(We act(Wr mean_xy(h) +
+    // br) + be), the layer's output multiplied by it; se_ch = max(1, c / 4) reduced channels
+    // (EfficientNet's ratio 0.25 of the block input), act = the block's activation.
+    int se_after = -1, se_ch = 0, se_act = 0;
+    bool has_se() const { return se_after >= 0; }
 };
 
 inline const char *block_family_name(BlockFamily f) {
@@ -43,7 +48,7 @@ inline const char *block_family_name(BlockFamily f) {
 // c: input channels; expansion: hidden = c * expansion; ks: the spatial kernel (depthwise for
 // MBConv, expand conv for FusedMBConv, grouped conv for ConvFirst); act: activation id after the
 // expanding layer(s). Residual when input and output shapes match (stride 1).
-inline BlockSpec make_block_spec(BlockFamily f, int c, int expansion, int ks, int stride, int act) {
+inline BlockSpec make_block_spec(BlockFamily f, int c, int expansion, int ks, int stride, int act, bool se = false) {
     BlockSpec b;
     b.family = f;
     b.c = c;
@@ -69,6 +74,12 @@ inline BlockSpec make_block_spec(BlockFamily f, int c, int expansion, int ks, in
         break;
     }
     b.residual = f != BlockFamily::ffn && stride == 1;
+    if (se) {
+        if (f != BlockFamily::mbconv) throw std::invalid_argument("Squeeze-Excitation is part of mbconv only");
+        b.se_after = 1;  // after the depthwise layer and its activation
+        b.se_ch = c / 4 > 1 ? c / 4 : 1;
+        b.se_act = act;
+    }
     return b;
 }
 

@@ -25,7 +25,7 @@ bool is_block_key(const std::string &key) {
     return family_of(key.substr(0, key.find(':')), &f);
 }
 
-BlockSpec BlockWorkload::spec() const { return make_block_spec(family, c, e, k, stride, int(act)); }
+BlockSpec BlockWorkload::spec() const { return make_block_spec(family, c, e, k, stride, int(act), se); }
 
 std::vector<Conv2dWorkload> BlockWorkload::layers() const {
     std::vector<Conv2dWorkload> out;
@@ -84,13 +84,20 @@ BlockWorkload parse_block(const std::string &key) {
             fail(key, "field 'dtype' = '" + it->second + "' is not supported (f32, f16, bf16)");
         f.erase(it);
     }
-    if (auto it = f.find("se"); it != f.end()) fail(key, "field 'se' (Squeeze-Excitation) is not supported yet");
+    if (auto it = f.find("se"); it != f.end()) {
+        const int se = parse_key_int(key, "se", it->second);
+        if (se != 0 && se != 1) fail(key, "field 'se' = " + it->second + " must be 0 or 1");
+        w.se = se == 1;
+        f.erase(it);
+        if (w.se && w.family != BlockFamily::mbconv) fail(key, "field 'se' = 1: Squeeze-Excitation is part of mbconv only");
+    }
     if (!f.empty()) fail(key, "unknown field '" + f.begin()->first + "'");
     for (auto [name, v] : {std::pair{"n", w.n}, {"c", w.c}, {"h", w.h}, {"w", w.w}, {"e", w.e}, {"k", w.k}})
         if (v <= 0) fail(key, std::string("field '") + name + "' = " + std::to_string(v) + " must be positive");
     if (w.k % 2 == 0) fail(key, "field 'k' = " + std::to_string(w.k) + " must be odd (same padding)");
     if (w.stride != 1 && w.stride != 2) fail(key, "field 'stride' = " + std::to_string(w.stride) + " must be 1 or 2");
     if (w.blocks < 1 || w.blocks > 4) fail(key, "field 'blocks' = " + std::to_string(w.blocks) + " must be 1 to 4");
+    if (w.blocks > 1 && w.se) fail(key, "a stage (blocks = " + std::to_string(w.blocks) + ") of blocks with se=1 is not supported");
     if (w.blocks > 1 && w.stride != 1)
         fail(key, "a stage (blocks = " + std::to_string(w.blocks) + ") needs stride 1: each block's output feeds the next");
     if (w.family == BlockFamily::ffn && (w.k != 1 || w.stride != 1)) fail(key, "ffn has no spatial kernel: k and stride must be 1");
@@ -106,6 +113,7 @@ std::string to_key(const BlockWorkload &w) {
     o << block_family_name(w.family) << ":n=" << w.n << ",c=" << w.c << ",h=" << w.h << ",w=" << w.w << ",e=" << w.e;
     if (w.family != BlockFamily::ffn) o << ",k=" << w.k << ",stride=" << w.stride;
     if (w.blocks > 1) o << ",blocks=" << w.blocks;
+    if (w.se) o << ",se=1";
     o << ",act=" << activation_name(w.act) << ",dtype=" << dtype_name(w.dtype);
     return o.str();
 }
@@ -119,6 +127,13 @@ BlockTensors make_block_tensors(const BlockWorkload &w) {
             t.weights.push_back(make_tensor(w.dtype, {l.k, l.c / l.groups, l.s, l.r}));
             t.biases.emplace_back(l.k);
         }
+    if (const BlockSpec s = w.spec(); s.has_se()) {  // reduce (se_ch x E) and expand (E x se_ch), as 1x1 convs
+        const int E = s.layers[s.se_after].out_ch;
+        t.weights.push_back(make_tensor(w.dtype, {s.se_ch, E, 1, 1}));
+        t.biases.emplace_back(s.se_ch);
+        t.weights.push_back(make_tensor(w.dtype, {E, s.se_ch, 1, 1}));
+        t.biases.emplace_back(E);
+    }
     const auto &last = layers.back();
     t.output = make_tensor(w.dtype, {last.k, last.out_w(), last.out_h(), w.n});
     return t;
@@ -129,8 +144,8 @@ void randomize(BlockTensors &t, const BlockWorkload &w, std::mt19937_64 &rng) {
     fill_uniform(t.input, w.dtype, rng, -1.0, 1.0);
     std::uniform_real_distribution<float> d(-0.5f, 0.5f);
     for (size_t j = 0; j < t.weights.size(); ++j) {
-        const auto &l = layers[j % layers.size()];
-        double a = 1.0 / std::sqrt(double(l.c / l.groups) * l.r * l.s);
+        const double fan_in = double(t.weights[j].dim(1).extent()) * t.weights[j].dim(2).extent() * t.weights[j].dim(3).extent();
+        double a = 1.0 / std::sqrt(fan_in);
         fill_uniform(t.weights[j], w.dtype, rng, -a * 1.7, a * 1.7);
         t.biases[j].for_each_value([&](float &b) { b = d(rng); });
         t.biases[j].set_host_dirty();
@@ -146,7 +161,7 @@ std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Devi
         if (v.knob("channels", -1) != w.c || v.knob("expansion", -1) != w.e) continue;
         if (v.knob("kernel_size", w.family == BlockFamily::ffn ? 1 : 3) != w.k && w.family != BlockFamily::ffn) continue;
         if (v.knob("stride", 1) != w.stride || v.knob("act", -1) != int(w.act)) continue;
-        if (v.knob("blocks", 1) != w.blocks) continue;
+        if (v.knob("blocks", 1) != w.blocks || (v.knob("se", 0) == 1) != w.se) continue;
         out.push_back(&v);
     }
     return out;
@@ -207,6 +222,37 @@ void layer_norm_reference(std::vector<double> &v, int channels, double eps) {
         for (int c = 0; c < channels; ++c) v[p + c] = (v[p + c] - m) * r;
     }
 }
+
+// Squeeze-Excitation on h (n, pixels, E channels innermost), in place: the gate per (n, e) from the
+// spatial mean, then h * gate rounded to storage (the kernels store the gated layer).
+void squeeze_excitation_reference(std::vector<double> &h, const BlockWorkload &w, int pixels, BlockTensors &t,
+                                  size_t first_weight) {
+    const BlockSpec s = w.spec();
+    const int E = s.layers[s.se_after].out_ch, R = s.se_ch;
+    std::vector<double> wr = to_doubles(t.weights[first_weight], w.dtype), we = to_doubles(t.weights[first_weight + 1], w.dtype);
+    t.biases[first_weight].copy_to_host();
+    t.biases[first_weight + 1].copy_to_host();
+    for (int n = 0; n < w.n; ++n) {
+        double *hn = h.data() + size_t(n) * pixels * E;
+        std::vector<double> mean(E, 0.0), z(R), gate(E);
+        for (int p = 0; p < pixels; ++p)
+            for (int e = 0; e < E; ++e) mean[e] += hn[size_t(p) * E + e];
+        for (double &m : mean) m /= pixels;
+        for (int j = 0; j < R; ++j) {  // weights (k, cg, 1, 1): k innermost
+            double a = t.biases[first_weight](j);
+            for (int e = 0; e < E; ++e) a += wr[size_t(e) * R + j] * mean[e];
+            z[j] = activation_ref(a, Activation(s.se_act));
+        }
+        for (int e = 0; e < E; ++e) {
+            double a = t.biases[first_weight + 1](e);
+            for (int j = 0; j < R; ++j) a += we[size_t(j) * E + e] * z[j];
+            gate[e] = 1.0 / (1.0 + std::exp(-a));
+        }
+        for (int p = 0; p < pixels; ++p)
+            for (int e = 0; e < E; ++e) hn[size_t(p) * E + e] *= gate[e];
+    }
+    round_to_storage(h, w.dtype);
+}
 }  // namespace
 
 Comparison check_block(const BlockWorkload &w, BlockTensors &t) {
@@ -228,6 +274,8 @@ Comparison check_block(const BlockWorkload &w, BlockTensors &t) {
                     layer_norm_reference(y, layers[i].k, kLayerNormEps);
                     round_to_storage(y, w.dtype);
                 }
+                if (w.spec().se_after == int(i))
+                    squeeze_excitation_reference(y, w, layers[i].out_h() * layers[i].out_w(), t, w.blocks * L);
             }
             x = y;
         }
@@ -246,6 +294,16 @@ Comparison check_block(const BlockWorkload &w, BlockTensors &t) {
     return compare(to_doubles(t.output, w.dtype), y, scale, 1LL * (last.c / last.groups) * last.r * last.s, w.dtype, extra);
 }
 
+namespace {
+// Squeeze-Excitation's gate: the two small matrix-vector products per image, their weights, the
+// pooled means in and the gate out (f32).
+KernelCost se_gate_cost(const BlockWorkload &w) {
+    const BlockSpec s = w.spec();
+    const double E = s.layers[s.se_after].out_ch, R = s.se_ch, e = dtype_bytes(w.dtype);
+    return {"se_gate", 2.0 * w.n * 2 * E * R, e * 2 * E * R + 4.0 * (E + R) + 4.0 * w.n * 2 * E};
+}
+}  // namespace
+
 std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy) {
     auto layers = w.layers();
     std::vector<KernelCost> out;
@@ -260,6 +318,10 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
                 if (w.spec().layers[i].norm_after)  // LayerNorm: reads and writes the layer's output (no MACs)
                     out.push_back({block_name(blk) + "norm" + std::to_string(i), 0,
                                    2 * e * double(w.n) * layers[i].k * layers[i].out_h() * layers[i].out_w()});
+                if (w.spec().se_after == int(i)) {  // the mean reads the layer's output; the gate is tiny
+                    out.push_back({"se_pool", 0, e * double(w.n) * layers[i].k * layers[i].out_h() * layers[i].out_w()});
+                    out.push_back(se_gate_cost(w));
+                }
             }
         return out;
     }
@@ -276,6 +338,19 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
         return c;
     };
     if (strategy == "depth_first") return {fused_kernel("stage", w.blocks)};
+    if (w.se) {  // split around the global mean: the hidden layers up to SE recomputed per tile to pool them
+        const BlockSpec s = w.spec();
+        // Its recomputed ops are not counted (the tensor machine counts each op once, as for the
+        // depth-first halos); its bytes are the block input and the weights it reads.
+        KernelCost pool{"se_pool", 0, e * double(w.n) * w.c * w.h * w.w};
+        for (int i = 0; i <= s.se_after; ++i) {
+            const auto &l = layers[i];
+            pool.bytes += e * double(l.k) * (l.c / l.groups) * l.r * l.s + 4.0 * l.k;
+        }
+        KernelCost block = fused_kernel("block", 1);
+        block.bytes += 4.0 * w.n * s.layers[s.se_after].out_ch;  // the gate
+        return {pool, se_gate_cost(w), block};
+    }
     for (int blk = 0; blk < w.blocks; ++blk) out.push_back(fused_kernel(block_name(blk) + "block", 1));
     return out;
 }

@@ -19,6 +19,7 @@ struct BlockWorkload {
     BlockFamily family = BlockFamily::mbconv;
     int n = 0, c = 0, h = 0, w = 0, e = 0, k = 3, stride = 1;
     int blocks = 1;  // > 1: a stage
+    bool se = false; // mbconv with Squeeze-Excitation (se=1)
     Activation act = Activation::relu6;
     DType dtype = DType::f32;
     BlockSpec spec() const;
@@ -35,7 +36,7 @@ std::string to_key(const BlockWorkload &w);
 
 struct BlockTensors {
     Tensor input, output;
-    std::vector<Tensor> weights;  // layer i of block b at [b * layers + i]
+    std::vector<Tensor> weights;  // layer i of block b at [b * layers + i]; then SE's reduce, expand
     std::vector<Halide::Runtime::Buffer<float>> biases;
 };
 BlockTensors make_block_tensors(const BlockWorkload &w);

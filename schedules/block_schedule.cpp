@@ -34,6 +34,90 @@ void layer_norm_own_kernels(NormFuncs nf, bool gpu) {
     }
 }
 
+// Squeeze-Excitation's gate from the global mean: the gate (one thread block per image on the
+// GPU) with the reduce layer and the mean of the partial sums computed inside it.
+void se_gate(SEFuncs se, bool gpu) {
+    Func gate = se.gate, reduced = se.reduced, pooled = se.pooled;
+    Var e = gate.args()[0], n = gate.args()[1], j = reduced.args()[0], pe = pooled.args()[0];
+    Var eo("ge_o"), ei("ge_i"), jo("gj_o"), ji("gj_i"), po("gp_o"), pi("gp_i");
+    gate.compute_root();
+    reduced.compute_at(gate, n);
+    pooled.compute_at(gate, n);
+    if (gpu) {
+        gate.split(e, eo, ei, 32, guard).reorder(ei, eo, n).gpu_blocks(n).gpu_threads(ei);
+        reduced.split(j, jo, ji, 32, guard).gpu_threads(ji);
+        pooled.split(pe, po, pi, 32, guard).gpu_threads(pi);
+        pooled.update().split(pe, po, pi, 32, guard).gpu_threads(pi);
+    } else {
+        gate.parallel(n);
+    }
+}
+
+// Squeeze-Excitation layer by layer: the mean reads the stored layer (its own kernel, one thread
+// per channel of an image), the gate its own kernel, the product fused into the next layer's read.
+void se_layer_by_layer(SEFuncs se, bool gpu) {
+    Func pooled = se.pooled;
+    Var e = pooled.args()[0], n = pooled.args()[1], eo("pe_o"), ei("pe_i");
+    pooled.compute_root();
+    if (gpu) {
+        pooled.split(e, eo, ei, 32, guard).gpu_blocks(eo, n).gpu_threads(ei);
+        pooled.update().split(e, eo, ei, 32, guard).gpu_blocks(eo, n).gpu_threads(ei);
+    } else {
+        pooled.update().reorder(e, se.r.x, se.r.y, n).vectorize(e, 8, guard).parallel(n);
+    }
+    Func gate = se.gate, reduced = se.reduced;
+    for (Func g : {reduced, gate}) {
+        g.compute_root();
+        Var a = g.args()[0], b = g.args()[1], ao("sg_o"), ai("sg_i");
+        if (gpu) g.split(a, ao, ai, 32, guard).gpu_blocks(ao, b).gpu_threads(ai);
+    }
+}
+
+// Squeeze-Excitation in a fused block: the mean needs every pixel of the layer before any output
+// can be finished, so the block is split around it into three kernels (plus a zero-fill of the
+// partial sums): (1) per output tile, the layers up to SE recomputed as clones (hidden chunks in
+// shared memory, never in DRAM) and summed into per-tile partial sums (rfactor of the mean);
+// (2) the gate, one thread block per image; (3) the fused block, reading the gate.
+void se_fused(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, bool gpu) {
+    SEFuncs se = f.se;
+    RVar rxo("se_rxo"), rxi("se_rxi"), ryo("se_ryo"), ryi("se_ryi");
+    Var u("se_u"), v("se_v");
+    Func partial = se.pooled.update()
+                       .split(se.r.x, rxo, rxi, kn.tile_x)
+                       .split(se.r.y, ryo, ryi, kn.tile_y)
+                       .rfactor({{rxo, u}, {ryo, v}});
+    // The layers up to SE, cloned for the partial sums (Halide computes one Func at one place).
+    std::vector<Conv2dFuncs> c(spec.se_after + 1);
+    Func consumer = partial;
+    for (int i = spec.se_after; i >= 0; --i) {
+        c[i].output = f.layers[i].output.clone_in(consumer);
+        c[i].accum = f.layers[i].accum.clone_in(c[i].output);
+        c[i].padded = f.layers[i].padded.clone_in(c[i].accum);
+        consumer = c[i].padded;
+    }
+    // rfactor puts the new pure Vars last: partial(e, n, u, v).
+    Var e = partial.args()[0], n = partial.args()[1], eo("sp_eo"), ei("sp_ei"), vn("sp_vn");
+    partial.compute_root();
+    Stage upd = partial.update();
+    upd.split(e, eo, ei, kn.chunk, guard).reorder(rxi, ryi, ei, eo, u, v, n).fuse(v, n, vn);
+    if (gpu) {
+        Var eu("sz_eu"), euv("sz_euv"), zo("sz_o"), zi("sz_i");
+        partial.reorder(e, u, v, n).fuse(e, u, eu).fuse(eu, v, euv).split(euv, zo, zi, 64, guard).gpu_blocks(zo, n).gpu_threads(zi);
+        upd.gpu_blocks(u, vn).gpu_threads(ei);
+        for (int i = 0; i <= spec.se_after; ++i) {
+            c[i].output.compute_at(partial, eo);
+            accumulate_in_register(c[i].accum, c[i].output, spread_over_block(c[i].output, kn.chunk, 1), 1);
+        }
+    } else {
+        upd.parallel(vn);
+        for (int i = 0; i <= spec.se_after; ++i) {
+            c[i].output.compute_at(partial, eo);
+            c[i].accum.compute_at(c[i].output, c[i].output.args()[1]);
+        }
+    }
+    se_gate(se, gpu);
+}
+
 // Layer by layer: every layer its own kernel (GPU) / loop nest (CPU), through memory; only the
 // trivial fusions (bias, folded BN, activation, residual) stay inside a layer, as Inductor does.
 // H200, MBConv c=24 e=6 56x56 f16: 1.42 ms at N=128, 0.119 ms at N=8
@@ -50,6 +134,7 @@ void layer_by_layer(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, b
         }
         if (f.norms[i].defined()) layer_norm_own_kernels(f.norms[i], gpu);
     }
+    if (f.se.defined()) se_layer_by_layer(f.se, gpu);
 }
 
 // Block fusion on the CPU: per output tile, the output accumulates over hidden channels in
@@ -228,10 +313,14 @@ void schedule_stage(const std::vector<BlockFuncs> &stage, const BlockSpec &spec,
         if (b + 1 < B) Func(stage[b].layers.back().output).compute_root();
         if (s == BlockStrategy::layer_by_layer) {
             layer_by_layer(stage[b], spec, kn, gpu);
-        } else if (gpu) {
-            fused_gpu(stage[b], spec, kn);
         } else {
-            fused_cpu(stage[b], spec, kn);
+            // SE first: its clones must be made before the originals get their schedules.
+            if (stage[b].se.defined()) se_fused(stage[b], spec, kn, gpu);
+            if (gpu) {
+                fused_gpu(stage[b], spec, kn);
+            } else {
+                fused_cpu(stage[b], spec, kn);
+            }
         }
     }
 }

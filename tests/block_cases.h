@@ -39,6 +39,11 @@ inline std::vector<std::string> block_shapes() {
         "convfirst:n=2,c=256,h=3,w=5,e=4,k=3,stride=1,act=relu",
         "ffn:n=1,c=256,h=3,w=5,e=4,act=relu",
         "convnext:n=1,c=96,h=9,w=7,e=4,k=7,stride=1,act=gelu",
+        // Squeeze-Excitation (the mean over odd sizes and a 1x1 image; tiles the image does not fill).
+        "mbconv:n=2,c=8,h=9,w=7,e=2,k=3,stride=1,se=1,act=silu",
+        "mbconv:n=1,c=8,h=1,w=1,e=2,k=3,stride=1,se=1,act=silu",
+        "mbconv:n=1,c=8,h=19,w=11,e=2,k=3,stride=1,se=1,act=silu",
+        "mbconv:n=1,c=24,h=11,w=9,e=6,k=3,stride=1,se=1,act=relu6",
         // Stages (each block's input the previous one's output): every strategy, odd sizes,
         // tiles the image does not fill, 1x1 images.
         "mbconv:n=2,c=10,h=9,w=7,e=3,k=3,stride=1,blocks=3,act=relu6",

@@ -129,6 +129,7 @@ BLOCK_KEYS = [  # canonical forms, as the C++ to_key(BlockWorkload) prints them
     "convfirst:n=128,c=64,h=56,w=56,e=4,k=3,stride=1,act=relu,dtype=f16",
     "convnext:n=128,c=96,h=56,w=56,e=4,k=7,stride=1,act=gelu,dtype=f16",
     "mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16",
+    "mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,se=1,act=relu6,dtype=f16",
 ]
 
 
@@ -191,7 +192,9 @@ def test_block_invalid_keys():
                        "field 'act' = 'none' is not one of relu, relu6, silu, gelu, sigmoid")
     expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,act=tanh", "field 'act' = 'tanh'")
     expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,dtype=f64", "field 'dtype' = 'f64' is not supported")
-    expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,se=1", "field 'se' (Squeeze-Excitation) is not supported yet")
+    expect_block_error("ffn:n=1,c=8,h=5,w=5,e=2,se=1", "Squeeze-Excitation is part of mbconv only")
+    expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,se=2", "field 'se' = 2 must be 0 or 1")
+    expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,blocks=2,se=1", "of blocks with se=1 is not supported")
     expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,r=3", "unknown field 'r'")
     expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=0", "field 'e' = 0 must be positive")
     expect_block_error("mbconv:n=1,c=8,h=5x,w=5,e=2", "field 'h' = '5x' is not an integer")
@@ -223,6 +226,12 @@ def test_block_layers_and_flops():
     s = pb.parse_block("mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16")
     assert pb.block_flops(s) == 3 * 6589513728.0 and pb.block_call_plan(s)["blocks"] == 3
     assert pb.block_call_plan(s)["layers"] == plan["layers"] and pb.block_call_plan(s)["residual"]
+    # Squeeze-Excitation: reduce to c // 4 = 6 channels and back, 2 flops per MAC per image (the C++
+    # block_costs() total); its layers are the plain block's.
+    se = pb.parse_block("mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,se=1,act=relu6,dtype=f16")
+    assert pb.block_flops(se) == 6589513728.0 + 2.0 * 128 * 2 * 144 * 6
+    assert pb.block_call_plan(se)["se"]["weight_shapes"] == [(6, 144, 1, 1), (144, 6, 1, 1)]
+    assert pb.block_call_plan(se)["layers"] == plan["layers"]
     # Stride 2 on odd sizes: the depthwise layer downsamples, no residual.
     b = pb.parse_block("mbconv:n=1,c=8,h=9,w=11,e=2,k=5,stride=2,act=silu")
     plan = pb.block_call_plan(b)
@@ -268,6 +277,11 @@ class _FakeT:
         self.log.append(("add", self.shape))
         return _FakeT(self.shape, self.log)
 
+    def __mul__(self, other):  # broadcast (N, C, 1, 1) over (N, C, H, W), as the SE gate does
+        assert other.shape[:2] == self.shape[:2] and other.shape[2:] in ((1, 1), self.shape[2:]), (self.shape, other.shape)
+        self.log.append(("mul", self.shape))
+        return _FakeT(self.shape, self.log)
+
 
 def test_block_forward_wiring():
     log = []
@@ -294,17 +308,26 @@ def test_block_forward_wiring():
             ("convnext:n=1,c=8,h=9,w=9,e=4", ["conv2d", "norm", "conv2d", "gelu", "conv2d", "add"]),
             ("ffn:n=1,c=8,h=4,w=4,e=2,blocks=2", ["conv2d", "relu", "conv2d"] * 2),
             ("mbconv:n=1,c=8,h=5,w=7,e=2,blocks=3",
-             ["conv2d", "relu6", "conv2d", "relu6", "conv2d", "add"] * 3)):
+             ["conv2d", "relu6", "conv2d", "relu6", "conv2d", "add"] * 3),
+            ("mbconv:n=1,c=8,h=5,w=7,e=2,se=1,act=silu",
+             ["conv2d", "silu", "conv2d", "silu", "mean", "conv2d", "silu", "conv2d", "sigmoid", "mul", "conv2d",
+              "add"])):
         log.clear()
         b = pb.parse_block(key)
         plan = pb.block_call_plan(b)
         params = []
-        for L in plan["layers"] * b.blocks:
-            params += [_FakeT(L["weight_shape"], log), _FakeT(L["bias_shape"], log)]
-        y = pb.make_block_forward(plan, conv2d, acts, act("norm"))(_FakeT((b.n, b.c, b.h, b.w), log), *params)
+        for wshape, bshape in pb.plan_param_shapes(plan):
+            params += [_FakeT(wshape, log), _FakeT(bshape, log)]
+
+        def mean(y):
+            log.append(("mean",))
+            return _FakeT((y.shape[0], y.shape[1], 1, 1), log)
+        y = pb.make_block_forward(plan, conv2d, acts, act("norm"), mean)(_FakeT((b.n, b.c, b.h, b.w), log), *params)
         assert [op[0] for op in log] == expect_ops, (key, log)
         assert y.shape == (b.n, b.c, b.out_h(), b.out_w()), (key, y.shape)
-        assert [op[2] for op in log if op[0] == "conv2d"] == [L["weight_shape"] for L in plan["layers"]] * b.blocks
+        layer_shapes = [L["weight_shape"] for L in plan["layers"]]
+        used = (layer_shapes[:2] + plan["se"]["weight_shapes"] + layer_shapes[2:]) if b.se else layer_shapes * b.blocks
+        assert [op[2] for op in log if op[0] == "conv2d"] == used, (key, log)
     # A block with a LayerNorm and no norm function is refused, not run without its norm.
     try:
         pb.make_block_forward(pb.block_call_plan(pb.parse_block("convnext:n=1,c=8,h=9,w=9,e=4")), conv2d, acts)

@@ -53,7 +53,8 @@ TEST_CASE("block keys round-trip and bad ones name the field", "[blocks][workloa
                             "fused_mbconv:n=128,c=48,h=56,w=56,e=4,k=3,stride=1,act=silu,dtype=f16",
                             "convnext:n=128,c=96,h=56,w=56,e=4,k=7,stride=1,act=gelu,dtype=f16",
                             "mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16",
-                            "ffn:n=1,c=16,h=3,w=5,e=2,blocks=4,act=relu,dtype=f32"}) {
+                            "ffn:n=1,c=16,h=3,w=5,e=2,blocks=4,act=relu,dtype=f32",
+                            "mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,se=1,act=relu6,dtype=f16"}) {
         INFO(key);
         CHECK(to_key(parse_block(key)) == key);
     }
@@ -65,7 +66,9 @@ TEST_CASE("block keys round-trip and bad ones name the field", "[blocks][workloa
              {"mbconv:n=1,c=8,h=4,w=4,e=6,k=4", "field 'k' = 4 must be odd"},
              {"mbconv:n=1,c=8,h=4,w=4,e=6,stride=3", "field 'stride' = 3 must be 1 or 2"},
              {"convfirst:n=1,c=12,h=4,w=4,e=4", "must be a multiple of the group width 8"},
-             {"mbconv:n=1,c=8,h=4,w=4,e=6,se=1", "Squeeze-Excitation"},
+             {"ffn:n=1,c=8,h=4,w=4,e=6,se=1", "Squeeze-Excitation is part of mbconv only"},
+             {"mbconv:n=1,c=8,h=4,w=4,e=6,se=2", "field 'se' = 2 must be 0 or 1"},
+             {"mbconv:n=1,c=8,h=4,w=4,e=6,blocks=2,se=1", "of blocks with se=1 is not supported"},
              {"mbconv:n=1,c=8,h=4,w=4,e=6,act=none", "field 'act' = 'none'"},
              {"ffn:n=1,c=8,h=4,w=4,e=4,k=3", "ffn has no spatial kernel"},
              {"mbconv:n=1,c=8,h=0,w=4,e=6", "field 'h' = 0 must be positive"},
@@ -148,4 +151,25 @@ TEST_CASE("depth-first shared memory: every earlier block on its grown region", 
     CHECK(one == 4LL * 10 * 8 * 4 + 6LL * 10 * 6 * 4 + 6LL * 8 * 4 * 4);
     CHECK(fused_block_shared_bytes(s, 8, 4, 6, 4, 2) ==
           one + 4LL * 10 * 10 * 6 + 4LL * 10 * 10 * 6 + 6LL * 12 * 8 * 4 + 6LL * 10 * 6 * 4);
+}
+
+TEST_CASE("Squeeze-Excitation accounting: split around the mean into three kernels", "[blocks][model]") {
+    BlockWorkload plain = parse_block("mbconv:n=2,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16");
+    BlockWorkload w = parse_block("mbconv:n=2,c=24,h=56,w=56,e=6,k=3,stride=1,se=1,act=relu6,dtype=f16");
+    REQUIRE(w.spec().se_ch == 6);
+    auto fused = block_costs(w, "fused"), lbl = block_costs(w, "layer_by_layer");
+    REQUIRE(fused.size() == 3);
+    CHECK(fused[0].name == "se_pool");
+    CHECK(fused[1].name == "se_gate");
+    CHECK(fused[2].name == "block");
+    const double P = 2.0 * 56 * 56, C = 24, E = 144, R = 6;
+    CHECK(fused[0].flops == 0);  // expand and depthwise recomputed there, counted once (in "block")
+    CHECK(fused[1].flops == Approx(2 * 2 * (E * R + R * E)));
+    CHECK(fused[2].flops == Approx(block_costs(plain, "fused")[0].flops));
+    double total = 0;
+    for (const auto &k : fused) total += k.flops;
+    CHECK(total == Approx(block_costs(plain, "fused")[0].flops + 2 * 2 * (E * R + R * E)));
+    REQUIRE(lbl.size() == 5);  // layer0, layer1, se_pool, se_gate, layer2
+    CHECK(lbl[2].name == "se_pool");
+    CHECK(lbl[2].bytes == Approx(2 * P * E));  // reads the stored depthwise output once
 }
