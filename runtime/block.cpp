@@ -289,8 +289,9 @@ Comparison check_block(const BlockWorkload &w, BlockTensors &t) {
     const auto &last = layers.back();
     // Hidden values rounded to storage may differ by an ulp between kernel and reference:
     // 4 storage ulps of the last layer's scale per hidden layer cover it. In a stage, an earlier
-    // block's rounding differences pass through the later blocks: counted as more hidden layers.
-    double extra = 4.0 * 2 * dtype_unit_roundoff(w.dtype) * double(w.blocks * L - 1);
+    // block's rounding differences pass through the later blocks: counted as more hidden layers;
+    // Squeeze-Excitation's gated layer is one more stored rounding.
+    double extra = 4.0 * 2 * dtype_unit_roundoff(w.dtype) * double(w.blocks * L - 1 + (w.se ? 1 : 0));
     return compare(to_doubles(t.output, w.dtype), y, scale, 1LL * (last.c / last.groups) * last.r * last.s, w.dtype, extra);
 }
 
