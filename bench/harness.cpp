@@ -112,6 +112,13 @@ Candidate make_candidate(const std::string &name, const W &w, std::string strate
 
 std::string strategy_label(const KernelVariant *v) { return v->param("strategy") + " (" + v->name + ")"; }
 
+// The strategy of a row: blocks, stages and the stem are labelled "strategy (kernel)"; a conv2d
+// layer is one kernel, computed directly.
+std::string strategy_of(const Row &r) {
+    const auto p = r.strategy.find(" (");
+    return p == std::string::npos ? "direct" : r.strategy.substr(0, p);
+}
+
 // conv2d: every candidate kernel of the workload, checked at 4096 sampled outputs (+ a full
 // scan for unwritten ones).
 std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv2dWorkload &w, Device dev,
@@ -248,6 +255,9 @@ int run_bench(const BenchOptions &opt) {
     if (entries.empty()) throw WorkloadError("nothing to run: give --suite NAME or --workload KEY");
     if (opt.variants != "all" && opt.variants != "default")
         throw WorkloadError("--variants '" + opt.variants + "' is not one of all, default");
+    for (const auto &s : opt.strategies)
+        if (s != "layer_by_layer" && s != "fused" && s != "depth_first" && s != "direct")
+            throw WorkloadError("--strategies '" + s + "' is not one of layer_by_layer, fused, depth_first, direct");
     DType dfilter{};
     if (!opt.dtype.empty() && !parse_dtype(opt.dtype, &dfilter))
         throw WorkloadError("--dtype '" + opt.dtype + "' is not supported (f32, f16, bf16)");
@@ -297,6 +307,13 @@ int run_bench(const BenchOptions &opt) {
             continue;
         }
         if (opt.variants == "default") cands.resize(1);
+        if (!opt.strategies.empty())
+            cands.erase(std::remove_if(cands.begin(), cands.end(),
+                                       [&](const Candidate &c) {
+                                           return std::find(opt.strategies.begin(), opt.strategies.end(),
+                                                            strategy_of(c.row)) == opt.strategies.end();
+                                       }),
+                        cands.end());
         if (!opt.only.empty())
             cands.erase(std::remove_if(cands.begin(), cands.end(),
                                        [&](const Candidate &c) {

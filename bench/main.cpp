@@ -28,6 +28,9 @@ int main(int argc, char **argv) {
     bench->add_option("--device", bopt.device, "auto | cpu | cuda | opencl")->capture_default_str();
     bench->add_option("--variants", bopt.variants, "all | default")->capture_default_str();
     bench->add_option("--variant", bopt.only, "run only these kernel variants (see `blockfuse info`)");
+    bench->add_option("--strategies", bopt.strategies,
+                      "run only these strategies: layer_by_layer, fused, depth_first (blocks, stages, stem), direct (conv2d)")
+        ->delimiter(',');
     bench->add_option("--dtype", bopt.dtype, "only workloads of this dtype (f32, f16, bf16)");
     bench->add_option("--out", bopt.out_dir, "write results.json and results.csv to this folder");
     bench->add_option("--min-samples", bopt.min_samples, "samples per kernel, at least")->capture_default_str();

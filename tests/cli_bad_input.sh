@@ -24,4 +24,5 @@ expect "unknown suite 'nosuchsuite'" bench --suite nosuchsuite
 expect "--dtype 'f8' is not supported" bench --suite conv2d --dtype f8
 expect "a stage (blocks = 3) needs stride 1" bench --workload "mbconv:n=1,c=8,h=9,w=9,e=2,stride=2,blocks=3"
 expect "field 'blocks' = 9 must be 1 to 4" check "mbconv:n=1,c=8,h=4,w=4,e=2,blocks=9"
+expect "--strategies 'fast' is not one of layer_by_layer, fused, depth_first, direct" bench --workload "mbconv:n=1,c=8,h=9,w=9,e=2" --strategies fast
 exit $fail
