@@ -120,8 +120,8 @@ void se_fused(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, bool gp
 
 // Layer by layer: every layer its own kernel (GPU) / loop nest (CPU), through memory; only the
 // trivial fusions (bias, folded BN, activation, residual) stay inside a layer, as Inductor does.
-// H200, MBConv c=24 e=6 56x56 f16: 1.42 ms at N=128, 0.119 ms at N=8
-// (bench/results/h200/blocks-shared-acc/).
+// H200, MBConv c=24 e=6 56x56 f16: 1.35-1.38 ms at N=128, 0.102-0.111 ms at N=8
+// (bench/results/h200/blocks/, registers/).
 void layer_by_layer(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, bool gpu) {
     for (size_t i = 0; i < f.layers.size(); ++i) {
         Conv2dFuncs &L = f.layers[i];
@@ -179,16 +179,6 @@ Var fused_cpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     return xo;
 }
 
-// Block fusion on the GPU: one kernel. A thread block owns a tile of output pixels and all
-// output channels; each thread owns vec_k channels x tile_y pixels of the output accumulator
-// (in shared memory). For each chunk of hidden channels the block produces the hidden layers'
-// chunk on its tile (+ halo) into shared memory, synchronizes, and every thread accumulates it.
-// hidden_vec > 1: each thread produces that many hidden channels of a pixel (input loads reused
-// across them) instead of one.
-// H200, MBConv c=24 e=6 56x56 f16, N=128 (bench/results/h200/blocks/, registers/): 1.21-1.29 ms
-// at best (mapping k: 16x4 pixels, chunk 48, 2 output channels and 8 hidden channels per thread,
-// 64-register JIT cap), 1.07-1.14x faster than layer by layer, 7.8% of FFMA (101 µs floor). With
-// hidden_vec 1 the best was 2.37 ms: one hidden element per thread re-loads the input per channel.
 // The hidden layers of a fused block inside the thread block of `root` at `xo` (threads_x x
 // threads_y threads): each chunk of every hidden layer produced into shared memory at the
 // accumulator's chunk loop `eo`, full-width layers and LayerNorm on the tile.
@@ -255,6 +245,16 @@ void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs
     hidden_layers_gpu(f, spec, kn, root, xo, eo, threads_x, threads_y);
 }
 
+// Block fusion on the GPU: one kernel. A thread block owns a tile of output pixels and all
+// output channels; each thread owns vec_k channels x tile_y pixels of the output accumulator
+// (in shared memory). For each chunk of hidden channels the block produces the hidden layers'
+// chunk on its tile (+ halo) into shared memory, synchronizes, and every thread accumulates it.
+// hidden_vec > 1: each thread produces that many hidden channels of a pixel (input loads reused
+// across them) instead of one.
+// H200, MBConv c=24 e=6 56x56 f16, N=128 (bench/results/h200/blocks/, registers/): 1.19-1.29 ms
+// at best (mapping k: 16x4 pixels, chunk 48, 2 output channels and 8 hidden channels per thread,
+// 64-register JIT cap), 1.07-1.14x faster than layer by layer, 7.8% of FFMA (101 µs floor). With
+// hidden_vec 1 the best was 2.37 ms: one hidden element per thread re-loads the input per channel.
 Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     Conv2dFuncs &last = f.layers.back();
     Func out = last.output, acc = last.accum;
