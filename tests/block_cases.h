@@ -57,30 +57,18 @@ inline std::vector<std::string> block_shapes() {
 
 // stages = false: the single blocks of the table; true: the stages (blocks > 1), in every strategy.
 inline void check_all_block_variants(Device device, const std::vector<DType> &dtypes, bool stages = false) {
-    install_halide_error_handler();
-    uint64_t seed = std::random_device{}();
-    std::mt19937_64 rng(seed);
-    INFO("seed " << seed);
-    std::set<std::string> ran;
-    for (DType d : dtypes)
-        for (const auto &key : block_shapes()) {
-            BlockWorkload w = parse_block(key);
-            if ((w.blocks > 1) != stages) continue;
-            w.dtype = d;
-            for (const KernelVariant *v : block_candidates(w, device)) {
-                INFO(v->name << " on " << to_key(w));
-                BlockTensors t = make_block_tensors(w);
-                randomize(t, w, rng);
-                run_block(*v, w, t);
-                Comparison c = check_block(w, t);
-                INFO(c.summary());
-                CHECK(c.unwritten == 0);
-                CHECK(c.violations == 0);
-                ran.insert(v->name);
-            }
-        }
-    require_all_exercised("block", device, dtypes, ran,
-                          [stages](const KernelVariant &v) { return (v.knob("blocks", 1) > 1) == stages; });
+    std::vector<BlockWorkload> shapes;
+    for (const auto &key : block_shapes())
+        if (BlockWorkload w = parse_block(key); (w.blocks > 1) == stages) shapes.push_back(w);
+    check_every_variant(
+        "block", device, dtypes, shapes, block_candidates,
+        [](const KernelVariant &v, const BlockWorkload &w, std::mt19937_64 &rng) {
+            BlockTensors t = make_block_tensors(w);
+            randomize(t, w, rng);
+            run_block(v, w, t);
+            return check_block(w, t);
+        },
+        [stages](const KernelVariant &v) { return (v.knob("blocks", 1) > 1) == stages; });
 }
 
 }  // namespace blockfuse::test

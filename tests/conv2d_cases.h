@@ -64,12 +64,6 @@ inline void require_all_exercised(const std::string &family, Device device, cons
     }
 }
 
-inline Conv2dWorkload with_dtype(const std::string &key, DType d) {
-    Conv2dWorkload w = parse_conv2d(key);
-    w.dtype = d;
-    return w;
-}
-
 // Runs `v` on fresh random data with a NaN-poisoned output and compares every output with
 // the float64 reference. Returns the comparison (REQUIREs are left to the caller).
 inline Comparison run_and_compare(const KernelVariant &v, const Conv2dWorkload &w, std::mt19937_64 &rng) {
@@ -79,28 +73,39 @@ inline Comparison run_and_compare(const KernelVariant &v, const Conv2dWorkload &
     return check_conv2d(w, t, size_t(1) << 30, rng);
 }
 
-// Walks the whole table on `device` for each dtype, and requires that every variant built for
-// that device (and those dtypes) ran at least once: a variant no shape reaches is a test gap.
-inline void check_all_variants(Device device, const std::vector<DType> &dtypes) {
+// Every candidate variant of every workload (each in every dtype) on `device`, against the
+// float64 reference: run_and_check(v, w, rng) makes fresh random tensors with a poisoned output,
+// runs v and compares every output. Then every variant of `family` built for that device and
+// those dtypes (and in scope) must have run: a variant no shape reaches is a test gap.
+template <typename Workload, typename Candidates, typename RunAndCheck>
+void check_every_variant(const std::string &family, Device device, const std::vector<DType> &dtypes,
+                         const std::vector<Workload> &workloads, Candidates candidates, RunAndCheck run_and_check,
+                         const std::function<bool(const KernelVariant &)> &in_scope = nullptr) {
     install_halide_error_handler();
     uint64_t seed = std::random_device{}();
     std::mt19937_64 rng(seed);
     INFO("seed " << seed);
     std::set<std::string> ran;
-    for (DType d : dtypes) {
-        for (const auto &key : conv2d_shapes()) {
-            Conv2dWorkload w = with_dtype(key, d);
-            for (const KernelVariant *v : conv2d_candidates(w, device)) {
+    for (DType d : dtypes)
+        for (Workload w : workloads) {
+            w.dtype = d;
+            for (const KernelVariant *v : candidates(w, device)) {
                 INFO(v->name << " on " << to_key(w));
-                Comparison c = run_and_compare(*v, w, rng);
+                Comparison c = run_and_check(*v, w, rng);
                 INFO(c.summary());
                 CHECK(c.unwritten == 0);
                 CHECK(c.violations == 0);
                 ran.insert(v->name);
             }
         }
-    }
-    require_all_exercised("conv2d", device, dtypes, ran);
+    require_all_exercised(family, device, dtypes, ran, in_scope);
+}
+
+// The whole conv2d table on `device` for each dtype.
+inline void check_all_variants(Device device, const std::vector<DType> &dtypes) {
+    std::vector<Conv2dWorkload> shapes;
+    for (const auto &key : conv2d_shapes()) shapes.push_back(parse_conv2d(key));
+    check_every_variant("conv2d", device, dtypes, shapes, conv2d_candidates, run_and_compare);
 }
 
 }  // namespace blockfuse::test
