@@ -112,21 +112,22 @@ Candidate make_candidate(const std::string &name, const W &w, std::string strate
 
 std::string strategy_label(const KernelVariant *v) { return v->param("strategy") + " (" + v->name + ")"; }
 
-// The strategy of a row: blocks, stages and the stem are labelled "strategy (kernel)"; a conv2d
-// layer is one kernel, computed directly.
-std::string strategy_of(const Row &r) {
-    const auto p = r.strategy.find(" (");
-    return p == std::string::npos ? "direct" : r.strategy.substr(0, p);
+// The strategy of a variant: blocks, stages and the stem have one; a conv2d layer is one kernel,
+// computed directly.
+std::string strategy_of(const KernelVariant &v) {
+    const std::string s = v.param("strategy");
+    return s.empty() ? "direct" : s;
 }
 
 // conv2d: every candidate kernel of the workload, checked at 4096 sampled outputs (+ a full
 // scan for unwritten ones).
 std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv2dWorkload &w, Device dev,
-                                             std::mt19937_64 &rng) {
+                                             std::mt19937_64 &rng, const VariantFilter &keep) {
     std::vector<Candidate> out;
     auto cands = conv2d_candidates(w, dev);
     for (size_t i = 0; i < cands.size(); ++i) {
         const KernelVariant *v = cands[i];
+        if (keep && !keep(*v, i)) continue;
         auto t = std::make_shared<Conv2dTensors>(make_conv2d_tensors(w));
         randomize(*t, w, rng);
         auto run = [t, v, w] { run_conv2d(*v, w, *t); };
@@ -141,11 +142,12 @@ std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv
 
 // The stem: each strategy (layer-by-layer, depth-first), checked at full size (its reference is small).
 std::vector<Candidate> stem_candidates_for(const std::string &name, const StemWorkload &w, Device dev,
-                                           std::mt19937_64 &rng) {
+                                           std::mt19937_64 &rng, const VariantFilter &keep) {
     std::vector<Candidate> out;
     auto cands = stem_candidates(w, dev);
     for (size_t i = 0; i < cands.size(); ++i) {
         const KernelVariant *v = cands[i];
+        if (keep && !keep(*v, i)) continue;
         auto t = std::make_shared<StemTensors>(make_stem_tensors(w));
         randomize(*t, w, rng);
         auto run = [t, v, w] { run_stem(*v, w, *t); };
@@ -162,13 +164,14 @@ std::vector<Candidate> stem_candidates_for(const std::string &name, const StemWo
 // so above ~2e8 MACs the kernel is checked on the same workload at n=1 (same code path, said
 // in the check column) and then timed at full size.
 std::vector<Candidate> block_candidates_for(const std::string &name, const BlockWorkload &w, Device dev,
-                                            std::mt19937_64 &rng) {
+                                            std::mt19937_64 &rng, const VariantFilter &keep) {
     std::vector<Candidate> out;
     auto cands = block_candidates(w, dev);
     double macs = 0;
     for (const auto &l : w.layers()) macs += w.blocks * conv2d_flops(l) / 2;
     for (size_t i = 0; i < cands.size(); ++i) {
         const KernelVariant *v = cands[i];
+        if (keep && !keep(*v, i)) continue;
         auto t = std::make_shared<BlockTensors>(make_block_tensors(w));
         randomize(*t, w, rng);
         // Squeeze-Excitation's global mean splits a fused block: the label says so (the kernels are
@@ -191,10 +194,11 @@ std::vector<Candidate> block_candidates_for(const std::string &name, const Block
 
 }  // namespace
 
-std::vector<Candidate> build_candidates(const SuiteEntry &entry, Device dev, std::mt19937_64 &rng) {
-    if (is_block_key(entry.key)) return block_candidates_for(entry.name, parse_block(entry.key), dev, rng);
-    if (is_stem_key(entry.key)) return stem_candidates_for(entry.name, parse_stem(entry.key), dev, rng);
-    return conv2d_candidates_for(entry.name, parse_conv2d(entry.key), dev, rng);
+std::vector<Candidate> build_candidates(const SuiteEntry &entry, Device dev, std::mt19937_64 &rng,
+                                        const VariantFilter &keep) {
+    if (is_block_key(entry.key)) return block_candidates_for(entry.name, parse_block(entry.key), dev, rng, keep);
+    if (is_stem_key(entry.key)) return stem_candidates_for(entry.name, parse_stem(entry.key), dev, rng, keep);
+    return conv2d_candidates_for(entry.name, parse_conv2d(entry.key), dev, rng, keep);
 }
 
 DType workload_dtype(const std::string &key) {
@@ -300,28 +304,30 @@ int run_bench(const BenchOptions &opt) {
     std::mt19937_64 rng(std::random_device{}());
     std::vector<Row> rows;
     int failures = 0;
+    // --variants default, --variant, --strategies: applied before any candidate's tensors are made.
+    size_t built = 0;  // variants of the current workload the filter saw
+    const VariantFilter keep = [&opt, &built](const KernelVariant &v, size_t index) {
+        ++built;
+        if (opt.variants == "default" && index != 0) return false;
+        if (!opt.strategies.empty() &&
+            std::find(opt.strategies.begin(), opt.strategies.end(), strategy_of(v)) == opt.strategies.end())
+            return false;
+        if (opt.only.empty()) return true;
+        for (const auto &o : opt.only)
+            if (v.name.find(o) != std::string::npos || v.param("strategy").find(o) != std::string::npos) return true;
+        return false;
+    };
     for (const auto &entry : work) {
-        std::vector<Candidate> cands = build_candidates(entry, dev, rng);
+        built = 0;
+        std::vector<Candidate> cands = build_candidates(entry, dev, rng, keep);
         if (cands.empty()) {
-            std::cout << fmt::format("{}: no {} kernel built for {} -- skipped\n", entry.name, device_name(dev), entry.key);
+            std::cout << fmt::format("{}: {} for {} -- skipped\n", entry.name,
+                                     built ? fmt::format("none of the {} {} kernels passes --variant/--variants/--strategies",
+                                                         built, device_name(dev))
+                                           : fmt::format("no {} kernel built", device_name(dev)),
+                                     entry.key);
             continue;
         }
-        if (opt.variants == "default") cands.resize(1);
-        if (!opt.strategies.empty())
-            cands.erase(std::remove_if(cands.begin(), cands.end(),
-                                       [&](const Candidate &c) {
-                                           return std::find(opt.strategies.begin(), opt.strategies.end(),
-                                                            strategy_of(c.row)) == opt.strategies.end();
-                                       }),
-                        cands.end());
-        if (!opt.only.empty())
-            cands.erase(std::remove_if(cands.begin(), cands.end(),
-                                       [&](const Candidate &c) {
-                                           for (const auto &o : opt.only)
-                                               if (c.row.strategy.find(o) != std::string::npos) return false;
-                                           return true;
-                                       }),
-                        cands.end());
         if (opt.single_run) {  // one launch sequence per candidate, in order, for an external profiler
             for (auto &c : cands) {
                 c.run();  // warm-up: host-to-device copies, allocations, module load

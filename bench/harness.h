@@ -51,9 +51,14 @@ struct Candidate {
     std::function<Comparison()> check;
 };
 
-// Every kernel built for this workload (conv2d, block or stem key) on `dev`, the default first.
-// Throws WorkloadError on a bad key.
-std::vector<Candidate> build_candidates(const SuiteEntry &entry, Device dev, std::mt19937_64 &rng);
+// Which built variants of a workload become candidates, decided before any tensor is made; index
+// is the variant's place in dispatch order (0: the dispatcher's default).
+using VariantFilter = std::function<bool(const KernelVariant &v, size_t index)>;
+
+// Every kernel built for this workload (conv2d, block or stem key) on `dev` that `keep` accepts
+// (all if none), the default first. Throws WorkloadError on a bad key.
+std::vector<Candidate> build_candidates(const SuiteEntry &entry, Device dev, std::mt19937_64 &rng,
+                                        const VariantFilter &keep = nullptr);
 DType workload_dtype(const std::string &key);
 
 // Returns the process exit code: 0 ok, 1 a kernel failed or was wrong, 2 bad input.
