@@ -111,7 +111,6 @@ inline void grow_through_layers(const BlockSpec &b, long long &rx, long long &ry
 
 inline long long fused_block_shared_bytes(const BlockSpec &b, int tile_x, int tile_y, int chunk, int elem_bytes,
                                           int blocks = 1) {
-    auto grow = [&](long long &rx, long long &ry, size_t from_layer) { grow_through_layers(b, rx, ry, from_layer); };
     const int ch = effective_chunk(b.hidden, chunk);
     long long bytes = 0, bx = tile_x, by = tile_y;  // region of the current block's output
     for (int blk = blocks - 1; blk >= 0; --blk) {
@@ -119,12 +118,12 @@ inline long long fused_block_shared_bytes(const BlockSpec &b, int tile_x, int ti
         if (blk + 1 < blocks) bytes += 1LL * b.cout * bx * by * elem_bytes;     // block output
         for (size_t i = 0; i + 1 < b.layers.size(); ++i) {
             long long rx = bx, ry = by;  // region of layer i's output the block needs
-            grow(rx, ry, i + 1);
+            grow_through_layers(b, rx, ry, i + 1);
             const LayerSpec &L = b.layers[i];
             bytes += (L.hidden ? ch : L.out_ch) * rx * ry * elem_bytes;
             if (L.norm_after) bytes += L.out_ch * rx * ry * elem_bytes + 2 * 4 * rx * ry;  // normed + mean, rstd
         }
-        grow(bx, by, 0);
+        grow_through_layers(b, bx, by);
     }
     return bytes;
 }
