@@ -48,7 +48,7 @@ struct KernelVariant {
 //   N > 0: N for every variant (64 reproduces Halide's default).
 // A HL_CUDA_JIT_MAX_REGISTERS already set in the environment at start-up wins over all of these.
 // The depthwise kernels ran up to 9x faster with the larger cap, the fused MBConv mappings up to
-// 1.35x slower (lower occupancy): hence a per-variant knob (bench/results/h200/registers/).
+// 1.4x slower (lower occupancy): hence a per-variant knob (bench/results/h200/registers/).
 void set_register_policy(int max_registers);
 std::string register_policy_description();
 int register_cap(const KernelVariant &v);  // what the policy gives this variant

@@ -120,7 +120,7 @@ void se_fused(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, bool gp
 
 // Layer by layer: every layer its own kernel (GPU) / loop nest (CPU), through memory; only the
 // trivial fusions (bias, folded BN, activation, residual) stay inside a layer, as Inductor does.
-// H200, MBConv c=24 e=6 56x56 f16: 1.35-1.38 ms at N=128, 0.102-0.111 ms at N=8
+// H200, MBConv c=24 e=6 56x56 f16: 1.35-1.38 ms at N=128, 0.102-0.104 ms at N=8
 // (bench/results/h200/blocks/, registers/).
 void layer_by_layer(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, bool gpu) {
     for (size_t i = 0; i < f.layers.size(); ++i) {
@@ -251,9 +251,9 @@ void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs
 // chunk on its tile (+ halo) into shared memory, synchronizes, and every thread accumulates it.
 // hidden_vec > 1: each thread produces that many hidden channels of a pixel (input loads reused
 // across them) instead of one.
-// H200, MBConv c=24 e=6 56x56 f16, N=128 (bench/results/h200/blocks/, registers/): 1.19-1.29 ms
+// H200, MBConv c=24 e=6 56x56 f16, N=128 (bench/results/h200/blocks/, registers/): 1.19-1.21 ms
 // at best (mapping k: 16x4 pixels, chunk 48, 2 output channels and 8 hidden channels per thread,
-// 64-register JIT cap), 1.07-1.14x faster than layer by layer, 7.8% of FFMA (101 µs floor). With
+// 64-register JIT cap), 1.13-1.14x faster than layer by layer, 8.5% of FFMA (101 µs floor). With
 // hidden_vec 1 the best was 2.37 ms: one hidden element per thread re-loads the input per channel.
 Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     Conv2dFuncs &last = f.layers.back();
