@@ -7,6 +7,7 @@ set -uo pipefail
 out="${1:?usage: bench/h200_profile_depthwise.sh OUTDIR}"
 mkdir -p "$out"
 bin=.carry
+[ -x $bin/blockfuse ] || tar -xzf $bin/bin.tar.gz -C $bin  # tools/prepare-carry.sh packs them
 bash bench/gpu_context.sh > "$out/gpu_context.txt" 2>&1
 echo "== [gpu] tests"; timeout 200 "$bin/test_conv2d_gpu" ${TESTS:-} 2>&1 | tee "$out/gpu_tests.txt" | tail -3
 dw3="conv2d:n=128,c=144,h=56,w=56,k=144,r=3,s=3,stride=1,pad=1,groups=144,dtype=f16"

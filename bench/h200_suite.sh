@@ -11,6 +11,7 @@ suite="${1:?usage: bench/h200_suite.sh blocks|conv2d OUTDIR}"
 out="${2:?usage: bench/h200_suite.sh blocks|conv2d OUTDIR}"
 mkdir -p "$out"
 bin=.carry
+[ -x $bin/blockfuse ] || tar -xzf $bin/bin.tar.gz -C $bin  # tools/prepare-carry.sh packs them
 export PYTHONUNBUFFERED=1
 bash bench/gpu_context.sh > "$out/gpu_context.txt" 2>&1
 echo "== [gpu] tests"; timeout 120 "$bin/test_conv2d_gpu" 2>&1 | tee "$out/gpu_tests.txt" | tail -2
