@@ -37,6 +37,10 @@ public:
     // Depthwise channel multiplier K/C (0: from the buffers). Static 1 gives a constant input
     // window per thread (needed by stage_input).
     GeneratorParam<int> multiplier{"multiplier", 0};
+    // Depthwise only: the channel count C (= K, multiplier 1) as a constant. The pixel stride
+    // becomes a constant, so the taps' addresses are immediate offsets from one row pointer
+    // instead of an integer multiply-add chain per load. Dispatched only where C matches.
+    GeneratorParam<int> static_channels{"static_channels", 0};
     // CPU schedule knobs.
     GeneratorParam<int> cpu_vec_k{"cpu_vec_k", 8};
     GeneratorParam<int> cpu_tile_x{"cpu_tile_x", 4};
@@ -120,6 +124,19 @@ public:
             }
             output.dim(0).set_min(0);
             for (int d = 1; d < 4; ++d) output.dim(d).set_stride((output.dim(d).stride() / v) * v);
+        }
+        if (static_channels > 0) {
+            if (kind != ConvKind::depthwise || multiplier != 1 || !static_kernel)
+                throw CompileError("static_channels needs kind=depthwise, multiplier=1 and kernel_size");
+            const int C = static_channels;
+            input.dim(0).set_bounds(0, C);
+            input.dim(1).set_stride(C);
+            output.dim(0).set_bounds(0, C);
+            output.dim(1).set_stride(C);
+            weights.dim(0).set_bounds(0, C);
+            weights.dim(1).set_bounds(0, 1).set_stride(C);
+            weights.dim(2).set_stride(C);
+            weights.dim(3).set_stride(C * ks);
         }
         weights.dim(2).set_min(0);
         weights.dim(3).set_min(0);

@@ -62,12 +62,14 @@ std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, De
         if (dl != 0 && (w.dil_h != dl || w.dil_w != dl)) continue;
         if (mult != 0 && w.k != w.c * mult) continue;
         if (v.knob("aligned", 0) && (w.c % vec != 0 || w.k % vec != 0)) continue;
+        if (int sc = v.knob("static_channels", 0); sc != 0 && (w.c != sc || w.k != sc)) continue;
         out.push_back(&v);
     }
-    // Static kernel size first; then variants whose channel tile divides K (no idle lanes).
+    // Exact channel count first, static kernel size next; then variants whose channel tile divides K (no idle lanes).
     auto score = [&](const KernelVariant *v) {
         int s = 0;
         if (v->knob("kernel_size", 0) != 0) s += 2;
+        if (v->knob("static_channels", 0) != 0) s += 4;  // made for exactly this channel count
         int tile = v->knob("threads_k", conv2d_defaults::threads_k) * v->knob("vec_k", conv2d_defaults::vec_k);
         if (v->device != Device::cpu && w.k % tile == 0) s += 1;
         return s;

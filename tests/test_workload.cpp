@@ -99,7 +99,9 @@ TEST_CASE("the CUDA register cap follows the block size unless a fixed cap is as
     CHECK(cap_for(32, 12) == 168);   // 384 threads: 65536 / 384 = 170.7, down to a multiple of 8
     CHECK(cap_for(32, 16) == 128);   // 512 threads
     CHECK(cap_for(32, 32) == 64);    // 1024 threads: Halide's own default is the most that fits
-    CHECK(cap_for(20, 17) == 184);   // 340 threads count as 11 warps: 65536 / 352 = 186.2 -> 184
+    CHECK(cap_for(20, 17) == 168);   // 340 threads = 11 warps, allocated as 12: 65536 / 384 = 170.7 -> 168
+    CHECK(cap_for(36, 8) == 168);    // 288 threads = 9 warps, allocated as 12 (224 failed its launch on the H200)
+    CHECK(cap_for(36, 4) == 255);    // 144 threads = 5 warps, allocated as 8: 256 -> the ISA's 255
     v.knobs["max_registers"] = 64;  // the variant's own knob (a LOAD knob in CMake)
     CHECK(register_cap(v) == 64);
     set_register_policy(96);         // --max-registers wins over the knob
