@@ -14,7 +14,7 @@ bin=.carry
 [ -x $bin/blockfuse ] || tar -xzf $bin/bin.tar.gz -C $bin  # tools/prepare-carry.sh packs them
 export PYTHONUNBUFFERED=1
 bash bench/gpu_context.sh > "$out/gpu_context.txt" 2>&1
-echo "== [gpu] tests"; timeout 120 "$bin/test_conv2d_gpu" 2>&1 | tee "$out/gpu_tests.txt" | tail -2
+echo "== [gpu] tests"; timeout 400 "$bin/test_conv2d_gpu" 2>&1 | tee "$out/gpu_tests.txt" | tail -2
 if [ -n "${RACECHECK:-}" ]; then
   san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
   timeout 150 "$san" --tool racecheck --error-exitcode 9 "$bin/test_conv2d_gpu" "$RACECHECK" > "$out/racecheck.txt" 2>&1

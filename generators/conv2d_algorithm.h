@@ -27,7 +27,6 @@ struct Conv2dGeometry {
 
 struct Conv2dFuncs {
     Halide::Func padded;   // zero-padded input, f32 (c, x, y, n)
-    Halide::Func weights;  // weights widened to f32 (k, cg, kx, ky); inlined unless a schedule stages it
     Halide::Func accum;    // f32 accumulator (k, x, y, n): pure = bias, update = reduction
     Halide::Func output;   // epilogue(accum), cast to the storage type
     Halide::RDom r;        // (cg, kx, ky)
@@ -61,10 +60,7 @@ inline Conv2dFuncs conv2d(const Halide::Func &input, const Halide::Func &weights
 
     f.accum = Func(name + "_accum");
     f.accum(k, x, y, n) = bias(k);
-    Var cg("cg"), kx("kx"), ky("ky");
-    f.weights = Func(name + "_weights");
-    f.weights(k, cg, kx, ky) = to_f32(weights(k, cg, kx, ky));
-    f.accum(k, x, y, n) += f.padded(in_c, in_x, in_y, n) * f.weights(k, f.r.x, f.r.y, f.r.z);
+    f.accum(k, x, y, n) += f.padded(in_c, in_x, in_y, n) * to_f32(weights(k, f.r.x, f.r.y, f.r.z));
 
     f.output = Func(name);
     f.output(k, x, y, n) = from_f32(out_type, epilogue(f.accum(k, x, y, n), {k, x, y, n}));

@@ -97,20 +97,6 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
                 .vectorize(wci);
         }
     }
-    if (kn.stage_weights) {
-        // Loaded cooperatively: channel vectors on threads_k, taps on threads_x.
-        Func wf = f.weights;
-        Var wk = wf.args()[0], wc = wf.args()[1], wx = wf.args()[2], wy = wf.args()[3];
-        Var wko("wko"), wki("wki"), wt("wt"), wto("wto"), wti("wti");
-        wf.compute_at(out, ko)
-            .store_in(MemoryType::GPUShared)
-            .split(wk, wko, wki, kn.vec_k, TailStrategy::RoundUp)
-            .fuse(wx, wy, wt)
-            .split(wt, wto, wti, kn.threads_x, TailStrategy::GuardWithIf)
-            .reorder(wki, wko, wc, wti, wto)
-            .gpu_threads(wko, wti)
-            .vectorize(wki);
-    }
     if (kn.vec_k > 1) {
         Expr div = channels_divisible(out_channels, kn.vec_k);
         Stage a = acc.specialize(div), u = acc.update().specialize(div);

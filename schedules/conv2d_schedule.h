@@ -29,10 +29,6 @@ struct Conv2dGpuKnobs {
     // global load per tap; 2: stage the block's input tile + halo in shared memory. Both need
     // a static kernel size, stride and dilation (constant window).
     int stage_input = 0;
-    // 1: the block's weights, widened to f32, go through shared memory once; each tap then
-    // reads its vector from there instead of holding all taps' weights in registers (a 5x5
-    // depthwise thread held 100 f32 weights: 242 registers, 12.5% occupancy on the H200).
-    int stage_weights = 0;
     int threads_per_block() const { return threads_k * threads_x; }
 };
 
@@ -52,7 +48,6 @@ inline const std::map<std::string, std::vector<int>> &conv2d_gpu_knob_space() {
         {"tile_y", {1, 2, 4, 7, 8}},
         {"unroll_reduction", {0, 1}},
         {"stage_input", {0, 1, 2}},
-        {"stage_weights", {0, 1}},
     };
     return space;
 }
