@@ -15,10 +15,8 @@ bin=.carry
 export PYTHONUNBUFFERED=1
 bash bench/gpu_context.sh > "$out/gpu_context.txt" 2>&1
 echo "== [gpu] tests"; timeout 400 "$bin/test_conv2d_gpu" 2>&1 | tee "$out/gpu_tests.txt" | tail -2
-if [ -n "${RACECHECK:-}" ]; then
-  san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
-  timeout 150 "$san" --tool racecheck --error-exitcode 9 "$bin/test_conv2d_gpu" "$RACECHECK" > "$out/racecheck.txt" 2>&1
-  echo "racecheck $RACECHECK rc=$?"; grep -E "RACECHECK SUMMARY|passed|failed" "$out/racecheck.txt" | tail -2
+if [ -n "${RACECHECK:-}" ]; then  # writes $out/racecheck.txt
+  TOOLS=racecheck TAGS="$RACECHECK" LIMIT=150 bash bench/h200_sanitize.sh "$out"
 fi
 echo "== $suite suite"
 timeout 240 "$bin/blockfuse" bench --suite "$suite" --min-seconds 0.3 --out "$out/$suite" > "$out/bench_$suite.txt" 2>&1
