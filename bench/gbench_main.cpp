@@ -100,6 +100,8 @@ int main(int argc, char **argv) {
         }
         benchmark::RunSpecifiedBenchmarks();
         benchmark::Shutdown();
+        keep.clear();  // the candidates' tensors free their device side...
+        cuda::release_halide_allocation_cache();  // ...and Halide's free list goes back to the driver
         return failures ? 1 : 0;
     } catch (const WorkloadError &e) {
         std::cerr << "error: " << e.what() << "\n";

@@ -54,7 +54,9 @@ int main(int argc, char **argv) {
     try {
         if (*bench) {
             bopt.ceilings = !no_ceilings;
-            return run_bench(bopt);
+            int rc = run_bench(bopt);
+            cuda::release_halide_allocation_cache();
+            return rc;
         }
         if (*check) {
             for (const auto &k : keys)

@@ -197,4 +197,9 @@ void install_halide_hooks() {
     halide_set_cuda_release_context(&release_context);
 }
 
+void release_halide_allocation_cache() {
+    halide_reuse_device_allocations(nullptr, false);  // false: release every cached allocation
+    halide_reuse_device_allocations(nullptr, true);
+}
+
 }  // namespace blockfuse::cuda

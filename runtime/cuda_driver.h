@@ -55,4 +55,10 @@ struct Module {
 // Installs the Halide CUDA context hooks so Halide uses the primary context.
 void install_halide_hooks();
 
+// Halide 21's CUDA runtime reuses device allocations by default: a freed buffer goes on a free
+// list (up to ~32 entries) instead of back to the driver. This hands that list back (cuMemFree)
+// and keeps reuse on. Call it once the Halide buffers are gone, before exit: otherwise
+// compute-sanitizer's leak check reports the cached entries as leaks. Safe without a device.
+void release_halide_allocation_cache();
+
 }  // namespace blockfuse::cuda
