@@ -158,7 +158,7 @@ class Unit:
 
 
 _TAGS = {"f16", "bf16", "f32", "f64", "cuda", "cpu", "opencl", "metal", "vulkan", "host"}
-_VARIANT = re.compile(r"^(k\d+)?s?[a-z]$")  # 'a', 'k3a', 'k3sw' (static-channel variants): schedule variant tags
+_VARIANT = re.compile(r"^(k\d+)?[sf]?[a-z]$")  # 'a', 'k3a', 'k3sw' (static channels), 'k3fa' (flat mapping): variant tags
 
 
 def family(strategy):

@@ -26,6 +26,7 @@ public:
     GeneratorParam<int> tile_y{"tile_y", blockfuse::conv2d_defaults::tile_y};
     GeneratorParam<int> unroll_reduction{"unroll_reduction", 1};
     GeneratorParam<int> stage_input{"stage_input", 0};
+    GeneratorParam<int> flat_threads{"flat_threads", blockfuse::conv2d_defaults::flat_threads};  // >0: flat thread mapping, this many threads per block
     // Static stride / dilation (0: taken from the runtime arguments). Variants with a static
     // value are only dispatched to workloads that match (runtime/conv2d.cpp).
     GeneratorParam<int> static_stride{"static_stride", 0};
@@ -99,7 +100,7 @@ public:
         blockfuse::Conv2dFuncs sched = f;
         sched.output = output;
         if (get_target().has_gpu_feature()) {
-            blockfuse::Conv2dGpuKnobs kn{vec_k, threads_k, threads_x, tile_x, tile_y, unroll_reduction, stage_input};
+            blockfuse::Conv2dGpuKnobs kn{vec_k, threads_k, threads_x, tile_x, tile_y, unroll_reduction, stage_input, flat_threads};
             const bool static_window = static_kernel && static_stride > 0 && static_dilation > 0;
             if (stage_input && !static_window)
                 throw CompileError("stage_input=1 needs kernel_size, static_stride and static_dilation");

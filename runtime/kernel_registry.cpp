@@ -25,7 +25,9 @@ int KernelVariant::threads_per_block() const {
     if (family == "stem")  // pool tile threads (generators/stem_generator.cpp); layer-by-layer conv uses the conv2d defaults
         return std::max(fused_block_threads(knob("out_channels", 64), knob("vec_k", 4), knob("tile_x", 8)),
                         conv2d_defaults::threads_k * conv2d_defaults::threads_x);
-    return knob("threads_k", conv2d_defaults::threads_k) * knob("threads_x", conv2d_defaults::threads_x);
+    namespace d = conv2d_defaults;
+    return d::threads_per_block(knob("threads_k", d::threads_k), knob("threads_x", d::threads_x),
+                                knob("flat_threads", d::flat_threads));
 }
 
 namespace {

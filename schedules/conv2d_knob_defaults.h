@@ -9,4 +9,11 @@ constexpr int threads_k = 32;
 constexpr int threads_x = 4;
 constexpr int tile_x = 2;
 constexpr int tile_y = 2;
+constexpr int flat_threads = 0;  // 0: the 2-D mapping (threads_k x threads_x)
+
+// Threads per block of a conv2d GPU variant: the schedule's knob struct and the launch checker
+// both ask here.
+constexpr int threads_per_block(int threads_k, int threads_x, int flat_threads) {
+    return flat_threads > 0 ? flat_threads : threads_k * threads_x;
+}
 }  // namespace blockfuse::conv2d_defaults

@@ -35,18 +35,36 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
 
     // Vector path: vec_k channels per thread. Fallback (K not a multiple of vec_k): one channel
     // per thread, same tiles, so the accumulator keeps a constant size and stays in registers.
+    const bool flat = kn.flat_threads > 0;
+    Var tile_f("tile_f"), ft("ft"), fb("fb");
+    const Var &thread_var = flat ? ft : kt;  // the loop at which a thread owns its register tile
     auto schedule_with = [&](Stage o, Stage a, Stage u, bool vec) {
-        o.split(k, k1, kv, vec ? kn.vec_k : 1, TailStrategy::RoundUp)
-            .split(k1, ko, kt, kn.threads_k, guard)
-            .split(x, xo, xi, kn.threads_x * kn.tile_x, guard)
-            .split(xi, xt, xr, kn.tile_x, guard)
-            .split(y, yo, yi, kn.tile_y, guard)
-            .reorder(kv, xr, yi, kt, xt, ko, xo, yo, n)
-            .fuse(yo, n, yn)
-            .gpu_blocks(ko, xo, yn)
-            .gpu_threads(kt, xt)
-            .unroll(xr)
-            .unroll(yi);
+        o.split(k, k1, kv, vec ? kn.vec_k : 1, TailStrategy::RoundUp);
+        if (flat) {
+            // Edge tiles shift inwards (recomputing a few pixels) instead of being guarded:
+            // every tile is full, so the accumulator's constant extent is provable. With
+            // guards, Halide 21 left a bounds assert inside the kernel that the PTX backend
+            // cannot compile (halide_error_explicit_bounds_too_small). The price: images at
+            // least one tile large, which the dispatcher enforces (runtime/conv2d.cpp).
+            const TailStrategy shift = TailStrategy::ShiftInwards;
+            o.split(x, xt, xr, kn.tile_x, shift)
+                .split(y, yo, yi, kn.tile_y, shift)
+                .reorder(kv, xr, yi, k1, xt, yo, n)
+                .fuse(k1, xt, tile_f)  // one row of tiles; y and n stay grid dimensions, so
+                .split(tile_f, fb, ft, kn.flat_threads, guard)  // no runtime division per thread
+                .gpu_blocks(fb, yo, n)
+                .gpu_threads(ft);
+        } else {
+            o.split(k1, ko, kt, kn.threads_k, guard)
+                .split(x, xo, xi, kn.threads_x * kn.tile_x, guard)
+                .split(xi, xt, xr, kn.tile_x, guard)
+                .split(y, yo, yi, kn.tile_y, guard)
+                .reorder(kv, xr, yi, kt, xt, ko, xo, yo, n)
+                .fuse(yo, n, yn)
+                .gpu_blocks(ko, xo, yn)
+                .gpu_threads(kt, xt);
+        }
+        o.unroll(xr).unroll(yi);
         a.reorder(ak, ax, ay).unroll(ax).unroll(ay);
         if (kind == ConvKind::general) {
             u.reorder(ak, ax, ay, r.y, r.z, r.x);  // window inner, input channels outer
@@ -65,7 +83,7 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
     // pinned to the full tile even at image edges (extra pixels read the clamped input and
     // are never stored), so the tile unrolls without guards; guarding it instead multiplied
     // the PTX by loop partitioning (9 MB for one 5x5 variant).
-    acc.compute_at(out, kt).bound_extent(ax, kn.tile_x).bound_extent(ay, kn.tile_y);
+    acc.compute_at(out, thread_var).bound_extent(ax, kn.tile_x).bound_extent(ay, kn.tile_y);
     if (kn.stage_input) {
         if (!static_kernel)
             throw CompileError("conv2d GPU schedule: stage_input needs a static kernel size, stride and dilation");
@@ -76,12 +94,13 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
         Func window = padded.in();
         Var wc = window.args()[0], wx = window.args()[1], wy = window.args()[2];
         if (kn.stage_input == 1) {
-            window.compute_at(out, kt).store_in(MemoryType::Register).unroll(wx).unroll(wy);
+            window.compute_at(out, thread_var).store_in(MemoryType::Register).unroll(wx).unroll(wy);
             if (kn.vec_k > 1) {
                 Expr div = channels_divisible(out_channels, kn.vec_k);
                 window.specialize(div).vectorize(wc, kn.vec_k, TailStrategy::RoundUp);
             }
         } else {
+            if (flat) throw CompileError("conv2d GPU schedule: stage_input=2 (a block's shared tile) needs the 2-D mapping");
             // stage_input=2: the block's input tile + halo goes through shared memory once, so
             // neighbouring threads' halos stop re-reading L2 (ncu on the H200: the register-
             // window variant was L2-throughput-bound at 94% with DRAM at 43%). The block's

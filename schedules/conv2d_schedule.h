@@ -29,7 +29,13 @@ struct Conv2dGpuKnobs {
     // global load per tap; 2: stage the block's input tile + halo in shared memory. Both need
     // a static kernel size, stride and dilation (constant window).
     int stage_input = 0;
-    int threads_per_block() const { return threads_k * threads_x; }
+    // >0: flat thread mapping. A row of (channel vector, x tile) pairs is fused into one index
+    // that is cut into blocks of flat_threads threads (threads_k, threads_x unused), so a block
+    // is whole warps whatever the channel count: with 144 channels the 2-D mapping's
+    // 36 x 2 = 72 threads fill 3 warps (96 lanes), a third of the issued lanes idle.
+    // Needs images of at least tile_x x tile_y outputs (edge tiles shift inwards).
+    int flat_threads = conv2d_defaults::flat_threads;
+    int threads_per_block() const { return conv2d_defaults::threads_per_block(threads_k, threads_x, flat_threads); }
 };
 
 struct Conv2dCpuKnobs {
@@ -48,6 +54,7 @@ inline const std::map<std::string, std::vector<int>> &conv2d_gpu_knob_space() {
         {"tile_y", {1, 2, 4, 7, 8}},
         {"unroll_reduction", {0, 1}},
         {"stage_input", {0, 1, 2}},
+        {"flat_threads", {0, 64, 128, 256}},
     };
     return space;
 }

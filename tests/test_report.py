@@ -130,6 +130,14 @@ class ReportTest(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
+    def test_variant_tags_group_into_families(self):
+        import report  # matplotlib: imported here so the model tests above run without it
+        for strategy, fam in [("conv2d_depthwise_k3a_f16_cuda", "conv2d_depthwise"),
+                              ("conv2d_depthwise_k3sw_f16_cuda", "conv2d_depthwise"),
+                              ("conv2d_depthwise_k5fa_f32_opencl", "conv2d_depthwise"),
+                              ("conv2d_pointwise_b_f16_cuda", "conv2d_pointwise"), ("fused_f16_cuda", "fused")]:
+            self.assertEqual(report.family(strategy), fam, strategy)
+
     def test_full_report(self):
         write_json(self.dir, {"context": {"device": "cuda", "gpu": {"name": "Test GPU"}, "halide_version": "21.0.0",
                                           "command": "blockfuse bench --out res", "ceilings": CEIL},

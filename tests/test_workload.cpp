@@ -1,4 +1,5 @@
 #define CATCH_CONFIG_MAIN
+#include "runtime/conv2d.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/workload.h"
 #include <cstdlib>
@@ -108,4 +109,38 @@ TEST_CASE("the CUDA register cap follows the block size unless a fixed cap is as
     CHECK(register_cap(v) == 96);
     CHECK(cap_for(32, 4) == 96);
     set_register_policy(0);
+}
+
+TEST_CASE("flat-mapped depthwise variants: launch shape, block size, and only images holding a whole tile",
+          "[registers][dispatch]") {
+    KernelVariant v;
+    v.family = "conv2d";
+    v.device = Device::cuda;
+    v.fn = nullptr;
+    v.knobs = {{"flat_threads", 64}, {"vec_k", 4}, {"tile_x", 4}, {"tile_y", 4}, {"threads_k", 36}, {"threads_x", 2}};
+    Conv2dWorkload w = parse_conv2d("conv2d:n=3,c=144,h=57,w=13,k=144,r=3,s=3,pad=1,groups=144,dtype=f16");
+    LaunchShape s = conv2d_launch_shape(v, w);
+    CHECK(s.threads == 64);  // flat_threads wins over threads_k x threads_x
+    CHECK(v.threads_per_block() == 64);
+    CHECK(s.grid[0] == (36 * 4 + 63) / 64);  // 36 channel vectors x ceil(13 / 4) = 4 x tiles, in blocks of 64
+    CHECK(s.grid[1] == 15);                  // ceil(57 / 4) rows of tiles
+    CHECK(s.grid[2] == 3);                   // images
+    set_register_policy(0);
+    CHECK(register_cap(v) == 255);  // 2 warps, allocated as 4: 512 -> the ISA's 255
+
+    // The dispatcher offers a flat variant only where its tile fits in the output image (edge
+    // tiles shift inwards), and ranks the built ones first on the shape they were made for.
+    for (const char *key : {"conv2d:n=1,c=144,h=3,w=56,k=144,r=3,s=3,pad=1,groups=144,dtype=f16",
+                            "conv2d:n=1,c=144,h=56,w=2,k=144,r=3,s=3,pad=1,groups=144,dtype=f16"}) {
+        Conv2dWorkload small = parse_conv2d(key);
+        for (const KernelVariant *c : conv2d_candidates(small, Device::cuda)) {
+            INFO(c->name << " on " << key);
+            if (c->knob("flat_threads", 0) > 0)
+                CHECK((c->knob("tile_x", 0) <= small.out_w() && c->knob("tile_y", 0) <= small.out_h()));
+        }
+    }
+    auto big = conv2d_candidates(parse_conv2d("conv2d:n=2,c=144,h=56,w=56,k=144,r=3,s=3,pad=1,groups=144,dtype=f16"),
+                                 Device::cuda);
+    REQUIRE_FALSE(big.empty());
+    CHECK(big.front()->knob("flat_threads", 0) > 0);
 }
