@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 
 #ifndef BLOCKFUSE_SOURCE_DIR
@@ -125,11 +126,17 @@ std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv
                                              std::mt19937_64 &rng, const VariantFilter &keep) {
     std::vector<Candidate> out;
     auto cands = conv2d_candidates(w, dev);
+    // One fresh random input per workload, shared by its candidates (each has its own poisoned
+    // output): filling a 115 MB input per candidate made a 60-variant run spend minutes on the host.
+    std::optional<Conv2dTensors> shared;
     for (size_t i = 0; i < cands.size(); ++i) {
         const KernelVariant *v = cands[i];
         if (keep && !keep(*v, i)) continue;
-        auto t = std::make_shared<Conv2dTensors>(make_conv2d_tensors(w));
-        randomize(*t, w, rng);
+        if (!shared) {
+            shared = make_conv2d_tensors(w);
+            randomize(*shared, w, rng);
+        }
+        auto t = std::make_shared<Conv2dTensors>(with_own_output(*shared, w));
         auto run = [t, v, w] { run_conv2d(*v, w, *t); };
         out.push_back(make_candidate(name, w, v->name, i == 0, {{v->name, conv2d_flops(w), conv2d_bytes(w)}}, run,
                                      [t, w, run, &rng] {

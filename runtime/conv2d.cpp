@@ -36,8 +36,14 @@ Conv2dTensors make_conv2d_tensors(const Conv2dWorkload &w) {
     t.weights = make_tensor(w.dtype, {w.k, w.c / w.groups, w.s, w.r});
     t.bias = Halide::Runtime::Buffer<float>(w.k);
     t.bias.fill(0.0f);
-    t.output = make_tensor(w.dtype, {w.k, w.out_w(), w.out_h(), w.n});
+    t.output = make_tensor(w.dtype, {w.k, w.out_w(), w.out_h(), w.n});  // as in with_own_output()
     return t;
+}
+
+Conv2dTensors with_own_output(const Conv2dTensors &t, const Conv2dWorkload &w) {
+    Conv2dTensors o{t.input, t.weights, t.bias, make_tensor(w.dtype, {w.k, w.out_w(), w.out_h(), w.n})};
+    poison(o.output, w.dtype);
+    return o;
 }
 
 void randomize(Conv2dTensors &t, const Conv2dWorkload &w, std::mt19937_64 &rng) {
@@ -63,6 +69,10 @@ std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, De
         if (mult != 0 && w.k != w.c * mult) continue;
         if (v.knob("aligned", 0) && (w.c % vec != 0 || w.k % vec != 0)) continue;
         if (int sc = v.knob("static_channels", 0); sc != 0 && (w.c != sc || w.k != sc)) continue;
+        // Flat-mapped variants shift edge tiles inwards: the image must hold one whole tile.
+        if (v.knob("flat_threads", 0) > 0 && (w.out_w() < v.knob("tile_x", conv2d_defaults::tile_x) ||
+                                              w.out_h() < v.knob("tile_y", conv2d_defaults::tile_y)))
+            continue;
         out.push_back(&v);
     }
     // Exact channel count first, static kernel size next; then variants whose channel tile divides K (no idle lanes).
@@ -70,7 +80,11 @@ std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, De
         int s = 0;
         if (v->knob("kernel_size", 0) != 0) s += 2;
         if (v->knob("static_channels", 0) != 0) s += 4;  // made for exactly this channel count
-        int tile = v->knob("threads_k", conv2d_defaults::threads_k) * v->knob("vec_k", conv2d_defaults::vec_k);
+        // Channels one block spans: threads_k x vec_k in the 2-D mapping; the flat mapping wraps
+        // rows of channel vectors across warps, so any K that vec_k divides fills its lanes.
+        int tile = v->knob("vec_k", conv2d_defaults::vec_k);
+        if (v->knob("flat_threads", conv2d_defaults::flat_threads) == 0)
+            tile *= v->knob("threads_k", conv2d_defaults::threads_k);
         if (v->device != Device::cpu && w.k % tile == 0) s += 1;
         return s;
     };
@@ -92,11 +106,18 @@ LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w)
     namespace d = conv2d_defaults;
     int tk = v.knob("threads_k", d::threads_k), vk = v.knob("vec_k", d::vec_k), tx = v.knob("threads_x", d::threads_x);
     int rx = v.knob("tile_x", d::tile_x), ry = v.knob("tile_y", d::tile_y);
-    s.threads = tk * tx;
+    const int flat = v.knob("flat_threads", d::flat_threads);
+    s.threads = d::threads_per_block(tk, tx, flat);
     if (v.knob("stage_input", 0) == 2) {  // block tile + halo of f32 in shared memory
         int st = v.knob("static_stride", 1), dl = v.knob("static_dilation", 1), ks = v.knob("kernel_size", 1);
         long long wx = 1LL * (tx * rx - 1) * st + (ks - 1) * dl + 1, wy = 1LL * (ry - 1) * st + (ks - 1) * dl + 1;
         s.shared_bytes = 4LL * tk * vk * wx * wy;
+    }
+    if (flat > 0) {  // a row of (channel vector, x tile) pairs, cut into blocks of `flat` threads
+        s.grid[0] = ceil_div(ceil_div(w.k, vk) * ceil_div(w.out_w(), rx), flat);
+        s.grid[1] = ceil_div(w.out_h(), ry);
+        s.grid[2] = w.n;
+        return s;
     }
     s.grid[0] = ceil_div(w.k, 1LL * tk * vk);
     s.grid[1] = ceil_div(w.out_w(), 1LL * tx * rx);
