@@ -6,11 +6,9 @@
 set -uo pipefail
 out="${1:?usage: bench/h200_blocks.sh OUTDIR}"
 mkdir -p "$out"
-bin=.carry
-export PYTHONUNBUFFERED=1
+source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"  # bin, san, ncu
 bash bench/gpu_context.sh > "$out/gpu_context.txt" 2>&1
 echo "== [blocks] tests"; timeout 120 "$bin/test_conv2d_gpu" "[blocks]" 2>&1 | tee "$out/gpu_tests_blocks.txt" | tail -3
-san=$(command -v compute-sanitizer || ls /opt/nvidia/*/compute-sanitizer/compute-sanitizer /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
 for tool in memcheck racecheck; do
   echo "== compute-sanitizer $tool"
   timeout 150 "$san" --tool "$tool" --error-exitcode 9 "$bin/test_conv2d_gpu" "[blocks]" > "$out/sanitizer_$tool.txt" 2>&1

@@ -7,8 +7,7 @@
 set -uo pipefail
 out="${1:?usage: bench/h200_conv2d.sh OUTDIR}"
 mkdir -p "$out"
-bin=.carry
-export PYTHONUNBUFFERED=1
+source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"  # bin, san, ncu
 bash bench/gpu_context.sh > "$out/gpu_context.txt" 2>&1
 "$bin/blockfuse" info > "$out/info.txt" 2>&1
 echo "== [gpu] tests"; timeout 240 "$bin/test_conv2d_gpu" 2>&1 | tee "$out/gpu_tests.txt" | tail -4

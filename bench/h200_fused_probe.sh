@@ -9,17 +9,14 @@
 set -uo pipefail
 out="${1:?usage: bench/h200_fused_probe.sh OUTDIR}"
 mkdir -p "$out"
-bin=.carry
-export PYTHONUNBUFFERED=1
+source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"  # bin, san, ncu
 bash bench/gpu_context.sh > "$out/gpu_context.txt" 2>&1
 echo "== [gpu] tests"; timeout 150 "$bin/test_conv2d_gpu" 2>&1 | tee "$out/gpu_tests.txt" | tail -3
-san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
 echo "== racecheck [blocks] [stem]"
 timeout 200 "$san" --tool racecheck --error-exitcode 9 "$bin/test_conv2d_gpu" "[blocks],[stem]" > "$out/racecheck.txt" 2>&1
 echo "rc=$?"; grep -E "RACECHECK SUMMARY|passed|failed" "$out/racecheck.txt" | tail -3
 echo "== blocks suite"
 timeout 200 "$bin/blockfuse" bench --suite blocks --min-seconds 0.3 --out "$out/blocks" 2>&1 | tee "$out/bench_blocks.txt" | tail -30
-ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 mb8="mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16"
 for v in c f h i; do
   timeout 60 "$ncu" --clock-control none --set full -k regex:_kernel --launch-skip 1 --launch-count 1 \

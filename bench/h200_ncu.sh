@@ -5,8 +5,7 @@
 set -uo pipefail
 out="${1:?usage: bench/h200_ncu.sh OUTDIR}"
 mkdir -p "$out"
-bin=.carry
-ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"  # bin, san, ncu
 bash bench/gpu_context.sh > "$out/gpu_context.txt" 2>&1
 timeout 300 "$ncu" --clock-control none --csv --print-units base -k regex:_kernel \
     --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \

@@ -10,9 +10,7 @@
 set -uo pipefail
 out="${1:?usage: bench/h200_profile_depthwise.sh OUTDIR}"
 mkdir -p "$out"
-bin=.carry
-[ -x $bin/blockfuse ] || tar -xzf $bin/bin.tar.gz -C $bin  # tools/prepare-carry.sh packs them
-export PYTHONUNBUFFERED=1
+source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"  # bin, san, ncu
 bash bench/gpu_context.sh > "$out/gpu_context.txt" 2>&1
 if [ -n "${TESTS:-}" ]; then
   echo "== [gpu] tests $TESTS"; timeout 300 "$bin/test_conv2d_gpu" "$TESTS" 2>&1 | tee "$out/gpu_tests.txt" | tail -3
@@ -31,7 +29,6 @@ timeout 120 python3 bench/pytorch_baseline.py --suite workloads/depthwise.txt --
 echo "rc=$?"; tail -3 "$out/pytorch_dw.txt"
 python3 bench/merge_results.py --ours "$out/dw/results.json" --torch "$out/dw/pytorch.json" \
     --out-md "$out/dw/summary.md" --out-csv "$out/dw/merged.csv" > /dev/null 2>&1
-ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 dw3=$(awk '$1 ~ /^dw3x3/ {print $2}' workloads/depthwise.txt)
 dw5=$(awk '$1 ~ /^dw5x5/ {print $2}' workloads/depthwise.txt)
 for tw in ${NCU_VARIANTS:-}; do

@@ -8,7 +8,7 @@
 set -uo pipefail
 out="${1:?usage: bench/h200_registers.sh OUTDIR}"
 mkdir -p "$out"
-bin=.carry
+source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"  # bin, san, ncu
 bash bench/gpu_context.sh > "$out/gpu_context.txt" 2>&1
 echo "== [gpu] tests"; timeout 150 "$bin/test_conv2d_gpu" 2>&1 | tee "$out/gpu_tests.txt" | tail -2
 for run in auto:0 r64:64 auto2:0; do
@@ -20,7 +20,6 @@ for run in auto:0 r64:64 auto2:0; do
   timeout 100 "$bin/blockfuse" bench --suite ncu --max-registers "$regs" --min-seconds 0.2 --no-ceilings --out "$out/conv_$tag" \
       > "$out/bench_conv_$tag.txt" 2>&1; tail -3 "$out/bench_conv_$tag.txt"
 done
-ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 mb8="mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16"
 for regs in 0 64; do
   timeout 60 "$ncu" --clock-control none --set full -k regex:_kernel --launch-skip 1 --launch-count 1 \

@@ -7,9 +7,8 @@
 set -uo pipefail
 out="${1:?usage: bench/h200_sanitize.sh OUTDIR}"
 mkdir -p "$out"
-bin=.carry
-[ -x $bin/blockfuse ] || tar -xzf $bin/bin.tar.gz -C $bin  # tools/prepare-carry.sh packs them
-san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
+source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"  # bin, san, ncu
+[ -n "$san" ] || { echo "error: compute-sanitizer not found (PATH, /opt/nvidia, /usr/local/cuda/bin)" >&2; exit 2; }
 "$san" --version > "$out/sanitizer_version.txt" 2>&1
 tags="${TAGS:-[blocks],[stages],[stem]}"
 for tool in ${TOOLS:-memcheck racecheck}; do

@@ -10,9 +10,7 @@ set -uo pipefail
 suite="${1:?usage: bench/h200_suite.sh blocks|conv2d OUTDIR}"
 out="${2:?usage: bench/h200_suite.sh blocks|conv2d OUTDIR}"
 mkdir -p "$out"
-bin=.carry
-[ -x $bin/blockfuse ] || tar -xzf $bin/bin.tar.gz -C $bin  # tools/prepare-carry.sh packs them
-export PYTHONUNBUFFERED=1
+source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"  # bin, san, ncu
 bash bench/gpu_context.sh > "$out/gpu_context.txt" 2>&1
 echo "== [gpu] tests"; timeout 400 "$bin/test_conv2d_gpu" 2>&1 | tee "$out/gpu_tests.txt" | tail -2
 if [ -n "${RACECHECK:-}" ]; then  # writes $out/racecheck.txt
@@ -28,7 +26,6 @@ echo "rc=$?"; tail -3 "$out/pytorch_$suite.txt"
 python3 bench/merge_results.py --ours "$out/$suite/results.json" --torch "$out/$suite/pytorch.json" \
     --out-md "$out/$suite/summary.md" --out-csv "$out/$suite/merged.csv" > /dev/null 2>&1
 if [ "$suite" = blocks ] && [ "${NCU:-1}" != 0 ]; then
-  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   timeout 150 "$ncu" --clock-control none --csv --print-units base -k regex:_kernel \
       --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_write.sum,gpu__time_duration.sum \
       "$bin/blockfuse" bench --suite ncu --single-run --no-ceilings --out "$out/single" > "$out/ncu_dram.csv" 2> "$out/ncu_dram.err"
