@@ -18,9 +18,12 @@ Expr channels_divisible(const Expr &channels, int vec) { return channels % vec =
 // weights and of the input (depthwise) and coalesced stores; each thread keeps a
 // vec_k x tile_x x tile_y accumulator tile in registers and walks the reduction.
 // Tails are guarded (GuardWithIf) so no size constraint leaks to the caller: odd widths, K=1
-// and 1x1 images run the same kernel.
+// and 1x1 images run the same kernel. The flat mapping (flat_threads) is the exception: its edge
+// tiles shift inwards, so it needs an image of at least one tile.
 // Measured on the H200: bench/results/h200/conv2d/ (each variant's time and share of the
-// copy bandwidth / FFMA ceiling).
+// copy bandwidth / FFMA ceiling). Depthwise f16 N=128 with the flat mapping
+// (bench/results/h200/depthwise-flat/): 3x3 C=144 56x56 0.078-0.082 ms (67-70% of copy
+// bandwidth; the 2-D mapping's best 0.094-0.097), 5x5 C=240 28x28 0.069-0.075 ms (0.087-0.092).
 void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKnobs &kn,
                          bool static_kernel, const Expr &out_channels, const Expr &activation_id) {
     if (kn.threads_per_block() > kMaxThreadsPerBlock)
