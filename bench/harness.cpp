@@ -91,6 +91,21 @@ Problem problem_of(const BlockWorkload &w) {
     return {w.n, w.h, w.w, w.c, w.c, w.k, w.k, w.stride, w.stride, 1, 1, w.c * w.e};
 }
 
+// The tensors one candidate kernel is timed on. The candidates of a workload share one fresh random
+// input set, made on first use (inputs, weights and biases are read-only for every kernel); each
+// gets its own NaN-poisoned output. With a fresh 115 MB input per candidate, a 60-variant
+// depthwise run had timed nothing after 230 s on the H200; with one shared input, two such runs
+// and PyTorch took 348 s (bench/results/h200/depthwise-flat/).
+template <class Tensors, class W>
+std::shared_ptr<Tensors> tensors_for_candidate(std::optional<Tensors> &shared, const W &w, std::mt19937_64 &rng,
+                                               Tensors (*make)(const W &)) {
+    if (!shared) {
+        shared = make(w);
+        randomize(*shared, w, rng);
+    }
+    return std::make_shared<Tensors>(with_own_output(*shared, w.dtype));
+}
+
 // One candidate: the row's problem columns, strategy label and per-kernel accounting (flops and
 // bytes are their sums), and closures that time one call and check against the reference.
 template <typename W>
@@ -126,17 +141,11 @@ std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv
                                              std::mt19937_64 &rng, const VariantFilter &keep) {
     std::vector<Candidate> out;
     auto cands = conv2d_candidates(w, dev);
-    // One fresh random input per workload, shared by its candidates (each has its own poisoned
-    // output): filling a 115 MB input per candidate made a 60-variant run spend minutes on the host.
     std::optional<Conv2dTensors> shared;
     for (size_t i = 0; i < cands.size(); ++i) {
         const KernelVariant *v = cands[i];
         if (keep && !keep(*v, i)) continue;
-        if (!shared) {
-            shared = make_conv2d_tensors(w);
-            randomize(*shared, w, rng);
-        }
-        auto t = std::make_shared<Conv2dTensors>(with_own_output(*shared, w));
+        auto t = tensors_for_candidate(shared, w, rng, make_conv2d_tensors);
         auto run = [t, v, w] { run_conv2d(*v, w, *t); };
         out.push_back(make_candidate(name, w, v->name, i == 0, {{v->name, conv2d_flops(w), conv2d_bytes(w)}}, run,
                                      [t, w, run, &rng] {
@@ -152,11 +161,11 @@ std::vector<Candidate> stem_candidates_for(const std::string &name, const StemWo
                                            std::mt19937_64 &rng, const VariantFilter &keep) {
     std::vector<Candidate> out;
     auto cands = stem_candidates(w, dev);
+    std::optional<StemTensors> shared;
     for (size_t i = 0; i < cands.size(); ++i) {
         const KernelVariant *v = cands[i];
         if (keep && !keep(*v, i)) continue;
-        auto t = std::make_shared<StemTensors>(make_stem_tensors(w));
-        randomize(*t, w, rng);
+        auto t = tensors_for_candidate(shared, w, rng, make_stem_tensors);
         auto run = [t, v, w] { run_stem(*v, w, *t); };
         out.push_back(make_candidate(name, w, strategy_label(v), i == 0, stem_costs(w, v->param("strategy")), run,
                                      [t, w, run] {
@@ -176,11 +185,11 @@ std::vector<Candidate> block_candidates_for(const std::string &name, const Block
     auto cands = block_candidates(w, dev);
     double macs = 0;
     for (const auto &l : w.layers()) macs += w.blocks * conv2d_flops(l) / 2;
+    std::optional<BlockTensors> shared;
     for (size_t i = 0; i < cands.size(); ++i) {
         const KernelVariant *v = cands[i];
         if (keep && !keep(*v, i)) continue;
-        auto t = std::make_shared<BlockTensors>(make_block_tensors(w));
-        randomize(*t, w, rng);
+        auto t = tensors_for_candidate(shared, w, rng, make_block_tensors);
         // Squeeze-Excitation's global mean splits a fused block: the label says so (the kernels are
         // in the row's accounting: se_pool, se_gate, block).
         std::string label = strategy_label(v);

@@ -36,14 +36,8 @@ Conv2dTensors make_conv2d_tensors(const Conv2dWorkload &w) {
     t.weights = make_tensor(w.dtype, {w.k, w.c / w.groups, w.s, w.r});
     t.bias = Halide::Runtime::Buffer<float>(w.k);
     t.bias.fill(0.0f);
-    t.output = make_tensor(w.dtype, {w.k, w.out_w(), w.out_h(), w.n});  // as in with_own_output()
+    t.output = make_tensor(w.dtype, {w.k, w.out_w(), w.out_h(), w.n});
     return t;
-}
-
-Conv2dTensors with_own_output(const Conv2dTensors &t, const Conv2dWorkload &w) {
-    Conv2dTensors o{t.input, t.weights, t.bias, make_tensor(w.dtype, {w.k, w.out_w(), w.out_h(), w.n})};
-    poison(o.output, w.dtype);
-    return o;
 }
 
 void randomize(Conv2dTensors &t, const Conv2dWorkload &w, std::mt19937_64 &rng) {

@@ -25,9 +25,6 @@ struct Conv2dTensors {
 Conv2dTensors make_conv2d_tensors(const Conv2dWorkload &w);
 // Fresh random input/weights/bias (bias only if w.bias); output poisoned with NaN.
 void randomize(Conv2dTensors &t, const Conv2dWorkload &w, std::mt19937_64 &rng);
-// Another candidate's tensors for the same workload: input, weights and bias shared with `t`
-// (host memory; read-only for every kernel), the output its own, poisoned with NaN.
-Conv2dTensors with_own_output(const Conv2dTensors &t, const Conv2dWorkload &w);
 
 // Variants that can run this workload on `device`, most specialized first.
 std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, Device device);
