@@ -186,6 +186,16 @@ std::vector<Candidate> block_candidates_for(const std::string &name, const Block
     double macs = 0;
     for (const auto &l : w.layers()) macs += w.blocks * conv2d_flops(l) / 2;
     std::optional<BlockTensors> shared;
+    // The check's workload (n=1 above ~2e8 MACs), its inputs and its float64 reference: made once
+    // per workload, on the first candidate's check, and shared by the others.
+    struct SharedCheck {
+        BlockWorkload small;
+        std::optional<BlockTensors> tensors;
+        std::optional<BlockReference> ref;
+    };
+    auto chk = std::make_shared<SharedCheck>();
+    chk->small = w;
+    if (macs > 2e8) chk->small.n = 1;
     for (size_t i = 0; i < cands.size(); ++i) {
         const KernelVariant *v = cands[i];
         if (keep && !keep(*v, i)) continue;
@@ -196,13 +206,12 @@ std::vector<Candidate> block_candidates_for(const std::string &name, const Block
         if (w.se && v->param("strategy") == "fused") label += " [split at SE: tile sums, gate, block]";
         out.push_back(make_candidate(name, w, label, i == 0, block_costs(w, v->param("strategy")),
                                      [t, v, w] { run_block(*v, w, *t); },
-                                     [v, w, macs, &rng] {
-                                         BlockWorkload small = w;
-                                         if (macs > 2e8) small.n = 1;
-                                         BlockTensors s = make_block_tensors(small);
-                                         randomize(s, small, rng);
-                                         run_block(*v, small, s);
-                                         return check_block(small, s);
+                                     [v, chk, &rng] {
+                                         auto s = tensors_for_candidate(chk->tensors, chk->small, rng,
+                                                                        make_block_tensors);
+                                         run_block(*v, chk->small, *s);
+                                         if (!chk->ref) chk->ref = block_reference(chk->small, *s);
+                                         return compare_to_reference(chk->small, *s, *chk->ref);
                                      }));
     }
     return out;

@@ -256,6 +256,10 @@ void squeeze_excitation_reference(std::vector<double> &h, const BlockWorkload &w
 }  // namespace
 
 Comparison check_block(const BlockWorkload &w, BlockTensors &t) {
+    return compare_to_reference(w, t, block_reference(w, t));
+}
+
+BlockReference block_reference(const BlockWorkload &w, BlockTensors &t) {
     auto layers = w.layers();
     const size_t L = layers.size();
     std::vector<double> x = to_doubles(t.input, w.dtype), y, scale;
@@ -286,13 +290,20 @@ Comparison check_block(const BlockWorkload &w, BlockTensors &t) {
             }
         x = y;
     }
+    return {std::move(y), std::move(scale)};
+}
+
+Comparison compare_to_reference(const BlockWorkload &w, BlockTensors &t, const BlockReference &ref) {
+    auto layers = w.layers();
+    const size_t L = layers.size();
     const auto &last = layers.back();
     // Hidden values rounded to storage may differ by an ulp between kernel and reference:
     // 4 storage ulps of the last layer's scale per hidden layer cover it. In a stage, an earlier
     // block's rounding differences pass through the later blocks: counted as more hidden layers;
     // Squeeze-Excitation's gated layer is one more stored rounding.
     double extra = 4.0 * 2 * dtype_unit_roundoff(w.dtype) * double(w.blocks * L - 1 + (w.se ? 1 : 0));
-    return compare(to_doubles(t.output, w.dtype), y, scale, 1LL * (last.c / last.groups) * last.r * last.s, w.dtype, extra);
+    return compare(to_doubles(t.output, w.dtype), ref.out, ref.scale, 1LL * (last.c / last.groups) * last.r * last.s,
+                   w.dtype, extra);
 }
 
 namespace {

@@ -54,6 +54,14 @@ void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t);
 // but the last rounded to the storage type as the kernels store them. Compares every output
 // (tolerance in tests/README.md).
 Comparison check_block(const BlockWorkload &w, BlockTensors &t);
+// check_block in two halves, so that kernels run on the same inputs share one reference:
+// the float64 output and its scale (sum of |terms|) from t's input, weights and biases...
+struct BlockReference {
+    std::vector<double> out, scale;
+};
+BlockReference block_reference(const BlockWorkload &w, BlockTensors &t);
+// ...and t's output compared with it.
+Comparison compare_to_reference(const BlockWorkload &w, BlockTensors &t, const BlockReference &ref);
 
 // Tensor-machine accounting of a strategy: per kernel, ops (2 per MAC) and compulsory DRAM
 // bytes (layer-by-layer: each layer reads its input and weights and writes its output;
