@@ -23,9 +23,5 @@ for v in c f h i; do
       "$bin/blockfuse" bench --workload "$mb8" --variant "block_mbc24_fused${v}_f16_cuda" --single-run --no-ceilings \
       > "$out/ncu_fused_$v.txt" 2>&1
 done
-timeout 150 "$ncu" --clock-control none --csv --print-units base -k regex:_kernel \
-    --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_write.sum,gpu__time_duration.sum \
-    "$bin/blockfuse" bench --suite ncu --single-run --no-ceilings --out "$out/single" > "$out/ncu_dram.csv" 2> "$out/ncu_dram.err"
-echo "ncu dram rc=$?"
-python3 bench/ncu_compare.py "$out/single/results.json" "$out/ncu_dram.csv" --out "$out/dram_validation.md" | tail -12
+ncu_dram_validation "$out" 150 12
 bash bench/gpu_context.sh > "$out/gpu_context_after.txt" 2>&1

@@ -26,10 +26,6 @@ echo "rc=$?"; tail -3 "$out/pytorch_$suite.txt"
 python3 bench/merge_results.py --ours "$out/$suite/results.json" --torch "$out/$suite/pytorch.json" \
     --out-md "$out/$suite/summary.md" --out-csv "$out/$suite/merged.csv" > /dev/null 2>&1
 if [ "$suite" = blocks ] && [ "${NCU:-1}" != 0 ]; then
-  timeout 150 "$ncu" --clock-control none --csv --print-units base -k regex:_kernel \
-      --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_write.sum,gpu__time_duration.sum \
-      "$bin/blockfuse" bench --suite ncu --single-run --no-ceilings --out "$out/single" > "$out/ncu_dram.csv" 2> "$out/ncu_dram.err"
-  echo "ncu rc=$?"
-  python3 bench/ncu_compare.py "$out/single/results.json" "$out/ncu_dram.csv" --out "$out/dram_validation.md" | tail -2
+  ncu_dram_validation "$out" 150 2
 fi
 bash bench/gpu_context.sh > "$out/gpu_context_after.txt" 2>&1
