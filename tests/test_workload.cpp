@@ -126,7 +126,8 @@ TEST_CASE("flat-mapped depthwise variants: launch shape, block size, and only im
     CHECK(s.grid[1] == 15);                  // ceil(57 / 4) rows of tiles
     CHECK(s.grid[2] == 3);                   // images
     set_register_policy(0);
-    CHECK(register_cap(v) == 255);  // 2 warps, allocated as 4: 512 -> the ISA's 255
+    if (!std::getenv("HL_CUDA_JIT_MAX_REGISTERS"))  // set in the environment, it wins (see the case above)
+        CHECK(register_cap(v) == 255);              // 2 warps, allocated as 4: 512 -> the ISA's 255
 
     // The dispatcher offers a flat variant only where its tile fits in the output image (edge
     // tiles shift inwards), and ranks the built ones first on the shape they were made for.
