@@ -1,7 +1,7 @@
 # Sourced by every bench/h200_*.sh script (run from the repository root on a GPU host):
 #   bin  the carried binaries, unpacked from .carry/bin.tar.gz on first use (tools/prepare-carry.sh)
 #   san  compute-sanitizer, ncu  Nsight Compute (empty where the host has none)
-#   ncu_dram_validation  the DRAM-bytes check of workloads/ncu.txt (below)
+#   ncu_dram_validation  the DRAM-bytes check of a suite's kernels against the model (below)
 # and unbuffered Python output, so a log cut off by a time limit still shows how far it got.
 bin=.carry
 [ -x $bin/blockfuse ] || tar -xzf $bin/bin.tar.gz -C $bin
@@ -10,14 +10,19 @@ san=$(command -v compute-sanitizer || ls /opt/nvidia/*/compute-sanitizer/compute
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 export PYTHONUNBUFFERED=1
 
-# Nsight Compute's DRAM read/write bytes and L2 write sectors for every kernel of workloads/ncu.txt
-# (one launch each, clocks untouched) against the model's bytes: OUT/ncu_dram.csv, OUT/single/,
-# OUT/dram_validation.md. Prints ncu's exit status, then the last LINES lines of the comparison.
-#   usage: ncu_dram_validation OUT TIMEOUT_S LINES
+# Nsight Compute's DRAM read and write bytes for every kernel of a suite (one profiled run each,
+# clocks untouched) against the model's bytes: OUT/ncu_dram.csv, OUT/single/, OUT/dram_validation.md.
+# Each profiled run sits between two read-only L2 evictions (kernel l2_evict_read, bench --single-run):
+# ncu must not flush caches itself (--cache-control none) and replays the application, not the
+# kernel, so nothing it saves or restores passes through the L2. The second eviction's DRAM writes
+# are what the run left dirty in the write-back L2 (bench/ncu_compare.py adds them to the run).
+# Prints ncu's exit status, then the last LINES lines of the comparison.
+#   usage: ncu_dram_validation OUT SUITE TIMEOUT_S LINES
 ncu_dram_validation() {
-  timeout "$2" "$ncu" --clock-control none --csv --print-units base -k regex:_kernel \
-      --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_write.sum,gpu__time_duration.sum \
-      "$bin/blockfuse" bench --suite ncu --single-run --no-ceilings --out "$1/single" > "$1/ncu_dram.csv" 2> "$1/ncu_dram.err"
+  timeout "$3" "$ncu" --clock-control none --cache-control none --replay-mode application --csv --print-units base \
+      -k regex:"_kernel|l2_evict_read" \
+      --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
+      "$bin/blockfuse" bench --suite "$2" --single-run --no-ceilings --out "$1/single" > "$1/ncu_dram.csv" 2> "$1/ncu_dram.err"
   echo "ncu dram rc=$?"
-  python3 bench/ncu_compare.py "$1/single/results.json" "$1/ncu_dram.csv" --out "$1/dram_validation.md" | tail -"$3"
+  python3 bench/ncu_compare.py "$1/single/results.json" "$1/ncu_dram.csv" --out "$1/dram_validation.md" | tail -"$4"
 }

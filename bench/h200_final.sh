@@ -14,7 +14,4 @@ mb8="mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16"
 timeout 100 "$bin/blockfuse" bench --workload "$mb" --workload "$mb8" --min-seconds 0.3 --out "$out/blocks" 2>&1 | tee "$out/bench_blocks.txt" | tail -14
 timeout 100 python3 bench/pytorch_baseline.py --suite workloads/blocks.txt --only mbconv-c24-56-n128 mbconv-c24-56-n8 \
     --out "$out/blocks/pytorch.json" > "$out/pytorch_blocks.txt" 2>&1; tail -4 "$out/pytorch_blocks.txt"
-timeout 150 "$ncu" --clock-control none --csv --print-units base -k regex:_kernel \
-    --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
-    "$bin/blockfuse" bench --suite ncu --single-run --no-ceilings --out "$out/single" > "$out/ncu_dram.csv" 2> "$out/ncu_dram.err"
-python3 bench/ncu_compare.py "$out/single/results.json" "$out/ncu_dram.csv" --out "$out/dram_validation.md" | tail -12
+ncu_dram_validation "$out" ncu 150 12

@@ -3,7 +3,7 @@
 # ConvNeXt): every [gpu] test (also proves the shared-library build runs there), racecheck over
 # [blocks], the blocks suite (every strategy and mapping, checked then timed), Nsight Compute's
 # full section set on the second launch of several fused mappings (N=8), and the DRAM validation
-# of workloads/ncu.txt with L2 write sectors beside DRAM bytes (writes still in L2 at kernel end).
+# of workloads/ncu.txt.
 # PyTorch runs in a separate call (bench/pytorch_baseline.py), the device tool's 10-minute limit.
 #   usage: bench/h200_fused_probe.sh OUTDIR
 set -uo pipefail
@@ -23,5 +23,5 @@ for v in c f h i; do
       "$bin/blockfuse" bench --workload "$mb8" --variant "block_mbc24_fused${v}_f16_cuda" --single-run --no-ceilings \
       > "$out/ncu_fused_$v.txt" 2>&1
 done
-ncu_dram_validation "$out" 150 12
+ncu_dram_validation "$out" ncu 150 12
 bash bench/gpu_context.sh > "$out/gpu_context_after.txt" 2>&1

@@ -7,11 +7,7 @@ out="${1:?usage: bench/h200_ncu.sh OUTDIR}"
 mkdir -p "$out"
 source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"  # bin, san, ncu
 bash bench/gpu_context.sh > "$out/gpu_context.txt" 2>&1
-timeout 300 "$ncu" --clock-control none --csv --print-units base -k regex:_kernel \
-    --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
-    "$bin/blockfuse" bench --suite ncu --single-run --no-ceilings --out "$out/single" > "$out/ncu_dram.csv" 2> "$out/ncu_dram.err"
-echo "ncu dram rc=$?"; tail -2 "$out/ncu_dram.err"
-python3 bench/ncu_compare.py "$out/single/results.json" "$out/ncu_dram.csv" --out "$out/dram_validation.md" | tail -30
+ncu_dram_validation "$out" ncu 300 30
 timeout 150 "$ncu" --clock-control none --set full -k regex:_kernel \
     "$bin/blockfuse" bench --workload "mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16" \
     --variant block_mbc24_fusede_f16_cuda --single-run --no-ceilings > "$out/ncu_fused_full.txt" 2>&1

@@ -23,7 +23,7 @@ struct BenchOptions {
     int min_samples = 10;
     double min_seconds = 0.5;
     bool ceilings = true;
-    bool single_run = false;            // each candidate once on a flushed L2, unchecked (for profilers)
+    bool single_run = false;            // each candidate once between L2 evictions, unchecked (for profilers)
     int max_registers = 0;              // CUDA JIT register cap per thread; 0: the block size's limit (kernel_registry.h)
     std::string command_line;
 };

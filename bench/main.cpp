@@ -41,7 +41,7 @@ int main(int argc, char **argv) {
         ->capture_default_str();
     bool no_ceilings = false;
     bench->add_flag("--single-run", bopt.single_run,
-                    "run each candidate twice (warm-up, then on a cold L2), without checks or timing (for ncu)");
+                    "run each candidate twice (warm-up, then between two read-only L2 evictions on CUDA), without checks or timing (for ncu)");
     bench->add_flag("--no-ceilings", no_ceilings, "skip measuring the copy / FMA ceilings");
 
     std::vector<std::string> keys;

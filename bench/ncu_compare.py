@@ -1,105 +1,133 @@
 #!/usr/bin/env python3
-"""Modelled compulsory DRAM bytes against Nsight Compute's measured DRAM bytes, per kernel.
+"""Modelled compulsory DRAM bytes against Nsight Compute's measured DRAM bytes, per kernel and per run.
 
 Inputs: the results.json of `blockfuse bench --single-run --out DIR` (rows in launch order, each
-with its modelled kernels) and the CSV of `ncu --csv --print-units base --metrics
-dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum -k regex:_kernel` over the same
-command. --single-run runs each candidate twice (a warm-up with the host-to-device copies, then
-the profiled run on a cold L2): the second of each pair of launch groups is the one compared.
+with its modelled kernels) and the CSV of
+    ncu --cache-control none --replay-mode application --csv --print-units base
+        --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum
+        -k regex:"_kernel|l2_evict_read"
+over the same command. --single-run runs each candidate twice: a warm-up (host-to-device copies),
+a read-only L2 eviction (kernel l2_evict_read), the profiled run, and a second eviction.
 
-If the CSV also has lts__t_sectors_op_write.sum (32-byte sectors written into L2), a second
-measure is reported: DRAM read + L2 writes. The H200's L2 is write-back, so an output that fits in
-it is not in DRAM when the kernel ends and dram__bytes_write misses it; every byte the kernel
-stores passes through L2, so L2 writes count it (and also re-writes of a sector, e.g. spills).
+Why the evictions: the H200's L2 (60 MB) is write-back. Part of a kernel's output is still dirty in
+it when the kernel ends and reaches DRAM later, during whatever runs next. The second eviction
+reads 2x the L2 and writes nothing itself, so its DRAM writes are what the profiled run left dirty:
+they are added to the run's last kernel. Inside a run of several kernels (layer by layer), kernel
+i's leftovers are written back during kernel i+1, so per-kernel figures move bytes between
+neighbours; the per-run table (sum over the run's kernels, plus the eviction) has no such shift.
 
-    python3 bench/ncu_compare.py RESULTS.json NCU.csv [--out TABLE.md]
+A CSV without l2_evict_read launches (ncu_compare of earlier versions: warm-up and profiled run
+only) is compared kernel by kernel as it stands, without the write-back term.
+
+    python3 bench/ncu_compare.py RESULTS.json NCU.csv [--out TABLE.md] [--tolerance 0.15]
 """
 import argparse
 import csv
 import json
 import sys
 
+EVICT = "l2_evict_read"
+
 
 def read_ncu(path):
-    """Kernel launches in order: {name, read, write, ns}."""
+    """Profiled launches in order: {name, read, write, ns}."""
     launches = {}
     with open(path, newline="") as f:
         lines = [l for l in f if l.startswith('"')]  # ncu prints its own log lines before the CSV
     for row in csv.DictReader(lines):
-        if not row.get("Kernel Name", "").startswith("_kernel"):
+        name = row.get("Kernel Name", "")
+        if not (name.startswith("_kernel") or name.startswith(EVICT)):
             continue
-        lid = int(row["ID"])
-        k = launches.setdefault(lid, {"name": row["Kernel Name"], "read": 0.0, "write": 0.0, "ns": 0.0, "l2_write": None})
+        k = launches.setdefault(int(row["ID"]), {"name": name, "read": 0.0, "write": 0.0, "ns": 0.0})
         value = float(row["Metric Value"].replace(",", ""))
-        metric = row["Metric Name"]
-        if metric == "dram__bytes_read.sum":
-            k["read"] = value
-        elif metric == "dram__bytes_write.sum":
-            k["write"] = value
-        elif metric == "gpu__time_duration.sum":
-            k["ns"] = value
-        elif metric == "lts__t_sectors_op_write.sum":
-            k["l2_write"] = 32.0 * value
+        key = {"dram__bytes_read.sum": "read", "dram__bytes_write.sum": "write", "gpu__time_duration.sum": "ns"}
+        if row["Metric Name"] in key:
+            k[key[row["Metric Name"]]] = value
     return [launches[i] for i in sorted(launches)]
 
 
-def main():
+def is_evict(launch):
+    return launch["name"].startswith(EVICT)
+
+
+def split_runs(rows, launches):
+    """Per result row: (its profiled kernel launches, the write-back bytes after them or None).
+
+    Layout per row with k kernels: k warm-up launches, [evict], k profiled launches, [evict]."""
+    with_evict = any(is_evict(l) for l in launches)
+    step = 1 if with_evict else 0
+    per_row = [len(r.get("kernels", [])) for r in rows]
+    need = sum(2 * k + 2 * step for k in per_row)
+    if len(launches) != need:
+        raise ValueError(f"{sum(per_row)} modelled kernels in {len(rows)} runs need {need} profiled launches (warm-up + run"
+                         f"{' + 2 evictions per run' if with_evict else ''}), the CSV has {len(launches)}")
+    runs, i = [], 0
+    for k in per_row:
+        profiled = launches[i + k + step:i + 2 * k + step]
+        tail = launches[i + 2 * k + step] if with_evict else None
+        if with_evict and not (is_evict(launches[i + k]) and is_evict(tail)):
+            raise ValueError(f"launch {i + k}: expected the {EVICT} launches around a run of {k} kernels")
+        if any(is_evict(l) for l in profiled):
+            raise ValueError(f"launches {i + k + step}..{i + 2 * k + step - 1}: an {EVICT} launch where kernels were expected")
+        runs.append((profiled, tail["write"] if tail else None))
+        i += 2 * k + 2 * step
+    return runs
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results")
     ap.add_argument("ncu_csv")
     ap.add_argument("--out")
     ap.add_argument("--tolerance", type=float, default=0.15)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     try:
         rows = json.load(open(a.results))["results"]
-        launches = read_ncu(a.ncu_csv)
+        runs = split_runs(rows, read_ncu(a.ncu_csv))
     except (OSError, ValueError, KeyError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    modelled = [(r["workload"], r["strategy"], k) for r in rows for k in r.get("kernels", [])]
-    if len(launches) != 2 * len(modelled):
-        print(f"error: {len(modelled)} modelled kernels need {2 * len(modelled)} profiled launches (warm-up + run), "
-              f"{a.ncu_csv} has {len(launches)}", file=sys.stderr)
-        return 2
-    measured, i = [], 0
-    for r in rows:  # per candidate: warm-up launches, then the profiled ones
-        k = len(r.get("kernels", []))
-        measured += launches[i + k:i + 2 * k]
-        i += 2 * k
-    launches = measured
     tol = f"±{a.tolerance:.0%}"
-    has_l2 = any(l["l2_write"] is not None for l in launches)
-    head = f"| workload | strategy | kernel | modelled bytes | ncu DRAM read | ncu DRAM write | measured / modelled | within {tol} |"
-    rule = "|---|---|---|---:|---:|---:|---:|---|"
-    if has_l2:
-        head += f" L2 writes | (read + L2 writes) / modelled | within {tol} |"
-        rule += "---:|---:|---|"
-    out = [head + " ncu time µs |", rule + "---:|"]
 
-    def ratio_of(measured, modelled_bytes):
-        r = measured / modelled_bytes if modelled_bytes else float("inf")
+    def verdict(measured, modelled):
+        r = measured / modelled if modelled else float("inf")
         return r, abs(r - 1) <= a.tolerance
 
-    within = within_l2 = 0
-    for (w, s, k), l in zip(modelled, launches):
-        ratio, ok = ratio_of(l["read"] + l["write"], k["bytes"])
-        within += ok
-        line = (f"| {w} | {s} | {k['name']} | {k['bytes']:.4g} | {l['read']:.4g} | {l['write']:.4g} | "
-                f"{ratio:.2f} | {'yes' if ok else 'no'} |")
-        if has_l2:
-            if l["l2_write"] is None:
-                line += " n/a | n/a | n/a |"
-            else:
-                r2, ok2 = ratio_of(l["read"] + l["l2_write"], k["bytes"])
-                within_l2 += ok2
-                line += f" {l['l2_write']:.4g} | {r2:.2f} | {'yes' if ok2 else 'no'} |"
-        out.append(line + f" {l['ns'] / 1e3:.1f} |")
-    out.append(f"\n{within} of {len(modelled)} kernels within {tol} of the model (DRAM read + DRAM write).")
-    if has_l2:
-        out.append(f"{within_l2} of {len(modelled)} kernels within {tol} of the model (DRAM read + L2 writes).")
+    has_wb = any(wb is not None for _, wb in runs)
+    out = ["## Per kernel", "",
+           f"| workload | strategy | kernel | modelled bytes | ncu DRAM read | ncu DRAM write |"
+           f"{' written back after the run |' if has_wb else ''} measured / modelled | within {tol} | ncu time µs |",
+           "|---|---|---|---:|---:|---:|" + ("---:|" if has_wb else "") + "---:|---|---:|"]
+    run_lines = []
+    n_k = within_k = n_r = within_r = 0
+    for r, (launches, wb) in zip(rows, runs):
+        kernels = r.get("kernels", [])
+        for j, (k, l) in enumerate(zip(kernels, launches)):
+            last_wb = wb if (wb is not None and j == len(kernels) - 1) else 0.0
+            ratio, ok = verdict(l["read"] + l["write"] + last_wb, k["bytes"])
+            n_k += 1
+            within_k += ok
+            wb_cell = (f" {last_wb:.4g} |" if j == len(kernels) - 1 else " |") if has_wb else ""
+            out.append(f"| {r['workload']} | {r['strategy']} | {k['name']} | {k['bytes']:.4g} | {l['read']:.4g} | "
+                       f"{l['write']:.4g} |{wb_cell} {ratio:.2f} | {'yes' if ok else 'no'} | {l['ns'] / 1e3:.1f} |")
+        if kernels:
+            modelled = sum(k["bytes"] for k in kernels)
+            measured = sum(l["read"] + l["write"] for l in launches) + (wb or 0.0)
+            ratio, ok = verdict(measured, modelled)
+            n_r += 1
+            within_r += ok
+            run_lines.append(f"| {r['workload']} | {r['strategy']} | {len(kernels)} | {modelled:.4g} | {measured:.4g} | "
+                             f"{ratio:.2f} | {'yes' if ok else 'no'} |")
+    wb_note = " + written back after the run" if has_wb else ""
+    out.append(f"\n{within_k} of {n_k} kernels within {tol} of the model (DRAM read + DRAM write{wb_note}).")
+    out += ["", "## Per run (the candidate's kernels together)", "",
+            f"| workload | strategy | kernels | modelled bytes | measured bytes | measured / modelled | within {tol} |",
+            "|---|---|---:|---:|---:|---:|---|"] + run_lines
+    out.append(f"\n{within_r} of {n_r} runs within {tol} of the model (DRAM read + DRAM write{wb_note}).")
     text = "\n".join(out) + "\n"
     if a.out:
-        open(a.out, "w").write(text)
+        with open(a.out, "w") as f:
+            f.write(text)
     print(text)
     return 0
 

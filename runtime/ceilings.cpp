@@ -42,4 +42,28 @@ Ceilings measure_ceilings() {
     return c;
 }
 
+struct L2ReadEvictor::Impl {
+    cuda::Module mod{kCeilingPtx};
+    size_t bytes = l2_flush_bytes();
+    uintptr_t buf = cuda::mem_alloc(bytes);  // never written: the kernel only reads it
+    uintptr_t out = cuda::mem_alloc(16);
+    ~Impl() {
+        cuda::mem_free(buf);
+        cuda::mem_free(out);
+    }
+};
+
+L2ReadEvictor::L2ReadEvictor() {
+    cuda::make_current();
+    impl_ = std::make_unique<Impl>();
+}
+L2ReadEvictor::~L2ReadEvictor() = default;
+
+void L2ReadEvictor::evict() {
+    unsigned long long words = impl_->bytes / 16;
+    void *args[] = {&impl_->buf, &words, &impl_->out};
+    impl_->mod.launch("l2_evict_read", unsigned(cuda::device().sm_count) * 8, 256, args);
+    cuda::synchronize();
+}
+
 }  // namespace blockfuse

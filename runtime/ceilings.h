@@ -1,6 +1,7 @@
 // The device's ceilings, measured at the start of a run: device-to-device copy bandwidth
 // (bytes read + written) and the CUDA-core FMA rates (FFMA fp32, HFMA2 fp16).
 #pragma once
+#include <memory>
 
 namespace blockfuse {
 
@@ -13,5 +14,24 @@ struct Ceilings {
 
 // Requires a CUDA device; each figure is the median of 10 event-timed runs.
 Ceilings measure_ceilings();
+
+// A read-only L2 eviction for profilers: evict() runs the kernel `l2_evict_read` over a buffer of
+// 2x the L2 (at least 64 MiB) and waits. The H200's L2 is write-back, so a kernel's output can
+// still sit in it, dirty, when the kernel ends; those bytes reach DRAM during the next kernel.
+// After evict() the L2 holds clean lines only, and under Nsight Compute (--cache-control none)
+// the evict kernel's DRAM writes are the leftovers of the kernels before it. (A memset flush
+// would leave its own dirty lines, written back during the next kernel profiled.)
+class L2ReadEvictor {
+public:
+    L2ReadEvictor();  // requires a CUDA device
+    ~L2ReadEvictor();
+    L2ReadEvictor(const L2ReadEvictor &) = delete;
+    L2ReadEvictor &operator=(const L2ReadEvictor &) = delete;
+    void evict();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace blockfuse

@@ -230,7 +230,8 @@ NCU_HEADER = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "C
 class NcuCompareTest(unittest.TestCase):
     """bench/ncu_compare.py: warm-up launches skipped, ratios computed, mismatches refused."""
 
-    def _write(self, d, kernels_per_row, measured, l2_writes=None):
+    def _write(self, d, kernels_per_row, measured):
+        """measured: per launch (read, write), or (kernel name, read, write) for an eviction."""
         import csv
         rows = [{"workload": f"w{i}", "strategy": f"s{i}",
                  "kernels": [{"name": f"k{i}.{j}", "flops": 1.0, "bytes": 1000.0} for j in range(n)]}
@@ -242,12 +243,11 @@ class NcuCompareTest(unittest.TestCase):
             f.write("==PROF== Connected to process\n")  # ncu's log lines precede the CSV
             w = csv.writer(f, quoting=csv.QUOTE_ALL)
             w.writerow(NCU_HEADER)
-            for lid, (rd, wr) in enumerate(measured):
+            for lid, launch in enumerate(measured):
+                name, rd, wr = launch if len(launch) == 3 else ("_kernel_x", *launch)
                 metrics = [("dram__bytes_read.sum", rd), ("dram__bytes_write.sum", wr), ("gpu__time_duration.sum", 2000)]
-                if l2_writes is not None:
-                    metrics.append(("lts__t_sectors_op_write.sum", l2_writes[lid]))
                 for m, v in metrics:
-                    w.writerow([lid, 1, "p", "h", "_kernel_x", 1, 7, "(1,1,1)", "(1,1,1)", 0, "9.0", "s", m, "byte",
+                    w.writerow([lid, 1, "p", "h", name, 1, 7, "(1,1,1)", "(1,1,1)", 0, "9.0", "s", m, "byte",
                                 f"{v:,.0f}"])
         return res, out
 
@@ -263,16 +263,31 @@ class NcuCompareTest(unittest.TestCase):
             self.assertIn("| 1.00 | yes |", r.stdout)
             self.assertIn("2 of 3 kernels within", r.stdout)
 
-    def test_l2_write_column(self):
+    def test_evictions_add_the_write_back(self):
         with tempfile.TemporaryDirectory() as d:
-            # The profiled launch reads 500 bytes and writes 0 to DRAM (output still in L2), but
-            # 16 sectors (512 bytes) into L2: 0.50x by DRAM, 1.01x by read + L2 writes.
-            res, csvp = self._write(d, [1], [(5, 0), (500, 0)], l2_writes=[3, 16])
+            ev = lambda wr: ("l2_evict_read", 1e6, wr)
+            # Row 0, one kernel: the run reads 500 and writes 100; 500 more were left dirty in the L2 and
+            # written back during the second eviction: (500 + 100 + 500) / 1000 = 1.10. Row 1, two
+            # kernels: kernel 1 also writes back what the first left dirty (1.50), kernel 2 leaves
+            # its output in L2 (0.60); the run as a whole: 2100 / 2000 = 1.05.
+            res, csvp = self._write(d, [1, 2], [(5, 0), ev(30), (500, 100), ev(500),
+                                               (5, 0), (5, 0), ev(0), (1000, 500), (600, 0), ev(0)])
             r = subprocess.run([sys.executable, NCU_COMPARE, res, csvp], capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertIn("| 0.50 | no | 512 | 1.01 | yes |", r.stdout)
-            self.assertIn("0 of 1 kernels within ±15% of the model (DRAM read + DRAM write)", r.stdout)
-            self.assertIn("1 of 1 kernels within ±15% of the model (DRAM read + L2 writes)", r.stdout)
+            self.assertIn("| k0.0 | 1000 | 500 | 100 | 500 | 1.10 | yes |", r.stdout)
+            self.assertIn("| 1.50 | no |", r.stdout)
+            self.assertIn("| 0.60 | no |", r.stdout)
+            self.assertIn("1 of 3 kernels within ±15% of the model (DRAM read + DRAM write + written back", r.stdout)
+            self.assertIn("| w1 | s1 | 2 | 2000 | 2100 | 1.05 | yes |", r.stdout)
+            self.assertIn("2 of 2 runs within ±15%", r.stdout)
+
+    def test_evictions_out_of_place(self):
+        with tempfile.TemporaryDirectory() as d:
+            ev = ("l2_evict_read", 1e6, 0)
+            res, csvp = self._write(d, [2], [(1, 1), ev, (1, 1), (1, 1), (1, 1), ev])  # eviction after 1 warm-up launch
+            r = subprocess.run([sys.executable, NCU_COMPARE, res, csvp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("expected the l2_evict_read launches", r.stderr)
 
     def test_launch_count_mismatch(self):
         with tempfile.TemporaryDirectory() as d:
