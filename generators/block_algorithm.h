@@ -98,6 +98,7 @@ inline BlockFuncs block_algorithm(const Halide::Func &input, const std::vector<H
         g.stride_x = g.stride_y = L.stride;
         g.dilation_x = g.dilation_y = 1;
         g.pad_left = g.pad_top = L.ks / 2;
+        g.unpadded = L.ks == 1;
         const bool last = i + 1 == spec.layers.size();
         const int act = L.act;
         Func block_in = input;

@@ -36,6 +36,15 @@ public:
     GeneratorParam<int> tile_y{"tile_y", 4};
     GeneratorParam<int> vec_k{"vec_k", 4};
     GeneratorParam<int> hidden_vec{"hidden_vec", 1};
+    // layer_by_layer (schedules/conv2d_schedule.h, Conv2dGpuKnobs): the input-channel unroll of every
+    // layer, and the mapping of the 1x1 layers (the others keep the conv2d defaults)
+    GeneratorParam<int> layer_unroll_channels{"layer_unroll_channels", 1};
+    GeneratorParam<int> pw_vec_k{"pw_vec_k", blockfuse::conv2d_defaults::vec_k};
+    GeneratorParam<int> pw_threads_k{"pw_threads_k", blockfuse::conv2d_defaults::threads_k};
+    GeneratorParam<int> pw_threads_x{"pw_threads_x", blockfuse::conv2d_defaults::threads_x};
+    GeneratorParam<int> pw_tile_x{"pw_tile_x", blockfuse::conv2d_defaults::tile_x};
+    GeneratorParam<int> pw_tile_y{"pw_tile_y", blockfuse::conv2d_defaults::tile_y};
+    GeneratorParam<int> pw_stage_channels{"pw_stage_channels", 0};
 
     // Arguments, in ABI order: input, then (weights_i, bias_i) per layer of each block, then
     // output. Added in configure() because the number of layers depends on the family.
@@ -101,6 +110,14 @@ public:
         kn.tile_y = tile_y;
         kn.vec_k = vec_k;
         kn.hidden_vec = hidden_vec;
+        kn.layer_gpu.unroll_channels = layer_unroll_channels;
+        kn.pointwise_gpu.vec_k = pw_vec_k;
+        kn.pointwise_gpu.threads_k = pw_threads_k;
+        kn.pointwise_gpu.threads_x = pw_threads_x;
+        kn.pointwise_gpu.tile_x = pw_tile_x;
+        kn.pointwise_gpu.tile_y = pw_tile_y;
+        kn.pointwise_gpu.unroll_channels = layer_unroll_channels;
+        kn.pointwise_gpu.stage_channels = pw_stage_channels;
         if (kn.chunk % kn.hidden_vec)
             throw CompileError("hidden_vec = " + std::to_string(int(hidden_vec)) + " must divide the chunk (" +
                                std::to_string(kn.chunk) + ")");

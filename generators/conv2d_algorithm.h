@@ -23,6 +23,11 @@ struct Conv2dGeometry {
     Halide::Expr stride_x, stride_y;
     Halide::Expr dilation_x, dilation_y;
     Halide::Expr pad_left, pad_top;           // right/bottom padding follow from the output extent
+    // No padding on any side: every stored output's window lies inside the input. Reads outside
+    // then come only from the pixels an edge tile computes past the image and never stores, so
+    // the clamped value serves and the zero select (one instruction per loaded value, inside the
+    // reduction) is left out. The block layers set it for their 1x1 convolutions.
+    bool unpadded = false;
 };
 
 struct Conv2dFuncs {
@@ -47,10 +52,8 @@ inline Conv2dFuncs conv2d(const Halide::Func &input, const Halide::Func &weights
     // halo outside the image, so the load itself must stay in bounds.
     f.padded = Func(name + "_padded");
     Expr inside = x >= 0 && x < g.in_width && y >= 0 && y < g.in_height;
-    f.padded(c, x, y, n) = select(inside,
-                                  to_f32(input(c, clamp(x, 0, g.in_width - 1),
-                                               clamp(y, 0, g.in_height - 1), n)),
-                                  0.0f);
+    Expr clamped = to_f32(input(c, clamp(x, 0, g.in_width - 1), clamp(y, 0, g.in_height - 1), n));
+    f.padded(c, x, y, n) = g.unpadded ? clamped : select(inside, clamped, 0.0f);
 
     f.r = RDom(0, g.in_channels_per_group, 0, g.kernel_w, 0, g.kernel_h, name + "_r");
     Expr group = k / g.out_channels_per_group;

@@ -25,6 +25,8 @@ public:
     GeneratorParam<int> tile_x{"tile_x", blockfuse::conv2d_defaults::tile_x};
     GeneratorParam<int> tile_y{"tile_y", blockfuse::conv2d_defaults::tile_y};
     GeneratorParam<int> unroll_reduction{"unroll_reduction", 1};
+    GeneratorParam<int> unroll_channels{"unroll_channels", 1};
+    GeneratorParam<int> stage_channels{"stage_channels", 0};
     GeneratorParam<int> stage_input{"stage_input", 0};
     GeneratorParam<int> flat_threads{"flat_threads", blockfuse::conv2d_defaults::flat_threads};  // >0: flat thread mapping, this many threads per block
     // Static stride / dilation (0: taken from the runtime arguments). Variants with a static
@@ -100,7 +102,17 @@ public:
         blockfuse::Conv2dFuncs sched = f;
         sched.output = output;
         if (get_target().has_gpu_feature()) {
-            blockfuse::Conv2dGpuKnobs kn{vec_k, threads_k, threads_x, tile_x, tile_y, unroll_reduction, stage_input, flat_threads};
+            blockfuse::Conv2dGpuKnobs kn;
+            kn.vec_k = vec_k;
+            kn.threads_k = threads_k;
+            kn.threads_x = threads_x;
+            kn.tile_x = tile_x;
+            kn.tile_y = tile_y;
+            kn.unroll_reduction = unroll_reduction;
+            kn.unroll_channels = unroll_channels;
+            kn.stage_channels = stage_channels;
+            kn.stage_input = stage_input;
+            kn.flat_threads = flat_threads;
             const bool static_window = static_kernel && static_stride > 0 && static_dilation > 0;
             if (stage_input && !static_window)
                 throw CompileError("stage_input=1 needs kernel_size, static_stride and static_dilation");

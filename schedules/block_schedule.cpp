@@ -1,5 +1,6 @@
 #include "schedules/block_schedule.h"
 #include "schedules/gpu_mapping.h"
+#include <algorithm>
 
 namespace blockfuse {
 using namespace Halide;
@@ -128,7 +129,8 @@ void layer_by_layer(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, b
         const LayerSpec &s = spec.layers[i];
         if (i + 1 < f.layers.size()) L.output.compute_root();
         if (gpu) {
-            schedule_conv2d_gpu(L, kind_of(s), kn.layer_gpu, true, s.out_ch);
+            const ConvKind kind = kind_of(s);
+            schedule_conv2d_gpu(L, kind, kind == ConvKind::pointwise ? kn.pointwise_gpu : kn.layer_gpu, true, s.out_ch);
         } else {
             schedule_conv2d_cpu(L, kind_of(s), Conv2dCpuKnobs{}, true, s.out_ch);
         }
@@ -326,7 +328,8 @@ void schedule_stage(const std::vector<BlockFuncs> &stage, const BlockSpec &spec,
 }
 
 int block_threads_per_block(const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn) {
-    if (s == BlockStrategy::layer_by_layer) return kn.layer_gpu.threads_per_block();
+    if (s == BlockStrategy::layer_by_layer)
+        return std::max(kn.layer_gpu.threads_per_block(), kn.pointwise_gpu.threads_per_block());
     return fused_block_threads(spec.cout, kn.vec_k, kn.tile_x);
 }
 

@@ -20,7 +20,8 @@ struct BlockKnobs {
     int tile_y = 4;     //  ... y
     int vec_k = 4;      // output channels per thread (GPU) / vector lanes (CPU: 8)
     int hidden_vec = 1; // GPU fused: hidden channels one thread produces per pixel (divides chunk)
-    Conv2dGpuKnobs layer_gpu;  // layer-by-layer: each layer's conv2d schedule
+    Conv2dGpuKnobs layer_gpu;      // layer-by-layer: the conv2d schedule of the 3x3 / 5x5 / 7x7 layers
+    Conv2dGpuKnobs pointwise_gpu;  //  ... and of the 1x1 layers (GEMM-like: wider register tiles pay)
 };
 
 inline const std::map<std::string, std::vector<int>> &block_knob_space() {

@@ -119,6 +119,30 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
                 .vectorize(wci);
         }
     }
+    // After the mappings: the specializations of the output share one update stage, and a split
+    // changes the names the reorders above use.
+    RVar rco("rco"), rci("rci");
+    auto unroll_channels = [&](Stage u) {
+        if (kn.unroll_channels < 2) return;
+        u.split(r.x, rco, rci, kn.unroll_channels, guard).unroll(rci);
+    };
+    if (kn.stage_channels) {
+        const auto cin = as_const_int(r.x.extent());
+        if (kind != ConvKind::pointwise || kn.unroll_channels < 2 || kn.stage_input || !cin ||
+            *cin % kn.unroll_channels != 0)
+            throw CompileError("conv2d GPU schedule: stage_channels needs a pointwise layer whose static input channel "
+                               "count unroll_channels (> 1) divides, and no stage_input");
+        // Per step of the channel loop, the step's channels x the thread's tile in registers.
+        Func padded = f.padded;
+        Func window = padded.in();
+        Var wc = window.args()[0], wx = window.args()[1], wy = window.args()[2];
+        window.compute_at(acc, rco)
+            .store_in(MemoryType::Register)
+            .bound_extent(wc, kn.unroll_channels)
+            .vectorize(wc)
+            .unroll(wx)
+            .unroll(wy);
+    }
     if (kn.vec_k > 1) {
         Expr div = channels_divisible(out_channels, kn.vec_k);
         Stage a = acc.specialize(div), u = acc.update().specialize(div);
@@ -130,8 +154,10 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
             for (int id : {int(Activation::none), int(Activation::relu)})
                 schedule_with(out.specialize(div && activation_id == id), a, u, true);
         schedule_with(out.specialize(div), a, u, true);
+        unroll_channels(u);
     }
     schedule_with(out, acc, acc.update(), false);
+    unroll_channels(acc.update());
 }
 
 // CPU: vectorized over output channels, parallel over rows and batch; a register tile of

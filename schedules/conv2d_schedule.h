@@ -25,6 +25,14 @@ struct Conv2dGpuKnobs {
     int tile_x = conv2d_defaults::tile_x;
     int tile_y = conv2d_defaults::tile_y;
     int unroll_reduction = 1;  // unroll the kernel window loops (needs a static kernel size)
+    // >1: the input-channel loop split by this factor and the inner part unrolled, so a thread
+    // has that many channels' loads in flight (the pointwise layers' reduction is this loop alone).
+    int unroll_channels = 1;
+    // 1 (pointwise, with unroll_channels > 1 dividing the input channels): each step's input,
+    // unroll_channels channels x the thread's pixel tile, loaded into registers first as channel
+    // vectors (one 8-byte load per pixel for 4 f16 channels instead of 4 scalar loads), then the
+    // unrolled FMAs read registers.
+    int stage_channels = 0;
     // 1: stage each thread's input window (tile + halo) in registers once, instead of one
     // global load per tap; 2: stage the block's input tile + halo in shared memory. Both need
     // a static kernel size, stride and dilation (constant window).
@@ -53,6 +61,8 @@ inline const std::map<std::string, std::vector<int>> &conv2d_gpu_knob_space() {
         {"tile_x", {1, 2, 4, 7, 8}},
         {"tile_y", {1, 2, 4, 7, 8}},
         {"unroll_reduction", {0, 1}},
+        {"unroll_channels", {1, 2, 4, 8}},
+        {"stage_channels", {0, 1}},
         {"stage_input", {0, 1, 2}},
         {"flat_threads", {0, 64, 128, 256}},
     };
