@@ -204,7 +204,7 @@ std::vector<Candidate> block_candidates_for(const std::string &name, const Block
         // in the row's accounting: se_pool, se_gate, block).
         std::string label = strategy_label(v);
         if (w.se && v->param("strategy") == "fused") label += " [split at SE: tile sums, gate, block]";
-        out.push_back(make_candidate(name, w, label, i == 0, block_costs(w, v->param("strategy")),
+        out.push_back(make_candidate(name, w, label, i == 0, block_costs(w, v->param("strategy"), v->knob("tile_x", 8), v->knob("tile_y", 4)),
                                      [t, v, w] { run_block(*v, w, *t); },
                                      [v, chk, &rng] {
                                          auto s = tensors_for_candidate(chk->tensors, chk->small, rng,

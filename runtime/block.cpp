@@ -307,32 +307,45 @@ Comparison compare_to_reference(const BlockWorkload &w, BlockTensors &t, const B
 }
 
 namespace {
-// Squeeze-Excitation's gate: the two small matrix-vector products per image, their weights, the
-// pooled means in and the gate out (f32).
-KernelCost se_gate_cost(const BlockWorkload &w) {
-    const BlockSpec s = w.spec();
-    const double E = s.layers[s.se_after].out_ch, R = s.se_ch, e = dtype_bytes(w.dtype);
-    return {"se_gate", 2.0 * w.n * 2 * E * R, e * 2 * E * R + 4.0 * (E + R) + 4.0 * w.n * 2 * E};
+// Squeeze-Excitation's two small matrix-vector products per image: reduce (E -> R, from the pooled
+// sums) and gate (R -> E), each with its weights and bias, f32 vectors in and out.
+KernelCost se_matvec_cost(const BlockWorkload &w, const std::string &name, double in, double out) {
+    const double e = dtype_bytes(w.dtype);
+    return {name, 2.0 * w.n * in * out, e * in * out + 4.0 * out + 4.0 * w.n * (in + out)};
 }
 }  // namespace
 
-std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy) {
+// The kernels are listed as the schedules launch them (block_schedule.cpp), so that each row
+// meets one kernel of an Nsight Compute run (bench/ncu_compare.py).
+std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy, int tile_x, int tile_y) {
     auto layers = w.layers();
     std::vector<KernelCost> out;
     const double e = dtype_bytes(w.dtype);
+    const BlockSpec spec = w.spec();
     auto block_name = [&](int blk) { return w.blocks > 1 ? "b" + std::to_string(blk) + "_" : std::string(); };
     if (strategy == "layer_by_layer") {
         for (int blk = 0; blk < w.blocks; ++blk)
             for (size_t i = 0; i < layers.size(); ++i) {
-                KernelCost c{block_name(blk) + "layer" + std::to_string(i), conv2d_flops(layers[i]), conv2d_bytes(layers[i])};
-                if (i + 1 == layers.size() && w.spec().residual) c.bytes += e * double(w.n) * w.c * w.h * w.w;
+                const std::string pre = block_name(blk), li = std::to_string(i);
+                KernelCost c{pre + "layer" + li, conv2d_flops(layers[i]), conv2d_bytes(layers[i])};
+                if (i + 1 == layers.size() && spec.residual) c.bytes += e * double(w.n) * w.c * w.h * w.w;
                 out.push_back(c);
-                if (w.spec().layers[i].norm_after)  // LayerNorm: reads and writes the layer's output (no MACs)
-                    out.push_back({block_name(blk) + "norm" + std::to_string(i), 0,
-                                   2 * e * double(w.n) * layers[i].k * layers[i].out_h() * layers[i].out_w()});
-                if (w.spec().se_after == int(i)) {  // the mean reads the layer's output; the gate is tiny
-                    out.push_back({"se_pool", 0, e * double(w.n) * layers[i].k * layers[i].out_h() * layers[i].out_w()});
-                    out.push_back(se_gate_cost(w));
+                const double P = double(w.n) * layers[i].out_h() * layers[i].out_w(), K = layers[i].k;
+                if (spec.layers[i].norm_after) {
+                    // LayerNorm as its own three kernels (layer_norm_own_kernels): the mean and the
+                    // reciprocal deviation per pixel (f32), each reading the layer's output, then the
+                    // normalized layer.
+                    out.push_back({pre + "norm" + li + "_mean", 0, e * K * P + 4 * P});
+                    out.push_back({pre + "norm" + li + "_rstd", 0, e * K * P + 8 * P});
+                    out.push_back({pre + "norm" + li, 0, 2 * e * K * P + 8 * P});
+                }
+                if (spec.se_after == int(i)) {
+                    // se_layer_by_layer: the pooled sums zeroed, then summed from the stored layer
+                    // (one thread per channel and image), then the reduce and gate kernels.
+                    out.push_back({"se_pool_init", 0, 4.0 * w.n * K});
+                    out.push_back({"se_pool", 0, e * K * P + 8.0 * w.n * K});
+                    out.push_back(se_matvec_cost(w, "se_reduce", K, spec.se_ch));
+                    out.push_back(se_matvec_cost(w, "se_gate", spec.se_ch, K));
                 }
             }
         return out;
@@ -350,18 +363,26 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
         return c;
     };
     if (strategy == "depth_first") return {fused_kernel("stage", w.blocks)};
-    if (w.se) {  // split around the global mean: the hidden layers up to SE recomputed per tile to pool them
-        const BlockSpec s = w.spec();
-        // Its recomputed ops are not counted (the tensor machine counts each op once, as for the
-        // depth-first halos); its bytes are the block input and the weights it reads.
-        KernelCost pool{"se_pool", 0, e * double(w.n) * w.c * w.h * w.w};
-        for (int i = 0; i <= s.se_after; ++i) {
+    if (w.se) {  // se_fused: split around the global mean
+        const double E = spec.layers[spec.se_after].out_ch;
+        const auto &se_layer = layers[spec.se_after];
+        const double tiles = double((se_layer.out_w() + tile_x - 1) / tile_x) * ((se_layer.out_h() + tile_y - 1) / tile_y);
+        const double partials = 4.0 * w.n * E * tiles;  // f32 sum per channel, image and output tile
+        // The layers up to SE recomputed per tile and summed into the partial sums: their ops are
+        // not counted (the tensor machine counts each op once, as for the depth-first halos); its
+        // bytes are the block input, the weights it reads and the partial sums.
+        KernelCost pool{"se_pool", 0, e * double(w.n) * w.c * w.h * w.w + partials};
+        for (int i = 0; i <= spec.se_after; ++i) {
             const auto &l = layers[i];
             pool.bytes += e * double(l.k) * (l.c / l.groups) * l.r * l.s + 4.0 * l.k;
         }
+        // The gate kernel sums the partial sums per image and computes reduce and gate inside.
+        KernelCost reduce = se_matvec_cost(w, "", E, spec.se_ch), gate = se_matvec_cost(w, "", spec.se_ch, E);
+        KernelCost se_gate{"se_gate", reduce.flops + gate.flops,
+                           partials + e * 2 * E * spec.se_ch + 4.0 * (E + spec.se_ch) + 4.0 * w.n * E};
         KernelCost block = fused_kernel("block", 1);
-        block.bytes += 4.0 * w.n * s.layers[s.se_after].out_ch;  // the gate
-        return {pool, se_gate_cost(w), block};
+        block.bytes += 4.0 * w.n * E;  // the gate
+        return {{"se_partial_init", 0, partials}, pool, se_gate, block};
     }
     for (int blk = 0; blk < w.blocks; ++blk) out.push_back(fused_kernel(block_name(blk) + "block", 1));
     return out;

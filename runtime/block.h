@@ -63,8 +63,8 @@ BlockReference block_reference(const BlockWorkload &w, BlockTensors &t);
 // ...and t's output compared with it.
 Comparison compare_to_reference(const BlockWorkload &w, BlockTensors &t, const BlockReference &ref);
 
-// Tensor-machine accounting of a strategy: per kernel, ops (2 per MAC) and compulsory DRAM
-// bytes (layer-by-layer: each layer reads its input and weights and writes its output;
+// Tensor-machine accounting of a strategy: per kernel as launched, ops (2 per MAC) and compulsory
+// DRAM bytes (layer-by-layer: each layer reads its input and weights and writes its output;
 // fused: per block, block input, its weights, block output once; depth_first: one kernel for the
 // stage, stage input, all weights, stage output once; its halo recompute is not counted, the
 // bench README reports it beside).
@@ -72,6 +72,7 @@ struct KernelCost {
     std::string name;
     double flops = 0, bytes = 0;
 };
-std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy);
+// tile_x, tile_y: the fused variant's output tile (the SE split keeps partial sums per tile).
+std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy, int tile_x = 8, int tile_y = 4);
 
 }  // namespace blockfuse

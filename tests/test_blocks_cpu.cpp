@@ -153,23 +153,52 @@ TEST_CASE("depth-first shared memory: every earlier block on its grown region", 
           one + 4LL * 10 * 10 * 6 + 4LL * 10 * 10 * 6 + 6LL * 12 * 8 * 4 + 6LL * 10 * 6 * 4);
 }
 
-TEST_CASE("Squeeze-Excitation accounting: split around the mean into three kernels", "[blocks][model]") {
+TEST_CASE("Squeeze-Excitation accounting: the kernels as launched, split around the mean", "[blocks][model]") {
     BlockWorkload plain = parse_block("mbconv:n=2,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16");
     BlockWorkload w = parse_block("mbconv:n=2,c=24,h=56,w=56,e=6,k=3,stride=1,se=1,act=relu6,dtype=f16");
     REQUIRE(w.spec().se_ch == 6);
-    auto fused = block_costs(w, "fused"), lbl = block_costs(w, "layer_by_layer");
-    REQUIRE(fused.size() == 3);
-    CHECK(fused[0].name == "se_pool");
-    CHECK(fused[1].name == "se_gate");
-    CHECK(fused[2].name == "block");
+    auto fused = block_costs(w, "fused", 16, 4), lbl = block_costs(w, "layer_by_layer");
+    REQUIRE(fused.size() == 4);
+    CHECK(fused[0].name == "se_partial_init");
+    CHECK(fused[1].name == "se_pool");
+    CHECK(fused[2].name == "se_gate");
+    CHECK(fused[3].name == "block");
     const double P = 2.0 * 56 * 56, C = 24, E = 144, R = 6;
-    CHECK(fused[0].flops == 0);  // expand and depthwise recomputed there, counted once (in "block")
-    CHECK(fused[1].flops == Approx(2 * 2 * (E * R + R * E)));
-    CHECK(fused[2].flops == Approx(block_costs(plain, "fused")[0].flops));
+    const double partials = 4 * 2 * E * (56 / 16 + 1) * (56 / 4);  // f32 per channel, image and 16x4 tile (4 x 14 tiles)
+    CHECK(fused[0].bytes == Approx(partials));
+    CHECK(fused[1].flops == 0);  // expand and depthwise recomputed there, counted once (in "block")
+    // Block input, expand and depthwise weights (f16) and biases (f32), the partial sums written.
+    CHECK(fused[1].bytes == Approx(2 * P * C + 2 * (C * E + E * 9) + 4 * (E + E) + partials));
+    CHECK(fused[2].flops == Approx(2 * 2 * (E * R + R * E)));
+    CHECK(fused[2].bytes == Approx(partials + 2 * 2 * E * R + 4 * (E + R) + 4 * 2 * E));
+    CHECK(fused[3].flops == Approx(block_costs(plain, "fused")[0].flops));
+    CHECK(fused[3].bytes == Approx(block_costs(plain, "fused")[0].bytes + 4 * 2 * E));  // + the gate
     double total = 0;
     for (const auto &k : fused) total += k.flops;
     CHECK(total == Approx(block_costs(plain, "fused")[0].flops + 2 * 2 * (E * R + R * E)));
-    REQUIRE(lbl.size() == 5);  // layer0, layer1, se_pool, se_gate, layer2
-    CHECK(lbl[2].name == "se_pool");
-    CHECK(lbl[2].bytes == Approx(2 * P * E));  // reads the stored depthwise output once
+    // layer0, layer1, se_pool_init, se_pool, se_reduce, se_gate, layer2
+    REQUIRE(lbl.size() == 7);
+    CHECK(lbl[2].name == "se_pool_init");
+    CHECK(lbl[2].bytes == Approx(4 * 2 * E));
+    CHECK(lbl[3].name == "se_pool");
+    CHECK(lbl[3].bytes == Approx(2 * P * E + 8 * 2 * E));  // reads the stored depthwise output once
+    CHECK(lbl[4].name == "se_reduce");
+    CHECK(lbl[4].flops == Approx(2 * 2 * E * R));
+    CHECK(lbl[4].bytes == Approx(2 * E * R + 4 * R + 4 * 2 * (E + R)));
+    CHECK(lbl[5].name == "se_gate");
+    CHECK(lbl[5].bytes == Approx(2 * R * E + 4 * E + 4 * 2 * (R + E)));
+}
+
+TEST_CASE("LayerNorm accounting: three kernels, each reading the layer's output", "[blocks][model]") {
+    BlockWorkload w = parse_block("convnext:n=2,c=16,h=9,w=9,e=4,k=7,stride=1,act=gelu,dtype=f16");
+    auto lbl = block_costs(w, "layer_by_layer");
+    REQUIRE(lbl.size() == 6);  // layer0 (depthwise 7x7), norm0_mean, norm0_rstd, norm0, layer1, layer2
+    const double P = 2.0 * 9 * 9, C = 16;
+    CHECK(lbl[1].name == "norm0_mean");
+    CHECK(lbl[1].bytes == Approx(2 * C * P + 4 * P));
+    CHECK(lbl[2].name == "norm0_rstd");
+    CHECK(lbl[2].bytes == Approx(2 * C * P + 8 * P));
+    CHECK(lbl[3].name == "norm0");
+    CHECK(lbl[3].bytes == Approx(2 * 2 * C * P + 8 * P));
+    for (int i = 1; i <= 3; ++i) CHECK(lbl[i].flops == 0);
 }
