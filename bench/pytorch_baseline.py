@@ -875,6 +875,7 @@ def _context(args):
 def _write_json(path, doc):
     # Write to a temporary file then rename, so a crash never leaves a half-written file.
     tmp = f"{path}.tmp"
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)  # the folder may not exist yet
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=2)
         fh.write("\n")
