@@ -168,6 +168,13 @@ def family(strategy):
     return "_".join(toks) or strategy
 
 
+def legend_family(strategy):
+    """Family for a legend: of the kernel name where the strategy label carries one
+    ('layer_by_layer (block_cf64_layer_by_layer_sx_f16_cuda)' -> 'block_cf64_layer_by_layer')."""
+    m = re.search(r"\(([^()]+)\)", strategy)
+    return family(m.group(1) if m else strategy)
+
+
 def analyse(rows, R, B, torch_index):
     """Units in order of first appearance, failed rows, notes."""
     groups = {}
@@ -286,10 +293,12 @@ def plot_roofline(rows, units, R, B, R16, outdir):
     ok = [r for r in rows if r["check_ok"] and r["flops"] > 0 and r["bytes"] > 0]  # log-log needs both
     if not ok:
         return False
-    fams = sorted({family(r["strategy"]) for r in ok})
-    fig, ax = plt.subplots(figsize=(11, 7.5), layout="constrained")
+    fams = sorted({legend_family(r["strategy"]) for r in ok})
+    ncol = 3
+    legend_rows = (len(fams) + 4 + ncol - 1) // ncol  # + best circles, roofs and ridge
+    fig, ax = plt.subplots(figsize=(11, 6 + 0.2 * legend_rows), layout="constrained")
     for i, fam in enumerate(fams):
-        pts = [r for r in ok if family(r["strategy"]) == fam]
+        pts = [r for r in ok if legend_family(r["strategy"]) == fam]
         ax.scatter([r["flops"] / r["bytes"] for r in pts], [r["flops"] / r["runtime_ms"] / 1e6 for r in pts],
                    marker="osD^v<>Ph*X"[i % 11], color=plt.cm.tab10(i % 10), s=36, alpha=0.75,
                    label=f"{fam} ({len(pts)} rows)", zorder=3)
@@ -312,7 +321,7 @@ def plot_roofline(rows, units, R, B, R16, outdir):
     ax.set_ylabel("achieved throughput (GFLOP/s)")
     ax.set_title(f"Roofline (Eq. 10): all {len(ok)} passing rows, by strategy family", loc="left")
     ax.grid(which="major", alpha=0.3)
-    fig.legend(loc="outside lower center", ncol=3, fontsize=8, frameon=False)  # keeps the roof lines clear
+    fig.legend(loc="outside lower center", ncol=ncol, fontsize=7.5, frameon=False)  # keeps the roof lines clear
     _save(fig, outdir, "roofline")
     return True
 
