@@ -21,7 +21,7 @@ if [ -n "${RACECHECK:-}" ]; then  # writes $out/racecheck.txt
   TOOLS=racecheck TAGS="$RACECHECK" LIMIT=150 bash bench/h200_sanitize.sh "$out"
 fi
 echo "== $suite suite"
-timeout "${BENCH_TIMEOUT:-480}" stdbuf -oL "$bin/blockfuse" bench --suite "$suite" --min-seconds 0.3 --out "$out/$suite" > "$out/bench_$suite.txt" 2>&1
+timeout "${BENCH_TIMEOUT:-480}" stdbuf -oL "$bin/blockfuse" bench --suite "$suite" --out "$out/$suite" > "$out/bench_$suite.txt" 2>&1
 echo "rc=$?"; tail -4 "$out/bench_$suite.txt"
 echo "== PyTorch"
 timeout 150 python3 bench/pytorch_baseline.py --suite "workloads/$suite.txt" --out "$out/$suite/pytorch.json" \

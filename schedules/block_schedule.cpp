@@ -121,8 +121,11 @@ void se_fused(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, bool gp
 
 // Layer by layer: every layer its own kernel (GPU) / loop nest (CPU), through memory; only the
 // trivial fusions (bias, folded BN, activation, residual) stay inside a layer, as Inductor does.
-// H200, MBConv c=24 e=6 56x56 f16: 1.35-1.38 ms at N=128, 0.102-0.104 ms at N=8
-// (bench/results/h200/blocks/, registers/).
+// The 1x1 layers take their own mapping (pointwise_gpu), the others layer_gpu.
+// H200, f16, N=128 (bench/results/h200/report/): MBConv c=24 e=6 56x56 1.23 ms (default mapping);
+// FFN c=256 e=4 0.97 ms and ConvFirst c=128/c=256 1.04-1.07 ms with the 1x1 layers at 8 channels x
+// 4x2 pixels per thread and stage_channels ("sx"): 40-41% of FFMA, issue-bound (61% of the issued
+// instructions are FFMA; the default mapping took 1.93 and 1.87-2.00 ms).
 void layer_by_layer(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, bool gpu) {
     for (size_t i = 0; i < f.layers.size(); ++i) {
         Conv2dFuncs &L = f.layers[i];
