@@ -120,6 +120,27 @@ TEST_CASE("block launches beyond threads or shared memory are rejected, naming b
     CHECK(fused_block_shared_bytes(w.spec(), 8, 4, 8, 2) == 4LL * 24 * 8 * 4 + 8LL * 10 * 6 * 2 + 8LL * 8 * 4 * 2);
 }
 
+TEST_CASE("layer-by-layer block threads: the larger of the 1x1 layers' mapping and the default", "[blocks][launch]") {
+    BlockWorkload w = parse_block("ffn:n=1,c=256,h=14,w=14,e=4,act=relu,dtype=f16");
+    KernelVariant v;
+    v.family = "block";
+    v.name = "synthetic";
+    v.device = Device::cuda;
+    v.dtype = DType::f16;
+    v.params = {{"family", "ffn"}, {"strategy", "layer_by_layer"}};
+    v.knobs = {{"channels", 256}, {"expansion", 4}};
+    CHECK(v.threads_per_block() == 32 * 4);  // conv2d defaults: threads_k x threads_x
+    v.knobs["pw_threads_k"] = 16;
+    v.knobs["pw_threads_x"] = 4;
+    CHECK(v.threads_per_block() == 32 * 4);  // 64 for the 1x1 layers, the other layers keep 128
+    v.knobs["pw_threads_x"] = 16;
+    CHECK(v.threads_per_block() == 256);
+    CHECK_NOTHROW(check_block_launch(v, w));
+    v.knobs["pw_threads_k"] = 128;  // 128 x 16 = 2048 threads
+    CHECK_THROWS_WITH(check_block_launch(v, w), Catch::Contains("2048 threads per block exceed") &&
+                                                    Catch::Contains("strategy layer_by_layer"));
+}
+
 TEST_CASE("stage accounting: per-block fusion writes every block output, depth-first only the last", "[blocks][model]") {
     BlockWorkload one = parse_block("mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16");
     BlockWorkload w = parse_block("mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16");
