@@ -2,6 +2,9 @@
 // driver API at run time: the microbenchmarks for the CUDA-core ceilings Halide code can reach (it
 // emits no tensor-core instructions), FFMA fp32 and HFMA2 fp16 (eight independent chains per
 // thread hide the FMA latency), and the read-only L2 eviction used under a profiler.
+// On the H200 HFMA2 measured the FFMA FLOP rate (66.8 against 65.2 TFLOP/s), half the FFMA
+// instruction rate; ptxas puts 640 of the loop's 644 on the FMA pipe (HFMA2, 4 HFMA2.MMA), see
+// bench/results/h200/report/README.md.
 #include <cuda_fp16.h>
 
 extern "C" __global__ void ffma_f32(float *out, float b, float c, int iters) {

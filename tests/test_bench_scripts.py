@@ -452,6 +452,41 @@ def test_help_without_torch():
         assert proc.returncode == 0 and "usage:" in proc.stdout, (script, proc.stderr)
 
 
+def test_sass_mix_parsing():
+    # tools/sass_mix.py: the PTX Halide embeds in a kernel's host assembly is found and unescaped,
+    # a file without one is refused, and a loop is a backward branch's body, counted by opcode.
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import sass_mix
+    asm = '.section .rodata\n__ptx:\n\t.asciz "//\\n.version 8.0\\n.target sm_80\\n.entry k() {\\n}\\n"\n'
+    ptx = sass_mix.embedded_ptx(asm)
+    assert len(ptx) == 1 and ".target sm_80\n" in ptx[0], ptx
+    assert sass_mix.embedded_ptx('\t.asciz "hello"\n') == []
+    func = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   FFMA R2, R3, R4, R2 ;
+        /*0020*/                   FFMA R5, R3, R4, R5 ;
+        /*0030*/                   LDG.E.64 R6, desc[UR4][R8.64] ;
+        /*0040*/              @P0 BRA 0x10 ;
+        /*0050*/                   EXIT ;
+        /*0060*/                   BRA 0x60;
+"""
+    found = list(sass_mix.loops(func))
+    assert len(found) == 1, found  # the self-branch at 0x60 is not a loop with a body before it
+    start, end, ops = found[0]
+    assert (start, end) == (0x10, 0x40) and ops == ["FFMA", "FFMA", "LDG.E.64", "BRA"], found
+    with tempfile.TemporaryDirectory() as d:
+        plain = os.path.join(d, "cpu.s")
+        open(plain, "w").write("\t.text\nmain:\n\tret\n")
+        env = dict(os.environ, PATH=d + os.pathsep + os.environ.get("PATH", ""))
+        for tool in ("ptxas", "cuobjdump", "nvdisasm"):  # stand-ins: the check for embedded PTX comes first
+            exe = os.path.join(d, tool)
+            open(exe, "w").write("#!/bin/sh\nexit 1\n")
+            os.chmod(exe, 0o755)
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "sass_mix.py"), plain], capture_output=True,
+                           text=True, env=env)
+        assert r.returncode == 2 and "holds no embedded PTX" in r.stderr, (r.returncode, r.stderr)
+
+
 def main():
     tests = [(n, f) for n, f in sorted(globals().items()) if n.startswith("test_") and callable(f)]
     failed = 0
