@@ -237,7 +237,8 @@ namespace {
 
 nlohmann::json kernels_json(const Row &r) {
     nlohmann::json a = nlohmann::json::array();
-    for (const auto &k : r.kernels) a.push_back({{"name", k.name}, {"flops", k.flops}, {"bytes", k.bytes}});
+    for (const auto &k : r.kernels)
+        a.push_back({{"name", k.name}, {"flops", k.flops}, {"bytes", k.bytes}, {"rereads", k.rereads}});
     return a;
 }
 
@@ -339,7 +340,8 @@ int run_bench(const BenchOptions &opt) {
         if (DType d = workload_dtype(e.key); opt.dtype.empty() || d == dfilter) work.push_back(e);
 
     std::string why;
-    Device dev = pick_device(opt.device, &why);
+    Device dev = opt.model_only && opt.device == "cuda" ? Device::cuda : pick_device(opt.device, &why);
+    if (opt.model_only) why = "--model-only: the candidates of this device's kernels, nothing runs";
     std::cout << "device: " << device_name(dev) << " -- " << why << "\n";
     install_halide_error_handler();
     halide_reuse_device_allocations(nullptr, true);  // layer-by-layer intermediates: no cudaMalloc per call
@@ -349,7 +351,7 @@ int run_bench(const BenchOptions &opt) {
     ctx["suite"] = opt.suite;
     Ceilings ceil;
     set_register_policy(opt.max_registers);
-    if (dev == Device::cuda) {
+    if (dev == Device::cuda && !opt.model_only) {
         ctx["cuda_jit_max_registers"] = register_policy_description();
         std::cout << "registers per thread (CUDA JIT): " << register_policy_description() << "\n";
         cuda::install_halide_hooks();
@@ -394,6 +396,14 @@ int run_bench(const BenchOptions &opt) {
                                                          built, device_name(dev))
                                            : fmt::format("no {} kernel built", device_name(dev)),
                                      entry.key);
+            continue;
+        }
+        if (opt.model_only) {
+            for (auto &c : cands) {
+                c.row.check = "not run: --model-only";
+                std::cout << fmt::format("{} {}: {} kernels\n", entry.name, c.row.strategy, c.row.kernels.size());
+                rows.push_back(c.row);
+            }
             continue;
         }
         if (opt.single_run) {  // one launch sequence per candidate, in order, for an external profiler
@@ -446,6 +456,10 @@ int run_bench(const BenchOptions &opt) {
         }
     }
 
+    if (opt.model_only) {
+        if (!opt.out_dir.empty()) write_outputs(opt.out_dir, ctx, rows, ceil, dev);
+        return 0;
+    }
     if (opt.single_run) {
         std::cout << "(--single-run: each candidate ran twice, warm-up then once between two read-only L2 evictions "
                      "(kernel l2_evict_read); nothing was checked or timed)\n";

@@ -24,6 +24,7 @@ struct BenchOptions {
     double min_seconds = 0.5;
     bool ceilings = true;
     bool single_run = false;            // each candidate once between L2 evictions, unchecked (for profilers)
+    bool model_only = false;            // every candidate's modelled kernels, nothing run (no device needed)
     int max_registers = 0;              // CUDA JIT register cap per thread; 0: the block size's limit (kernel_registry.h)
     std::string command_line;
 };

@@ -43,6 +43,9 @@ int main(int argc, char **argv) {
     bench->add_flag("--single-run", bopt.single_run,
                     "run each candidate twice (warm-up, then between two read-only L2 evictions on CUDA), without checks or timing (for ncu)");
     bench->add_flag("--no-ceilings", no_ceilings, "skip measuring the copy / FMA ceilings");
+    bench->add_flag("--model-only", bopt.model_only,
+                    "list every candidate and its modelled kernels (with --out: results.json) without running "
+                    "anything; --device cuda then needs no GPU");
 
     std::vector<std::string> keys;
     auto *check = app.add_subcommand("check", "validate workload keys and print them in canonical form");

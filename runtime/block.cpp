@@ -324,30 +324,44 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
     const BlockSpec spec = w.spec();
     auto block_name = [&](int blk) { return w.blocks > 1 ? "b" + std::to_string(blk) + "_" : std::string(); };
     if (strategy == "layer_by_layer") {
-        for (int blk = 0; blk < w.blocks; ++blk)
+        const double block_io = e * double(w.n) * w.c * w.h * w.w;  // a block's input (and, in a stage, output)
+        for (int blk = 0; blk < w.blocks; ++blk) {
+            double prev_out = blk > 0 ? block_io : 0;  // the tensor the previous kernel wrote (0: the run's input)
             for (size_t i = 0; i < layers.size(); ++i) {
                 const std::string pre = block_name(blk), li = std::to_string(i);
+                const double in = e * double(w.n) * layers[i].c * layers[i].h * layers[i].w;
                 KernelCost c{pre + "layer" + li, conv2d_flops(layers[i]), conv2d_bytes(layers[i])};
-                if (i + 1 == layers.size() && spec.residual) c.bytes += e * double(w.n) * w.c * w.h * w.w;
-                out.push_back(c);
+                if (prev_out > 0) c.rereads.push_back(in);
+                if (i + 1 == layers.size() && spec.residual) {
+                    c.bytes += block_io;
+                    c.rereads.push_back(block_io);  // the block input, read by its first layer
+                }
                 const double P = double(w.n) * layers[i].out_h() * layers[i].out_w(), K = layers[i].k;
+                prev_out = e * K * P;
+                if (i > 0 && spec.se_after == int(i) - 1) c.rereads.push_back(4.0 * w.n * layers[i - 1].k);  // the gate
+                out.push_back(c);
                 if (spec.layers[i].norm_after) {
                     // LayerNorm as its own three kernels (layer_norm_own_kernels): the mean and the
                     // reciprocal deviation per pixel (f32), each reading the layer's output, then the
                     // normalized layer.
-                    out.push_back({pre + "norm" + li + "_mean", 0, e * K * P + 4 * P});
-                    out.push_back({pre + "norm" + li + "_rstd", 0, e * K * P + 8 * P});
-                    out.push_back({pre + "norm" + li, 0, 2 * e * K * P + 8 * P});
+                    out.push_back({pre + "norm" + li + "_mean", 0, e * K * P + 4 * P, {prev_out}});
+                    out.push_back({pre + "norm" + li + "_rstd", 0, e * K * P + 8 * P, {prev_out, 4 * P}});
+                    out.push_back({pre + "norm" + li, 0, 2 * e * K * P + 8 * P, {prev_out, 4 * P, 4 * P}});
                 }
                 if (spec.se_after == int(i)) {
                     // se_layer_by_layer: the pooled sums zeroed, then summed from the stored layer
                     // (one thread per channel and image), then the reduce and gate kernels.
-                    out.push_back({"se_pool_init", 0, 4.0 * w.n * K});
-                    out.push_back({"se_pool", 0, e * K * P + 8.0 * w.n * K});
-                    out.push_back(se_matvec_cost(w, "se_reduce", K, spec.se_ch));
-                    out.push_back(se_matvec_cost(w, "se_gate", spec.se_ch, K));
+                    const double pooled = 4.0 * w.n * K, reduced = 4.0 * w.n * spec.se_ch;
+                    out.push_back({"se_pool_init", 0, pooled});
+                    out.push_back({"se_pool", 0, e * K * P + 2 * pooled, {prev_out, pooled}});
+                    KernelCost r = se_matvec_cost(w, "se_reduce", K, spec.se_ch), g = se_matvec_cost(w, "se_gate", spec.se_ch, K);
+                    r.rereads = {pooled};
+                    g.rereads = {reduced};
+                    out.push_back(r);
+                    out.push_back(g);
                 }
             }
+        }
         return out;
     }
     // One fused kernel: `nb` blocks' flops and weights, its input and output once (the residual
@@ -382,9 +396,15 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
                            partials + e * 2 * E * spec.se_ch + 4.0 * (E + spec.se_ch) + 4.0 * w.n * E};
         KernelCost block = fused_kernel("block", 1);
         block.bytes += 4.0 * w.n * E;  // the gate
+        pool.rereads = {partials};  // zeroed by the first kernel
+        se_gate.rereads = {partials};
+        block.rereads = {e * double(w.n) * w.c * w.h * w.w, 4.0 * w.n * E};  // the block input (read by se_pool), the gate
         return {{"se_partial_init", 0, partials}, pool, se_gate, block};
     }
-    for (int blk = 0; blk < w.blocks; ++blk) out.push_back(fused_kernel(block_name(blk) + "block", 1));
+    for (int blk = 0; blk < w.blocks; ++blk) {
+        out.push_back(fused_kernel(block_name(blk) + "block", 1));
+        if (blk > 0) out.back().rereads = {e * double(w.n) * w.c * w.h * w.w};  // the previous block's output
+    }
     return out;
 }
 

@@ -71,6 +71,10 @@ Comparison compare_to_reference(const BlockWorkload &w, BlockTensors &t, const B
 struct KernelCost {
     std::string name;
     double flops = 0, bytes = 0;
+    // Tensors counted in `bytes` that an earlier kernel of the same run wrote or read (their sizes,
+    // each read once). The tensor machine charges them to DRAM; on a GPU whose L2 still holds such
+    // a tensor they come from the L2 (bench/ncu_compare.py's L2-aware column).
+    std::vector<double> rereads;
 };
 // tile_x, tile_y: the fused variant's output tile (the SE split keeps partial sums per tile).
 std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy, int tile_x = 8, int tile_y = 4);

@@ -153,7 +153,7 @@ std::vector<KernelCost> stem_costs(const StemWorkload &w, const std::string &str
     const double e = dtype_bytes(w.dtype);
     const double out = e * double(w.n) * w.k * w.out_h() * w.out_w();
     const double mid = e * double(w.n) * w.k * c.out_h() * c.out_w();
-    if (strategy == "layer_by_layer") return {{"conv", conv2d_flops(c), conv2d_bytes(c)}, {"pool", 0, mid + out}};
+    if (strategy == "layer_by_layer") return {{"conv", conv2d_flops(c), conv2d_bytes(c)}, {"pool", 0, mid + out, {mid}}};
     return {{"stem", conv2d_flops(c), conv2d_bytes(c) - mid + out}};
 }
 

@@ -100,6 +100,42 @@ TEST_CASE("block accounting: fused moves only the block's input, weights and out
     CHECK(lbl[0].bytes + lbl[1].bytes + lbl[2].bytes == Approx(2 * P * C * 3 + weights + 4 * hidden));
 }
 
+TEST_CASE("block accounting: the tensors a kernel re-reads within its run", "[blocks][model]") {
+    // mbconv c=24 e=6 N=2 56x56 f16: layer 1 reads the hidden tensor layer 0 wrote; layer 2 reads
+    // the depthwise output and re-reads the block input for the residual. Fused: nothing.
+    BlockWorkload w = parse_block("mbconv:n=2,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16");
+    const double P = 2.0 * 56 * 56, C = 24, E = 144;
+    auto lbl = block_costs(w, "layer_by_layer");
+    REQUIRE(lbl.size() == 3);
+    CHECK(lbl[0].rereads.empty());
+    REQUIRE(lbl[1].rereads.size() == 1);
+    CHECK(lbl[1].rereads[0] == Approx(2 * P * E));
+    REQUIRE(lbl[2].rereads.size() == 2);
+    CHECK(lbl[2].rereads[0] == Approx(2 * P * E));
+    CHECK(lbl[2].rereads[1] == Approx(2 * P * C));
+    CHECK(block_costs(w, "fused")[0].rereads.empty());
+    // A stage's fused blocks: each block after the first reads the previous one's output.
+    BlockWorkload st = parse_block("mbconv:n=2,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16");
+    auto fused = block_costs(st, "fused");
+    REQUIRE(fused.size() == 3);
+    CHECK(fused[0].rereads.empty());
+    for (int b = 1; b < 3; ++b) {
+        REQUIRE(fused[b].rereads.size() == 1);
+        CHECK(fused[b].rereads[0] == Approx(2 * P * C));
+    }
+    // Layer by layer in a stage: block 1's first layer reads block 0's output.
+    auto stage_lbl = block_costs(st, "layer_by_layer");
+    REQUIRE(stage_lbl[3].rereads.size() == 1);
+    CHECK(stage_lbl[3].rereads[0] == Approx(2 * P * C));
+    // LayerNorm: mean, rstd and normalize re-read the layer output and the statistics.
+    BlockWorkload cn = parse_block("convnext:n=2,c=16,h=9,w=9,e=4,k=7,stride=1,act=gelu,dtype=f16");
+    auto norm = block_costs(cn, "layer_by_layer");
+    const double Q = 2.0 * 9 * 9;
+    CHECK(norm[1].rereads == std::vector<double>{2 * 16 * Q});
+    CHECK(norm[3].rereads == std::vector<double>{2 * 16 * Q, 4 * Q, 4 * Q});
+    CHECK(norm[4].rereads == std::vector<double>{2 * 16 * Q});  // the next layer reads the normalized tensor
+}
+
 TEST_CASE("block launches beyond threads or shared memory are rejected, naming block, strategy and limit", "[blocks][launch]") {
     BlockWorkload w = parse_block("mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16");
     KernelVariant v;

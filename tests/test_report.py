@@ -281,6 +281,26 @@ class NcuCompareTest(unittest.TestCase):
             self.assertIn("| w1 | s1 | 2 | 2000 | 2100 | 1.05 | yes |", r.stdout)
             self.assertIn("2 of 2 runs within ±15%", r.stdout)
 
+    def test_l2_aware_model(self):
+        with tempfile.TemporaryDirectory() as d:
+            ev = lambda wr: ("l2_evict_read", 1e6, wr)
+            # Two kernels; the second re-reads 400 of its 1000 modelled bytes (a tensor the first wrote).
+            # The run moves 1600 + written back 0: 0.80 against the tensor machine's 2000; the L2-aware
+            # model takes the 400 from the L2 when the second kernel's 1000 bytes fit in 0.7 x L2.
+            res, csvp = self._write(d, [2], [(5, 0), (5, 0), ev(0), (600, 400), (600, 0), ev(0)])
+            doc = json.load(open(res))
+            doc["results"][0]["kernels"][1]["rereads"] = [400.0]
+            doc["context"] = {"gpu": {"l2_bytes": 2000}}
+            json.dump(doc, open(res, "w"))
+            r = subprocess.run([sys.executable, NCU_COMPARE, res, csvp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("| w0 | s0 | 2 | 2000 | 1600 | 0.80 | no | 1600 | 1.00 | yes |", r.stdout)
+            self.assertIn("1 of 1 runs within ±15% of the L2-aware model", r.stdout)
+            # An L2 too small for the second kernel's traffic (0.7 x 1000 < 1000): nothing comes from it.
+            r = subprocess.run([sys.executable, NCU_COMPARE, res, csvp, "--l2-bytes", "1000"], capture_output=True,
+                               text=True)
+            self.assertIn("| w0 | s0 | 2 | 2000 | 1600 | 0.80 | no | 2000 | 0.80 | no |", r.stdout)
+
     def test_evictions_out_of_place(self):
         with tempfile.TemporaryDirectory() as d:
             ev = ("l2_evict_read", 1e6, 0)
