@@ -45,6 +45,9 @@ public:
     GeneratorParam<int> pw_tile_x{"pw_tile_x", blockfuse::conv2d_defaults::tile_x};
     GeneratorParam<int> pw_tile_y{"pw_tile_y", blockfuse::conv2d_defaults::tile_y};
     GeneratorParam<int> pw_stage_channels{"pw_stage_channels", 0};
+    // >0: the 1x1 layers use the flat mapping (whole warps per block; x tiles that divide the width
+    // leave no column computed past the image). Needs images of at least one tile (block_candidates).
+    GeneratorParam<int> pw_flat_threads{"pw_flat_threads", 0};
 
     // Arguments, in ABI order: input, then (weights_i, bias_i) per layer of each block, then
     // output. Added in configure() because the number of layers depends on the family.
@@ -118,6 +121,7 @@ public:
         kn.pointwise_gpu.tile_y = pw_tile_y;
         kn.pointwise_gpu.unroll_channels = layer_unroll_channels;
         kn.pointwise_gpu.stage_channels = pw_stage_channels;
+        kn.pointwise_gpu.flat_threads = pw_flat_threads;
         if (kn.chunk % kn.hidden_vec)
             throw CompileError("hidden_vec = " + std::to_string(int(hidden_vec)) + " must divide the chunk (" +
                                std::to_string(kn.chunk) + ")");

@@ -1,5 +1,6 @@
 #include "runtime/block.h"
 #include "runtime/cuda_driver.h"
+#include "schedules/conv2d_knob_defaults.h"
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -162,6 +163,15 @@ std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Devi
         if (v.knob("kernel_size", w.family == BlockFamily::ffn ? 1 : 3) != w.k && w.family != BlockFamily::ffn) continue;
         if (v.knob("stride", 1) != w.stride || v.knob("act", -1) != int(w.act)) continue;
         if (v.knob("blocks", 1) != w.blocks || (v.knob("se", 0) == 1) != w.se) continue;
+        // Flat-mapped 1x1 layers shift edge tiles inwards: every 1x1 layer's output must hold a tile.
+        if (v.knob("pw_flat_threads", 0) > 0) {
+            bool fits = true;
+            for (const auto &l : w.layers())
+                if (l.r == 1 && l.s == 1 && (l.out_w() < v.knob("pw_tile_x", conv2d_defaults::tile_x) ||
+                                             l.out_h() < v.knob("pw_tile_y", conv2d_defaults::tile_y)))
+                    fits = false;
+            if (!fits) continue;
+        }
         out.push_back(&v);
     }
     return out;

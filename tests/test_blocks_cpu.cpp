@@ -177,6 +177,20 @@ TEST_CASE("layer-by-layer block threads: the larger of the 1x1 layers' mapping a
                                                     Catch::Contains("strategy layer_by_layer"));
 }
 
+TEST_CASE("flat-mapped 1x1 layers are offered only where every 1x1 output holds one tile", "[blocks][launch]") {
+    auto has_flat = [](const std::string &key) {
+        for (const KernelVariant *v : block_candidates(parse_block(key), Device::opencl))
+            if (v->knob("pw_flat_threads", 0) > 0) return true;
+        return false;
+    };
+    CHECK(has_flat("ffn:n=1,c=12,h=5,w=7,e=4,act=relu,dtype=f32"));   // tile 7x1: fits
+    CHECK(has_flat("ffn:n=1,c=12,h=1,w=9,e=4,act=relu,dtype=f32"));   // the last tile shifts inwards
+    CHECK_FALSE(has_flat("ffn:n=1,c=12,h=5,w=6,e=4,act=relu,dtype=f32"));
+    CHECK_FALSE(has_flat("convfirst:n=2,c=16,h=5,w=5,e=2,k=3,stride=1,act=relu,dtype=f32"));
+    // The non-flat variants of the same shape are still offered.
+    CHECK_FALSE(block_candidates(parse_block("ffn:n=1,c=12,h=5,w=6,e=4,act=relu,dtype=f32"), Device::opencl).empty());
+}
+
 TEST_CASE("stage accounting: per-block fusion writes every block output, depth-first only the last", "[blocks][model]") {
     BlockWorkload one = parse_block("mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16");
     BlockWorkload w = parse_block("mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16");
