@@ -1,6 +1,7 @@
 #include "runtime/block.h"
 #include "runtime/cuda_driver.h"
 #include "schedules/conv2d_knob_defaults.h"
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -156,6 +157,7 @@ void randomize(BlockTensors &t, const BlockWorkload &w, std::mt19937_64 &rng) {
 
 std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Device device) {
     std::vector<const KernelVariant *> out;
+    const auto layers = w.layers();
     for (const auto &v : all_kernels()) {
         if (v.family != "block" || v.device != device || v.dtype != w.dtype) continue;
         if (v.param("family") != block_family_name(w.family)) continue;
@@ -163,15 +165,13 @@ std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Devi
         if (v.knob("kernel_size", w.family == BlockFamily::ffn ? 1 : 3) != w.k && w.family != BlockFamily::ffn) continue;
         if (v.knob("stride", 1) != w.stride || v.knob("act", -1) != int(w.act)) continue;
         if (v.knob("blocks", 1) != w.blocks || (v.knob("se", 0) == 1) != w.se) continue;
-        // Flat-mapped 1x1 layers shift edge tiles inwards: every 1x1 layer's output must hold a tile.
-        if (v.knob("pw_flat_threads", 0) > 0) {
-            bool fits = true;
-            for (const auto &l : w.layers())
-                if (l.r == 1 && l.s == 1 && (l.out_w() < v.knob("pw_tile_x", conv2d_defaults::tile_x) ||
-                                             l.out_h() < v.knob("pw_tile_y", conv2d_defaults::tile_y)))
-                    fits = false;
-            if (!fits) continue;
-        }
+        // The 1x1 layers' mapping (pw_* knobs) must fit every 1x1 layer's output.
+        if (!std::all_of(layers.begin(), layers.end(), [&v](const Conv2dWorkload &l) {
+                return l.r != 1 || l.s != 1 ||
+                       flat_tiles_fit(v.knob("pw_flat_threads", 0), v.knob("pw_tile_x", conv2d_defaults::tile_x),
+                                      v.knob("pw_tile_y", conv2d_defaults::tile_y), l.out_w(), l.out_h());
+            }))
+            continue;
         out.push_back(&v);
     }
     return out;
@@ -332,9 +332,9 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
     std::vector<KernelCost> out;
     const double e = dtype_bytes(w.dtype);
     const BlockSpec spec = w.spec();
+    const double block_io = e * double(w.n) * w.c * w.h * w.w;  // a block's input (and, in a stage, output)
     auto block_name = [&](int blk) { return w.blocks > 1 ? "b" + std::to_string(blk) + "_" : std::string(); };
     if (strategy == "layer_by_layer") {
-        const double block_io = e * double(w.n) * w.c * w.h * w.w;  // a block's input (and, in a stage, output)
         for (int blk = 0; blk < w.blocks; ++blk) {
             double prev_out = blk > 0 ? block_io : 0;  // the tensor the previous kernel wrote (0: the run's input)
             for (size_t i = 0; i < layers.size(); ++i) {
@@ -382,7 +382,7 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
             c.flops += nb * conv2d_flops(l);
             c.bytes += nb * (e * double(l.k) * (l.c / l.groups) * l.r * l.s + 4.0 * l.k);
         }
-        c.bytes += e * double(w.n) * w.c * w.h * w.w;
+        c.bytes += block_io;
         c.bytes += e * double(w.n) * layers.back().k * layers.back().out_h() * layers.back().out_w();
         return c;
     };
@@ -395,25 +395,25 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
         // The layers up to SE recomputed per tile and summed into the partial sums: their ops are
         // not counted (the tensor machine counts each op once, as for the depth-first halos); its
         // bytes are the block input, the weights it reads and the partial sums.
-        KernelCost pool{"se_pool", 0, e * double(w.n) * w.c * w.h * w.w + partials};
+        KernelCost pool{"se_pool", 0, block_io + partials};
         for (int i = 0; i <= spec.se_after; ++i) {
             const auto &l = layers[i];
             pool.bytes += e * double(l.k) * (l.c / l.groups) * l.r * l.s + 4.0 * l.k;
         }
-        // The gate kernel sums the partial sums per image and computes reduce and gate inside.
-        KernelCost reduce = se_matvec_cost(w, "", E, spec.se_ch), gate = se_matvec_cost(w, "", spec.se_ch, E);
-        KernelCost se_gate{"se_gate", reduce.flops + gate.flops,
+        // The gate kernel sums the partial sums per image and computes reduce and gate inside: their
+        // flops and weights, the partial sums in and the gate out.
+        KernelCost se_gate{"se_gate", 2.0 * w.n * 2 * E * spec.se_ch,
                            partials + e * 2 * E * spec.se_ch + 4.0 * (E + spec.se_ch) + 4.0 * w.n * E};
         KernelCost block = fused_kernel("block", 1);
         block.bytes += 4.0 * w.n * E;  // the gate
         pool.rereads = {partials};  // zeroed by the first kernel
         se_gate.rereads = {partials};
-        block.rereads = {e * double(w.n) * w.c * w.h * w.w, 4.0 * w.n * E};  // the block input (read by se_pool), the gate
+        block.rereads = {block_io, 4.0 * w.n * E};  // the block input (read by se_pool), the gate
         return {{"se_partial_init", 0, partials}, pool, se_gate, block};
     }
     for (int blk = 0; blk < w.blocks; ++blk) {
         out.push_back(fused_kernel(block_name(blk) + "block", 1));
-        if (blk > 0) out.back().rereads = {e * double(w.n) * w.c * w.h * w.w};  // the previous block's output
+        if (blk > 0) out.back().rereads = {block_io};  // the previous block's output
     }
     return out;
 }

@@ -63,9 +63,8 @@ std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, De
         if (mult != 0 && w.k != w.c * mult) continue;
         if (v.knob("aligned", 0) && (w.c % vec != 0 || w.k % vec != 0)) continue;
         if (int sc = v.knob("static_channels", 0); sc != 0 && (w.c != sc || w.k != sc)) continue;
-        // Flat-mapped variants shift edge tiles inwards: the image must hold one whole tile.
-        if (v.knob("flat_threads", 0) > 0 && (w.out_w() < v.knob("tile_x", conv2d_defaults::tile_x) ||
-                                              w.out_h() < v.knob("tile_y", conv2d_defaults::tile_y)))
+        if (!flat_tiles_fit(v.knob("flat_threads", 0), v.knob("tile_x", conv2d_defaults::tile_x),
+                            v.knob("tile_y", conv2d_defaults::tile_y), w.out_w(), w.out_h()))
             continue;
         out.push_back(&v);
     }
@@ -84,6 +83,10 @@ std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, De
     };
     std::stable_sort(out.begin(), out.end(), [&](auto *a, auto *b) { return score(a) > score(b); });
     return out;
+}
+
+bool flat_tiles_fit(int flat_threads, int tile_x, int tile_y, int out_w, int out_h) {
+    return flat_threads <= 0 || (out_w >= tile_x && out_h >= tile_y);
 }
 
 const KernelVariant &select_conv2d(const Conv2dWorkload &w, Device device) {

@@ -28,6 +28,11 @@ void randomize(Conv2dTensors &t, const Conv2dWorkload &w, std::mt19937_64 &rng);
 
 // Variants that can run this workload on `device`, most specialized first.
 std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, Device device);
+
+// A flat-mapped layer (flat_threads > 0) shifts its edge tiles inwards, so its output must hold one
+// whole tile_x x tile_y tile; the other mappings guard their tails and fit any size. The conv2d and
+// block dispatchers both ask here.
+bool flat_tiles_fit(int flat_threads, int tile_x, int tile_y, int out_w, int out_h);
 // The default choice; throws KernelError naming the workload if none exists.
 const KernelVariant &select_conv2d(const Conv2dWorkload &w, Device device);
 

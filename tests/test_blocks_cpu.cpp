@@ -136,15 +136,25 @@ TEST_CASE("block accounting: the tensors a kernel re-reads within its run", "[bl
     CHECK(norm[4].rereads == std::vector<double>{2 * 16 * Q});  // the next layer reads the normalized tensor
 }
 
-TEST_CASE("block launches beyond threads or shared memory are rejected, naming block, strategy and limit", "[blocks][launch]") {
-    BlockWorkload w = parse_block("mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16");
+namespace {
+// A CUDA f16 block variant that exists only as registry data, for the launch checker.
+KernelVariant synthetic_cuda_block(const std::string &family, const std::string &strategy,
+                                   std::map<std::string, int> knobs) {
     KernelVariant v;
     v.family = "block";
     v.name = "synthetic";
     v.device = Device::cuda;
     v.dtype = DType::f16;
-    v.params = {{"family", "mbconv"}, {"strategy", "fused"}};
-    v.knobs = {{"channels", 24}, {"expansion", 6}, {"vec_k", 4}, {"tile_x", 8}, {"tile_y", 4}, {"chunk", 8}};
+    v.params = {{"family", family}, {"strategy", strategy}};
+    v.knobs = std::move(knobs);
+    return v;
+}
+}  // namespace
+
+TEST_CASE("block launches beyond threads or shared memory are rejected, naming block, strategy and limit", "[blocks][launch]") {
+    BlockWorkload w = parse_block("mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16");
+    KernelVariant v = synthetic_cuda_block("mbconv", "fused",
+                                           {{"channels", 24}, {"expansion", 6}, {"vec_k", 4}, {"tile_x", 8}, {"tile_y", 4}, {"chunk", 8}});
     CHECK_NOTHROW(check_block_launch(v, w));
     v.knobs["tile_x"] = 64;  // 6 x 64 = 384 threads; accumulator 24 x 64 x 32 x 4 B = 196 KB
     v.knobs["tile_y"] = 32;
@@ -158,13 +168,7 @@ TEST_CASE("block launches beyond threads or shared memory are rejected, naming b
 
 TEST_CASE("layer-by-layer block threads: the larger of the 1x1 layers' mapping and the default", "[blocks][launch]") {
     BlockWorkload w = parse_block("ffn:n=1,c=256,h=14,w=14,e=4,act=relu,dtype=f16");
-    KernelVariant v;
-    v.family = "block";
-    v.name = "synthetic";
-    v.device = Device::cuda;
-    v.dtype = DType::f16;
-    v.params = {{"family", "ffn"}, {"strategy", "layer_by_layer"}};
-    v.knobs = {{"channels", 256}, {"expansion", 4}};
+    KernelVariant v = synthetic_cuda_block("ffn", "layer_by_layer", {{"channels", 256}, {"expansion", 4}});
     CHECK(v.threads_per_block() == 32 * 4);  // conv2d defaults: threads_k x threads_x
     v.knobs["pw_threads_k"] = 16;
     v.knobs["pw_threads_x"] = 4;
