@@ -56,7 +56,8 @@ inline Conv2dFuncs conv2d(const Halide::Func &input, const Halide::Func &weights
     f.padded(c, x, y, n) = g.unpadded ? clamped : select(inside, clamped, 0.0f);
 
     f.r = RDom(0, g.in_channels_per_group, 0, g.kernel_w, 0, g.kernel_h, name + "_r");
-    Expr group = k / g.out_channels_per_group;
+    // One group: no per-lane group index, so a vector of output channels reads one input channel.
+    Expr group = is_const_one(g.groups) ? Expr(0) : k / g.out_channels_per_group;
     Expr in_c = group * g.in_channels_per_group + f.r.x;
     Expr in_x = x * g.stride_x + f.r.y * g.dilation_x - g.pad_left;
     Expr in_y = y * g.stride_y + f.r.z * g.dilation_y - g.pad_top;

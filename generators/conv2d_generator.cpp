@@ -33,6 +33,9 @@ public:
     // value are only dispatched to workloads that match (runtime/conv2d.cpp).
     GeneratorParam<int> static_stride{"static_stride", 0};
     GeneratorParam<int> static_dilation{"static_dilation", 0};
+    // General kind: the group count as a constant (0: the runtime argument). 1 makes every
+    // thread's output channels read the same input channel, which stage_channels needs.
+    GeneratorParam<int> static_groups{"static_groups", 0};
     // 1: channel strides are multiples of vec_k and buffers start at channel 0, so loads and
     // stores along channels are aligned vectors (16 bytes for 8 x f16). Dispatched only where
     // C and K are multiples of vec_k.
@@ -66,8 +69,15 @@ public:
         Expr K = weights.dim(0).extent();
         switch (kind) {
         case ConvKind::general:
-            g.groups = groups;
+            g.groups = static_groups > 0 ? Expr(int(static_groups)) : Expr(groups);
             g.in_channels_per_group = weights.dim(1).extent();
+            if (stage_channels) {
+                // Whole channel steps (see the schedule): the extent is declared a multiple of the
+                // step, which Halide checks at the call; the dispatcher only sends such workloads.
+                const int u = unroll_channels;
+                weights.dim(1).set_extent((weights.dim(1).extent() / u) * u);
+                g.in_channels_per_group = (weights.dim(1).extent() / u) * u;
+            }
             break;
         case ConvKind::pointwise:
             g.groups = 1;

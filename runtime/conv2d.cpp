@@ -20,6 +20,10 @@ const char *kind_name(ConvKindTag k) {
     return "?";
 }
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+long long shared_limit(const KernelVariant &v) {
+    if (v.device == Device::cuda && cuda::device().available) return cuda::device().max_shared_per_block;  // without opt-in
+    return 48 * 1024;
+}
 }  // namespace
 
 void install_halide_error_handler() { halide_set_error_handler(&halide_error_to_string); }
@@ -63,6 +67,11 @@ std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, De
         if (mult != 0 && w.k != w.c * mult) continue;
         if (v.knob("aligned", 0) && (w.c % vec != 0 || w.k % vec != 0)) continue;
         if (int sc = v.knob("static_channels", 0); sc != 0 && (w.c != sc || w.k != sc)) continue;
+        if (int sg = v.knob("static_groups", 0); sg != 0 && w.groups != sg) continue;
+        // Whole channel steps per group (the kernel declares its weights' extent a multiple).
+        if (v.knob("stage_channels", 0) && (w.c / w.groups) % v.knob("unroll_channels", 1) != 0) continue;
+        // A shared tile of too many channels: the next variant serves (other limits stay errors).
+        if (conv2d_launch_shape(v, w).shared_bytes > shared_limit(v)) continue;
         if (!flat_tiles_fit(v.knob("flat_threads", 0), v.knob("tile_x", conv2d_defaults::tile_x),
                             v.knob("tile_y", conv2d_defaults::tile_y), w.out_w(), w.out_h()))
             continue;
@@ -108,7 +117,11 @@ LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w)
     if (v.knob("stage_input", 0) == 2) {  // block tile + halo of f32 in shared memory
         int st = v.knob("static_stride", 1), dl = v.knob("static_dilation", 1), ks = v.knob("kernel_size", 1);
         long long wx = 1LL * (tx * rx - 1) * st + (ks - 1) * dl + 1, wy = 1LL * (ry - 1) * st + (ks - 1) * dl + 1;
-        s.shared_bytes = 4LL * tk * vk * wx * wy;
+        // Channels of the tile: the block's own (depthwise) or every input channel its output
+        // channels read (general; exact for one group, an upper bound for several).
+        long long ch = 1LL * tk * vk;
+        if (v.kind == "general") ch = std::min<long long>(w.c, 1LL * (w.c / w.groups) * (ceil_div(ch, w.k / w.groups) + 1));
+        s.shared_bytes = 4LL * ch * wx * wy;
     }
     if (flat > 0) {  // a row of (channel vector, x tile) pairs, cut into blocks of `flat` threads
         s.grid[0] = ceil_div(ceil_div(w.k, vk) * ceil_div(w.out_w(), rx), flat);
@@ -126,11 +139,8 @@ void check_launch(const KernelVariant &v, const Conv2dWorkload &w) {
     if (v.device == Device::cpu) return;
     LaunchShape s = conv2d_launch_shape(v, w);
     int max_threads = 1024;
-    long long max_shared = 48 * 1024;
-    if (v.device == Device::cuda && cuda::device().available) {
-        max_threads = cuda::device().max_threads_per_block;
-        max_shared = cuda::device().max_shared_per_block;  // without opt-in
-    }
+    const long long max_shared = shared_limit(v);
+    if (v.device == Device::cuda && cuda::device().available) max_threads = cuda::device().max_threads_per_block;
     const long long max_grid[3] = {2147483647LL, 65535, 65535};
     std::ostringstream why;
     if (s.threads > max_threads)

@@ -127,14 +127,22 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
         u.split(r.x, rco, rci, kn.unroll_channels, guard).unroll(rci);
     };
     if (kn.stage_channels) {
-        const auto cin = as_const_int(r.x.extent());
-        if (kind != ConvKind::pointwise || kn.unroll_channels < 2 || kn.stage_input || !cin ||
-            *cin % kn.unroll_channels != 0)
-            throw CompileError("conv2d GPU schedule: stage_channels needs a pointwise layer whose static input channel "
-                               "count unroll_channels (> 1) divides, and no stage_input");
-        // Per step of the channel loop, the step's channels x the thread's tile in registers.
+        // The step's input channel count must divide the group's: the pointwise layers' count is
+        // a constant; the general kernels constrain the weights' extent to a multiple of it
+        // (generators/conv2d_generator.cpp), which the dispatcher matches.
+        const Expr cin = simplify(r.x.extent() % kn.unroll_channels == 0);
+        const bool general_ok = kind == ConvKind::general && static_kernel && kn.stage_input != 1;
+        const bool pointwise_ok = kind == ConvKind::pointwise && !kn.stage_input;
+        if (kn.unroll_channels < 2 || !(general_ok || pointwise_ok) || !is_const_one(cin))
+            throw CompileError("conv2d GPU schedule: stage_channels needs unroll_channels (> 1) dividing the input "
+                               "channels per group, and either a pointwise layer without stage_input or a general "
+                               "one with a static kernel and stage_input 0 or 2");
+        // Per step of the channel loop, the step's channels x the thread's tile (+ halo for a
+        // k x k window) in registers, loaded as channel vectors: from the block's shared tile
+        // (stage_input=2) or from global memory. The unrolled taps then read registers only.
         Func padded = f.padded;
-        Func window = padded.in();
+        Func src = kn.stage_input == 2 ? padded.in() : padded;
+        Func window = src.in();
         Var wc = window.args()[0], wx = window.args()[1], wy = window.args()[2];
         window.compute_at(acc, rco)
             .store_in(MemoryType::Register)

@@ -25,6 +25,11 @@ inline std::vector<std::string> conv2d_shapes() {
         "conv2d:n=1,c=7,h=11,w=9,k=5,r=5,s=5,stride=2,pad=2,groups=1,act=sigmoid",
         "conv2d:n=1,c=5,h=8,w=10,k=4,r=2,s=3,stride=1,pad_t=0,pad_b=2,pad_l=1,pad_r=0,groups=1,bias=1",
         "conv2d:n=1,c=6,h=9,w=7,k=6,r=3,s=3,stride_h=2,stride_w=1,pad=1,dil_h=1,dil_w=2,groups=1",
+        // 3x3 stride 1 with C and K multiples of 8 (the staged-window variants): K below a block's
+        // 64 channels, width not a multiple of the tiles, odd height, a 1x1 image, asymmetric padding
+        "conv2d:n=2,c=16,h=9,w=13,k=24,r=3,s=3,stride=1,pad=1,groups=1,bias=1,act=relu",
+        "conv2d:n=1,c=40,h=1,w=1,k=8,r=3,s=3,stride=1,pad=1,groups=1",
+        "conv2d:n=1,c=8,h=7,w=6,k=16,r=3,s=3,stride=1,pad_t=0,pad_b=2,pad_l=2,pad_r=0,groups=1,act=silu",
         // grouped
         "conv2d:n=1,c=64,h=9,w=9,k=64,r=3,s=3,stride=1,pad=1,groups=32,bias=1,act=relu",
         "conv2d:n=2,c=16,h=7,w=13,k=24,r=3,s=3,stride=1,pad=1,groups=2,act=silu",
