@@ -27,9 +27,9 @@ echo "== wide blocks, layer by layer"
 timeout 200 "$bin/blockfuse" bench "${wide[@]}" --strategies layer_by_layer --min-seconds 0.3 --out "$out/wide" \
     > "$out/bench_wide.txt" 2>&1
 echo "rc=$?"; grep -E "layer_by_layer" "$out/bench_wide.txt" | tail -40
-best=$(grep -oE "conv2d_general_[cde]_f16_cuda +[0-9.]+" "$out/bench_conv3x3.txt" | sort -k2 -n | head -1 | awk '{print $1}')
+best=$(grep -oE "conv2d_general_[cde]_f16_cuda\*? +[0-9.]+" "$out/bench_conv3x3.txt" | tr -d "*" | sort -k2 -n | head -1 | awk '{print $1}')
 if [ -n "$ncu" ] && [ -n "$best" ]; then
-  timeout 60 "$ncu" --clock-control none --set full -k regex:_kernel --launch-skip 2 --launch-count 1 \
+  timeout 60 "$ncu" --clock-control none --set full -k regex:_kernel --launch-skip 1 --launch-count 1 \
       "$bin/blockfuse" bench --workload "$conv" --variant "$best" --single-run --no-ceilings \
       > "$out/ncu_${best}.txt" 2>&1
   grep -E "^  _kernel|Duration|Compute \(SM\) Throughput|DRAM Throughput|L1/TEX Hit|Registers Per|Achieved Occupancy|Issue Slots Busy|Executed Ipc A|Theoretical Occupancy" \

@@ -48,6 +48,16 @@ public:
     // >0: the 1x1 layers use the flat mapping (whole warps per block; x tiles that divide the width
     // leave no column computed past the image). Needs images of at least one tile (block_candidates).
     GeneratorParam<int> pw_flat_threads{"pw_flat_threads", 0};
+    // The dense k x k layers' mapping (0: as the other k x k layers); full_stage_channels steps the
+    // input channels layer_unroll_channels at a time through a register window, from the block's
+    // shared tile when full_stage_input = 2 (the conv2d general variants c/d).
+    GeneratorParam<int> full_vec_k{"full_vec_k", 0};
+    GeneratorParam<int> full_threads_k{"full_threads_k", 0};
+    GeneratorParam<int> full_threads_x{"full_threads_x", 0};
+    GeneratorParam<int> full_tile_x{"full_tile_x", 0};
+    GeneratorParam<int> full_tile_y{"full_tile_y", 0};
+    GeneratorParam<int> full_stage_input{"full_stage_input", 0};
+    GeneratorParam<int> full_stage_channels{"full_stage_channels", 0};
 
     // Arguments, in ABI order: input, then (weights_i, bias_i) per layer of each block, then
     // output. Added in configure() because the number of layers depends on the family.
@@ -122,6 +132,13 @@ public:
         kn.pointwise_gpu.unroll_channels = layer_unroll_channels;
         kn.pointwise_gpu.stage_channels = pw_stage_channels;
         kn.pointwise_gpu.flat_threads = pw_flat_threads;
+        kn.full_gpu = kn.layer_gpu;
+        for (auto [knob, param] : {std::pair{&kn.full_gpu.vec_k, &full_vec_k}, {&kn.full_gpu.threads_k, &full_threads_k},
+                                   {&kn.full_gpu.threads_x, &full_threads_x}, {&kn.full_gpu.tile_x, &full_tile_x},
+                                   {&kn.full_gpu.tile_y, &full_tile_y}})
+            if (*param > 0) *knob = *param;
+        kn.full_gpu.stage_input = full_stage_input;
+        kn.full_gpu.stage_channels = full_stage_channels;
         if (kn.chunk % kn.hidden_vec)
             throw CompileError("hidden_vec = " + std::to_string(int(hidden_vec)) + " must divide the chunk (" +
                                std::to_string(kn.chunk) + ")");

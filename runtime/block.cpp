@@ -186,14 +186,21 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w) {
     if (v.threads_per_block() > max_threads)
         throw KernelError(what + std::to_string(v.threads_per_block()) + " threads per block exceed the device limit of " +
                           std::to_string(max_threads));
+    long long shared = 0;
     if (v.param("strategy") != "layer_by_layer") {  // defaults: generators/block_generator.cpp
-        long long shared = fused_block_shared_bytes(w.spec(), v.knob("tile_x", 8), v.knob("tile_y", 4), v.knob("chunk", 8),
-                                                    dtype_bytes(w.dtype),
-                                                    v.param("strategy") == "depth_first" ? w.blocks : 1);
-        if (shared > max_shared)
-            throw KernelError(what + std::to_string(shared) + " bytes of shared memory per block exceed the limit of " +
-                              std::to_string(max_shared));
+        shared = fused_block_shared_bytes(w.spec(), v.knob("tile_x", 8), v.knob("tile_y", 4), v.knob("chunk", 8),
+                                          dtype_bytes(w.dtype), v.param("strategy") == "depth_first" ? w.blocks : 1);
+    } else if (v.knob("full_stage_input", 0) == 2) {  // the dense k x k layers' input tile + halo
+        namespace d = conv2d_defaults;
+        for (const Conv2dWorkload &l : w.layers())
+            if (l.groups == 1 && l.r > 1)
+                shared = std::max(shared, staged_tile_bytes(l.c, v.knob("full_threads_x", d::threads_x) *
+                                                                     v.knob("full_tile_x", d::tile_x),
+                                                            v.knob("full_tile_y", d::tile_y), l.stride_w, l.r, 1));
     }
+    if (shared > max_shared)
+        throw KernelError(what + std::to_string(shared) + " bytes of shared memory per block exceed the limit of " +
+                          std::to_string(max_shared));
 }
 
 void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t) {

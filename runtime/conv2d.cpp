@@ -94,6 +94,12 @@ std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, De
     return out;
 }
 
+long long staged_tile_bytes(long long channels, int block_x, int block_y, int stride, int kernel, int dilation) {
+    long long wx = 1LL * (block_x - 1) * stride + (kernel - 1) * dilation + 1;
+    long long wy = 1LL * (block_y - 1) * stride + (kernel - 1) * dilation + 1;
+    return 4LL * channels * wx * wy;
+}
+
 bool flat_tiles_fit(int flat_threads, int tile_x, int tile_y, int out_w, int out_h) {
     return flat_threads <= 0 || (out_w >= tile_x && out_h >= tile_y);
 }
@@ -114,14 +120,13 @@ LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w)
     int rx = v.knob("tile_x", d::tile_x), ry = v.knob("tile_y", d::tile_y);
     const int flat = v.knob("flat_threads", d::flat_threads);
     s.threads = d::threads_per_block(tk, tx, flat);
-    if (v.knob("stage_input", 0) == 2) {  // block tile + halo of f32 in shared memory
-        int st = v.knob("static_stride", 1), dl = v.knob("static_dilation", 1), ks = v.knob("kernel_size", 1);
-        long long wx = 1LL * (tx * rx - 1) * st + (ks - 1) * dl + 1, wy = 1LL * (ry - 1) * st + (ks - 1) * dl + 1;
+    if (v.knob("stage_input", 0) == 2) {
         // Channels of the tile: the block's own (depthwise) or every input channel its output
         // channels read (general; exact for one group, an upper bound for several).
         long long ch = 1LL * tk * vk;
         if (v.kind == "general") ch = std::min<long long>(w.c, 1LL * (w.c / w.groups) * (ceil_div(ch, w.k / w.groups) + 1));
-        s.shared_bytes = 4LL * ch * wx * wy;
+        s.shared_bytes = staged_tile_bytes(ch, tx * rx, ry, v.knob("static_stride", 1), v.knob("kernel_size", 1),
+                                           v.knob("static_dilation", 1));
     }
     if (flat > 0) {  // a row of (channel vector, x tile) pairs, cut into blocks of `flat` threads
         s.grid[0] = ceil_div(ceil_div(w.k, vk) * ceil_div(w.out_w(), rx), flat);

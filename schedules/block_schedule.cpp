@@ -121,7 +121,8 @@ void se_fused(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, bool gp
 
 // Layer by layer: every layer its own kernel (GPU) / loop nest (CPU), through memory; only the
 // trivial fusions (bias, folded BN, activation, residual) stay inside a layer, as Inductor does.
-// The 1x1 layers take their own mapping (pointwise_gpu), the others layer_gpu.
+// The 1x1 layers take their own mapping (pointwise_gpu), so do the dense k x k ones (full_gpu); the
+// depthwise and grouped ones layer_gpu.
 // H200, f16, N=128 (bench/results/h200/report/): MBConv c=24 e=6 56x56 1.23 ms (default mapping);
 // FFN c=256 e=4 0.97 ms and ConvFirst c=128/c=256 1.04-1.07 ms with the 1x1 layers at 8 channels x
 // 4x2 pixels per thread and stage_channels ("sx"): 40-41% of FFMA, issue-bound (61% of the issued
@@ -133,7 +134,10 @@ void layer_by_layer(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, b
         if (i + 1 < f.layers.size()) L.output.compute_root();
         if (gpu) {
             const ConvKind kind = kind_of(s);
-            schedule_conv2d_gpu(L, kind, kind == ConvKind::pointwise ? kn.pointwise_gpu : kn.layer_gpu, true, s.out_ch);
+            const Conv2dGpuKnobs &lk = kind == ConvKind::pointwise                   ? kn.pointwise_gpu
+                                       : kind == ConvKind::general && s.groups == 1 ? kn.full_gpu
+                                                                                      : kn.layer_gpu;
+            schedule_conv2d_gpu(L, kind, lk, true, s.out_ch);
         } else {
             schedule_conv2d_cpu(L, kind_of(s), Conv2dCpuKnobs{}, true, s.out_ch);
         }
@@ -332,7 +336,8 @@ void schedule_stage(const std::vector<BlockFuncs> &stage, const BlockSpec &spec,
 
 int block_threads_per_block(const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn) {
     if (s == BlockStrategy::layer_by_layer)
-        return std::max(kn.layer_gpu.threads_per_block(), kn.pointwise_gpu.threads_per_block());
+        return std::max({kn.layer_gpu.threads_per_block(), kn.pointwise_gpu.threads_per_block(),
+                         kn.full_gpu.threads_per_block()});
     return fused_block_threads(spec.cout, kn.vec_k, kn.tile_x);
 }
 

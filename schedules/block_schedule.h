@@ -20,8 +20,9 @@ struct BlockKnobs {
     int tile_y = 4;     //  ... y
     int vec_k = 4;      // output channels per thread (GPU) / vector lanes (CPU: 8)
     int hidden_vec = 1; // GPU fused: hidden channels one thread produces per pixel (divides chunk)
-    Conv2dGpuKnobs layer_gpu;      // layer-by-layer: the conv2d schedule of the 3x3 / 5x5 / 7x7 layers
-    Conv2dGpuKnobs pointwise_gpu;  //  ... and of the 1x1 layers (GEMM-like: wider register tiles pay)
+    Conv2dGpuKnobs layer_gpu;      // layer-by-layer: the conv2d schedule of the depthwise / grouped k x k layers,
+    Conv2dGpuKnobs pointwise_gpu;  //  ... of the 1x1 layers (GEMM-like: wider register tiles pay)
+    Conv2dGpuKnobs full_gpu;       //  ... and of the dense k x k layers (FusedMBConv's expand)
 };
 
 inline const std::map<std::string, std::vector<int>> &block_knob_space() {

@@ -38,6 +38,11 @@ inline std::vector<std::string> block_shapes() {
         "convfirst:n=1,c=128,h=5,w=3,e=4,k=3,stride=1,act=relu",
         "convfirst:n=2,c=256,h=3,w=5,e=4,k=3,stride=1,act=relu",
         "ffn:n=1,c=256,h=3,w=5,e=4,act=relu",
+        // widths of at least one flat tile (7), so the "sf"/"sg" 1x1 mappings run too
+        "fused_mbconv:n=1,c=48,h=3,w=9,e=4,k=3,stride=1,act=silu",
+        "convfirst:n=1,c=128,h=2,w=9,e=4,k=3,stride=1,act=relu",
+        "convfirst:n=1,c=256,h=3,w=7,e=4,k=3,stride=1,act=relu",
+        "ffn:n=1,c=256,h=2,w=11,e=4,act=relu",
         "convnext:n=1,c=96,h=9,w=7,e=4,k=7,stride=1,act=gelu",
         // Squeeze-Excitation (the mean over odd sizes and a 1x1 image; tiles the image does not fill).
         "mbconv:n=2,c=8,h=9,w=7,e=2,k=3,stride=1,se=1,act=silu",
