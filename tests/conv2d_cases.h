@@ -30,6 +30,8 @@ inline std::vector<std::string> conv2d_shapes() {
         "conv2d:n=2,c=16,h=9,w=13,k=24,r=3,s=3,stride=1,pad=1,groups=1,bias=1,act=relu",
         "conv2d:n=1,c=40,h=1,w=1,k=8,r=3,s=3,stride=1,pad=1,groups=1",
         "conv2d:n=1,c=8,h=7,w=6,k=16,r=3,s=3,stride=1,pad_t=0,pad_b=2,pad_l=2,pad_r=0,groups=1,act=silu",
+        "conv2d:n=1,c=16,h=11,w=9,k=24,r=3,s=3,stride=2,pad=1,groups=1,bias=1",
+        "conv2d:n=2,c=8,h=9,w=13,k=16,r=5,s=5,stride=2,pad=2,groups=1,act=relu",
         // grouped
         "conv2d:n=1,c=64,h=9,w=9,k=64,r=3,s=3,stride=1,pad=1,groups=32,bias=1,act=relu",
         "conv2d:n=2,c=16,h=7,w=13,k=24,r=3,s=3,stride=1,pad=1,groups=2,act=silu",
