@@ -52,12 +52,21 @@ public:
     // input channels layer_unroll_channels at a time through a register window, from the block's
     // shared tile when full_stage_input = 2 (the conv2d general variants c/d).
     GeneratorParam<int> full_vec_k{"full_vec_k", 0};
+    GeneratorParam<int> full_flat_threads{"full_flat_threads", 0};
     GeneratorParam<int> full_threads_k{"full_threads_k", 0};
     GeneratorParam<int> full_threads_x{"full_threads_x", 0};
     GeneratorParam<int> full_tile_x{"full_tile_x", 0};
     GeneratorParam<int> full_tile_y{"full_tile_y", 0};
     GeneratorParam<int> full_stage_input{"full_stage_input", 0};
     GeneratorParam<int> full_stage_channels{"full_stage_channels", 0};
+    // The depthwise / grouped k x k layers' mapping (0: the conv2d defaults); ConvNeXt's 7x7
+    // depthwise spilled 3.7 KB per thread with the default 4 channels x 2x2 pixels, unrolled.
+    GeneratorParam<int> layer_vec_k{"layer_vec_k", 0};
+    GeneratorParam<int> layer_threads_k{"layer_threads_k", 0};
+    GeneratorParam<int> layer_threads_x{"layer_threads_x", 0};
+    GeneratorParam<int> layer_tile_x{"layer_tile_x", 0};
+    GeneratorParam<int> layer_tile_y{"layer_tile_y", 0};
+    GeneratorParam<int> layer_flat_threads{"layer_flat_threads", 0};
 
     // Arguments, in ABI order: input, then (weights_i, bias_i) per layer of each block, then
     // output. Added in configure() because the number of layers depends on the family.
@@ -123,7 +132,6 @@ public:
         kn.tile_y = tile_y;
         kn.vec_k = vec_k;
         kn.hidden_vec = hidden_vec;
-        kn.layer_gpu.unroll_channels = layer_unroll_channels;
         kn.pointwise_gpu.vec_k = pw_vec_k;
         kn.pointwise_gpu.threads_k = pw_threads_k;
         kn.pointwise_gpu.threads_x = pw_threads_x;
@@ -132,11 +140,18 @@ public:
         kn.pointwise_gpu.unroll_channels = layer_unroll_channels;
         kn.pointwise_gpu.stage_channels = pw_stage_channels;
         kn.pointwise_gpu.flat_threads = pw_flat_threads;
-        kn.full_gpu = kn.layer_gpu;
-        for (auto [knob, param] : {std::pair{&kn.full_gpu.vec_k, &full_vec_k}, {&kn.full_gpu.threads_k, &full_threads_k},
-                                   {&kn.full_gpu.threads_x, &full_threads_x}, {&kn.full_gpu.tile_x, &full_tile_x},
-                                   {&kn.full_gpu.tile_y, &full_tile_y}})
-            if (*param > 0) *knob = *param;
+        // A k x k mapping: the knobs given (> 0) over the conv2d defaults.
+        auto mapping = [&](GeneratorParam<int> &v, GeneratorParam<int> &tk, GeneratorParam<int> &tx, GeneratorParam<int> &rx,
+                           GeneratorParam<int> &ry, GeneratorParam<int> &flat) {
+            blockfuse::Conv2dGpuKnobs k;
+            k.unroll_channels = layer_unroll_channels;
+            for (auto [knob, param] : {std::pair{&k.vec_k, &v}, {&k.threads_k, &tk}, {&k.threads_x, &tx}, {&k.tile_x, &rx},
+                                       {&k.tile_y, &ry}, {&k.flat_threads, &flat}})
+                if (*param > 0) *knob = *param;
+            return k;
+        };
+        kn.layer_gpu = mapping(layer_vec_k, layer_threads_k, layer_threads_x, layer_tile_x, layer_tile_y, layer_flat_threads);
+        kn.full_gpu = mapping(full_vec_k, full_threads_k, full_threads_x, full_tile_x, full_tile_y, full_flat_threads);
         kn.full_gpu.stage_input = full_stage_input;
         kn.full_gpu.stage_channels = full_stage_channels;
         if (kn.chunk % kn.hidden_vec)

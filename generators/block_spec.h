@@ -19,6 +19,22 @@ struct LayerSpec {
     bool norm_after = false;  // LayerNorm over channels after this layer (affine folded into the next layer)
 };
 
+// Which thread mapping serves a layer in the layer-by-layer schedule (BlockKnobs: pointwise_gpu,
+// full_gpu, layer_gpu). Its knobs carry the prefix in the generator's params and the registry.
+enum class LayerMapping { pointwise, full, layer };
+inline LayerMapping layer_mapping(int ks, int groups) {
+    if (groups > 1) return LayerMapping::layer;  // depthwise, grouped
+    return ks == 1 ? LayerMapping::pointwise : LayerMapping::full;
+}
+inline const char *knob_prefix(LayerMapping m) {
+    switch (m) {
+    case LayerMapping::pointwise: return "pw_";
+    case LayerMapping::full: return "full_";
+    case LayerMapping::layer: return "layer_";
+    }
+    return "";
+}
+
 // LayerNorm epsilon of the ConvNeXt block (kernels and reference read this one constant).
 constexpr double kLayerNormEps = 1e-6;
 

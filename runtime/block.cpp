@@ -165,11 +165,11 @@ std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Devi
         if (v.knob("kernel_size", w.family == BlockFamily::ffn ? 1 : 3) != w.k && w.family != BlockFamily::ffn) continue;
         if (v.knob("stride", 1) != w.stride || v.knob("act", -1) != int(w.act)) continue;
         if (v.knob("blocks", 1) != w.blocks || (v.knob("se", 0) == 1) != w.se) continue;
-        // The 1x1 layers' mapping (pw_* knobs) must fit every 1x1 layer's output.
+        // A flat layer mapping must fit the output of every layer it serves.
         if (!std::all_of(layers.begin(), layers.end(), [&v](const Conv2dWorkload &l) {
-                return l.r != 1 || l.s != 1 ||
-                       flat_tiles_fit(v.knob("pw_flat_threads", 0), v.knob("pw_tile_x", conv2d_defaults::tile_x),
-                                      v.knob("pw_tile_y", conv2d_defaults::tile_y), l.out_w(), l.out_h());
+                const std::string p = knob_prefix(layer_mapping(l.r, l.groups));
+                return flat_tiles_fit(v.knob(p + "flat_threads", 0), v.knob(p + "tile_x", conv2d_defaults::tile_x),
+                                      v.knob(p + "tile_y", conv2d_defaults::tile_y), l.out_w(), l.out_h());
             }))
             continue;
         out.push_back(&v);

@@ -26,11 +26,16 @@ int KernelVariant::threads_per_block() const {
         return std::max(fused_block_threads(knob("out_channels", 64), knob("vec_k", 4), knob("tile_x", 8)),
                         conv2d_defaults::threads_k * conv2d_defaults::threads_x);
     namespace d = conv2d_defaults;
-    if (family == "block")  // layer by layer: the largest of the 1x1 (pw_*), dense k x k (full_*) and default mappings
-        return std::max({d::threads_per_block(knob("pw_threads_k", d::threads_k), knob("pw_threads_x", d::threads_x),
-                                              knob("pw_flat_threads", 0)),
-                         d::threads_per_block(knob("full_threads_k", d::threads_k), knob("full_threads_x", d::threads_x), 0),
-                         d::threads_per_block(d::threads_k, d::threads_x, 0)});
+    if (family == "block") {  // layer by layer: the largest of the three layer mappings (pw_*, full_*, layer_*)
+        int threads = 0;
+        for (auto m : {LayerMapping::pointwise, LayerMapping::full, LayerMapping::layer}) {
+            const std::string p = knob_prefix(m);
+            threads = std::max(threads, d::threads_per_block(knob(p + "threads_k", d::threads_k),
+                                                             knob(p + "threads_x", d::threads_x),
+                                                             knob(p + "flat_threads", d::flat_threads)));
+        }
+        return threads;
+    }
     return d::threads_per_block(knob("threads_k", d::threads_k), knob("threads_x", d::threads_x),
                                 knob("flat_threads", d::flat_threads));
 }

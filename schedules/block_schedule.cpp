@@ -133,11 +133,11 @@ void layer_by_layer(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, b
         const LayerSpec &s = spec.layers[i];
         if (i + 1 < f.layers.size()) L.output.compute_root();
         if (gpu) {
-            const ConvKind kind = kind_of(s);
-            const Conv2dGpuKnobs &lk = kind == ConvKind::pointwise                   ? kn.pointwise_gpu
-                                       : kind == ConvKind::general && s.groups == 1 ? kn.full_gpu
-                                                                                      : kn.layer_gpu;
-            schedule_conv2d_gpu(L, kind, lk, true, s.out_ch);
+            const LayerMapping m = layer_mapping(s.ks, s.groups);
+            const Conv2dGpuKnobs &lk = m == LayerMapping::pointwise ? kn.pointwise_gpu
+                                       : m == LayerMapping::full    ? kn.full_gpu
+                                                                    : kn.layer_gpu;
+            schedule_conv2d_gpu(L, kind_of(s), lk, true, s.out_ch);
         } else {
             schedule_conv2d_cpu(L, kind_of(s), Conv2dCpuKnobs{}, true, s.out_ch);
         }
