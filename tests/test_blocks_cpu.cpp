@@ -181,6 +181,31 @@ TEST_CASE("layer-by-layer block threads: the larger of the 1x1 layers' mapping a
                                                     Catch::Contains("strategy layer_by_layer"));
 }
 
+TEST_CASE("layer-by-layer mappings: which layer takes which knobs, threads and the dense layers' shared tile",
+          "[blocks][launch]") {
+    CHECK(layer_mapping(1, 1) == LayerMapping::pointwise);
+    CHECK(layer_mapping(3, 1) == LayerMapping::full);     // FusedMBConv's expand
+    CHECK(layer_mapping(7, 96) == LayerMapping::layer);   // depthwise
+    CHECK(layer_mapping(3, 8) == LayerMapping::layer);    // ConvFirst's grouped conv
+    CHECK(layer_mapping(1, 4) == LayerMapping::layer);    // grouped 1x1: not the dense pointwise mapping
+    BlockWorkload w = parse_block("fused_mbconv:n=1,c=48,h=56,w=56,e=4,k=3,stride=1,act=silu,dtype=f16");
+    KernelVariant v = synthetic_cuda_block("fused_mbconv", "layer_by_layer", {{"channels", 48}, {"expansion", 4}});
+    v.knobs["full_threads_k"] = 32;
+    v.knobs["full_threads_x"] = 16;  // the dense layer's 512 threads decide
+    CHECK(v.threads_per_block() == 512);
+    v.knobs["layer_flat_threads"] = 640;
+    CHECK(v.threads_per_block() == 640);
+    v.knobs.erase("layer_flat_threads");
+    // The dense 3x3 layer's input tile + halo in f32: (16 x 2 - 1 + 3) x (2 - 1 + 3) pixels x 48 channels.
+    v.knobs["full_stage_input"] = 2;
+    v.knobs["full_tile_x"] = 2;
+    v.knobs["full_tile_y"] = 2;
+    CHECK(staged_tile_bytes(48, 16 * 2, 2, 1, 3, 1) == 4LL * 48 * 34 * 4);
+    CHECK_NOTHROW(check_block_launch(v, w));  // 26 KB
+    v.knobs["full_tile_y"] = 8;               // 34 x 10 x 48 x 4 B = 65 KB
+    CHECK_THROWS_WITH(check_block_launch(v, w), Catch::Contains("65280 bytes of shared memory per block exceed"));
+}
+
 TEST_CASE("flat-mapped 1x1 layers are offered only where every 1x1 output holds one tile", "[blocks][launch]") {
     auto has_flat = [](const std::string &key) {
         for (const KernelVariant *v : block_candidates(parse_block(key), Device::opencl))

@@ -3,6 +3,7 @@
 #include "runtime/kernel_registry.h"
 #include "runtime/workload.h"
 #include <cstdlib>
+#include <set>
 #include <catch2/catch.hpp>
 
 using namespace blockfuse;
@@ -140,6 +141,25 @@ TEST_CASE("flat-mapped depthwise variants: launch shape, block size, and only im
                 CHECK((c->knob("tile_x", 0) <= small.out_w() && c->knob("tile_y", 0) <= small.out_h()));
         }
     }
+    // Staged-window general variants: one group only, whole 4-channel steps, and a shared tile that fits
+    // (c: (8 x 4 - 1 + 3) x (2 - 1 + 3) pixels x C channels x 4 B, so C = 64 fits in 48 KB and C = 128 does not).
+    auto names = [](const std::string &key) {
+        std::set<std::string> n;
+        for (const KernelVariant *c : conv2d_candidates(parse_conv2d(key), Device::cuda)) n.insert(c->name);
+        return n;
+    };
+    auto c64 = names("conv2d:n=2,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,groups=1,dtype=f16");
+    CHECK(c64.count("conv2d_general_c_f16_cuda") == 1);
+    CHECK(c64.count("conv2d_general_e_f16_cuda") == 1);
+    auto c128 = names("conv2d:n=2,c=128,h=56,w=56,k=64,r=3,s=3,pad=1,groups=1,dtype=f16");
+    CHECK(c128.count("conv2d_general_c_f16_cuda") == 0);  // 69632 B of shared tile
+    CHECK(c128.count("conv2d_general_e_f16_cuda") == 1);  // no shared tile
+    auto grouped = names("conv2d:n=2,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,groups=2,dtype=f16");
+    CHECK(grouped.count("conv2d_general_e_f16_cuda") == 0);
+    CHECK(grouped.count("conv2d_general_a_f16_cuda") == 1);
+    auto s2 = names("conv2d:n=1,c=8,h=9,w=9,k=8,r=5,s=5,stride=2,pad=2,groups=1,dtype=f16");
+    CHECK(s2.count("conv2d_general_g_f16_cuda") == 1);
+    CHECK(s2.count("conv2d_general_f_f16_cuda") == 0);  // 3x3 only
     auto big = conv2d_candidates(parse_conv2d("conv2d:n=2,c=144,h=56,w=56,k=144,r=3,s=3,pad=1,groups=144,dtype=f16"),
                                  Device::cuda);
     REQUIRE_FALSE(big.empty());
