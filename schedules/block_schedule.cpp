@@ -126,7 +126,9 @@ void se_fused(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, bool gp
 // H200, f16, N=128 (bench/results/h200/report/): MBConv c=24 e=6 56x56 1.23 ms (default mapping);
 // FFN c=256 e=4 0.97 ms and ConvFirst c=128/c=256 1.04-1.07 ms with the 1x1 layers at 8 channels x
 // 4x2 pixels per thread and stage_channels ("sx"): 40-41% of FFMA, issue-bound (61% of the issued
-// instructions are FFMA; the default mapping took 1.93 and 1.87-2.00 ms).
+// instructions are FFMA; the default mapping took 1.93 and 1.87-2.00 ms). Dense 3x3 layers on the conv2d
+// general "c" mapping (full_*): FusedMBConv c=48 e=4 3.43 ms against 4.50; ConvNeXt's 7x7 depthwise on the
+// flat mapping (layer_*, no spills): 2.68 ms against 3.34 (bench/results/h200/convnext-sd/).
 void layer_by_layer(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, bool gpu) {
     for (size_t i = 0; i < f.layers.size(); ++i) {
         Conv2dFuncs &L = f.layers[i];
