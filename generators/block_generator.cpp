@@ -48,7 +48,7 @@ public:
     // >0: the 1x1 layers use the flat mapping (whole warps per block; x tiles that divide the width
     // leave no column computed past the image). Needs images of at least one tile (block_candidates).
     GeneratorParam<int> pw_flat_threads{"pw_flat_threads", 0};
-    // The dense k x k layers' mapping (0: as the other k x k layers); full_stage_channels steps the
+    // The dense k x k layers' mapping (0: the conv2d defaults); full_stage_channels steps the
     // input channels layer_unroll_channels at a time through a register window, from the block's
     // shared tile when full_stage_input = 2 (the conv2d general variants c/d).
     GeneratorParam<int> full_vec_k{"full_vec_k", 0};

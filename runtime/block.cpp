@@ -1,5 +1,4 @@
 #include "runtime/block.h"
-#include "runtime/cuda_driver.h"
 #include "schedules/conv2d_knob_defaults.h"
 #include <algorithm>
 #include <cmath>
@@ -178,9 +177,7 @@ std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Devi
 }
 
 void check_block_launch(const KernelVariant &v, const BlockWorkload &w) {
-    const bool cuda_dev = v.device == Device::cuda && cuda::device().available;
-    const int max_threads = cuda_dev ? cuda::device().max_threads_per_block : 1024;
-    const long long max_shared = cuda_dev ? cuda::device().max_shared_per_block : 48 * 1024;
+    const auto [max_threads, max_shared] = launch_limits(v.device);
     const std::string what = "launch rejected before running: block " + to_key(w) + ", strategy " +
                              v.param("strategy") + " (kernel " + v.name + "): ";
     if (v.threads_per_block() > max_threads)

@@ -20,11 +20,16 @@ const char *kind_name(ConvKindTag k) {
     return "?";
 }
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
-long long shared_limit(const KernelVariant &v) {
-    if (v.device == Device::cuda && cuda::device().available) return cuda::device().max_shared_per_block;  // without opt-in
-    return 48 * 1024;
-}
 }  // namespace
+
+LaunchLimits launch_limits(Device device) {
+    LaunchLimits l;
+    if (device == Device::cuda && cuda::device().available) {
+        l.max_threads = cuda::device().max_threads_per_block;
+        l.max_shared = cuda::device().max_shared_per_block;  // without opt-in
+    }
+    return l;
+}
 
 void install_halide_error_handler() { halide_set_error_handler(&halide_error_to_string); }
 
@@ -71,7 +76,7 @@ std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, De
         // Whole channel steps per group (the kernel declares its weights' extent a multiple).
         if (v.knob("stage_channels", 0) && (w.c / w.groups) % v.knob("unroll_channels", 1) != 0) continue;
         // A shared tile of too many channels: the next variant serves (other limits stay errors).
-        if (conv2d_launch_shape(v, w).shared_bytes > shared_limit(v)) continue;
+        if (conv2d_launch_shape(v, w).shared_bytes > launch_limits(v.device).max_shared) continue;
         if (!flat_tiles_fit(v.knob("flat_threads", 0), v.knob("tile_x", conv2d_defaults::tile_x),
                             v.knob("tile_y", conv2d_defaults::tile_y), w.out_w(), w.out_h()))
             continue;
@@ -143,9 +148,7 @@ LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w)
 void check_launch(const KernelVariant &v, const Conv2dWorkload &w) {
     if (v.device == Device::cpu) return;
     LaunchShape s = conv2d_launch_shape(v, w);
-    int max_threads = 1024;
-    const long long max_shared = shared_limit(v);
-    if (v.device == Device::cuda && cuda::device().available) max_threads = cuda::device().max_threads_per_block;
+    const auto [max_threads, max_shared] = launch_limits(v.device);
     const long long max_grid[3] = {2147483647LL, 65535, 65535};
     std::ostringstream why;
     if (s.threads > max_threads)

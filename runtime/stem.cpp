@@ -1,5 +1,4 @@
 #include "runtime/stem.h"
-#include "runtime/cuda_driver.h"
 #include <cmath>
 #include <limits>
 #include <map>
@@ -88,9 +87,7 @@ std::vector<const KernelVariant *> stem_candidates(const StemWorkload &w, Device
 
 void check_stem_launch(const KernelVariant &v, const StemWorkload &w) {
     if (v.device == Device::cpu) return;
-    const bool cuda_dev = v.device == Device::cuda && cuda::device().available;
-    const int max_threads = cuda_dev ? cuda::device().max_threads_per_block : 1024;
-    const long long max_shared = cuda_dev ? cuda::device().max_shared_per_block : 48 * 1024;
+    const auto [max_threads, max_shared] = launch_limits(v.device);
     const std::string what = "launch rejected before running: stem " + to_key(w) + ", strategy " + v.param("strategy") +
                              " (kernel " + v.name + "): ";
     const int tx = v.knob("tile_x", 8), ty = v.knob("tile_y", 4);  // defaults: generators/stem_generator.cpp
