@@ -44,6 +44,8 @@ BlockTensors make_block_tensors(const BlockWorkload &w);
 // poisoned with NaN.
 void randomize(BlockTensors &t, const BlockWorkload &w, std::mt19937_64 &rng);
 
+// The variants built for this block, in dispatch order: the one marked prefer=1 (the measured best
+// layer-by-layer mapping of a benchmark configuration, generators/CMakeLists.txt) first.
 std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Device device);
 // Throws KernelError naming the block, the strategy and the limit if a GPU launch would exceed
 // the device's threads per block or shared memory per block. run_block calls it first.
