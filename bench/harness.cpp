@@ -148,7 +148,7 @@ std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv
         if (keep && !keep(*v, i)) continue;
         auto t = tensors_for_candidate(shared, w, rng, make_conv2d_tensors);
         auto run = [t, v, w] { run_conv2d(*v, w, *t); };
-        out.push_back(make_candidate(name, w, v->name, i == 0, {{v->name, conv2d_flops(w), conv2d_bytes(w)}}, run,
+        out.push_back(make_candidate(name, w, v->name, i == 0, {{v->name, conv2d_flops(w), conv2d_bytes(w, v)}}, run,
                                      [t, w, run, &rng] {
                                          run();
                                          return check_conv2d(w, *t, 4096, rng);

@@ -56,7 +56,19 @@ void randomize(Conv2dTensors &t, const Conv2dWorkload &w, std::mt19937_64 &rng) 
     if (w.bias) t.bias.for_each_value([&](float &b) { b = d(rng); });
     t.bias.set_host_dirty();
     poison(t.output, w.dtype);
+    widen_weights(t, w.dtype);
 }
+
+void widen_weights(Conv2dTensors &t, DType dtype) {
+    std::vector<int> dims;
+    for (int d = 0; d < t.weights.dimensions(); ++d) dims.push_back(t.weights.dim(d).extent());
+    t.weights_f32 = Halide::Runtime::Buffer<float>(dims);
+    const std::vector<double> v = to_doubles(t.weights, dtype);  // dense, in the same element order
+    std::copy(v.begin(), v.end(), t.weights_f32.data());
+    t.weights_f32.set_host_dirty();
+}
+
+bool takes_f32_weights(const KernelVariant &v) { return v.param("weights.type") == "float32"; }
 
 std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, Device device) {
     std::vector<const KernelVariant *> out;
@@ -169,8 +181,15 @@ void run_conv2d(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &
     check_launch(v, w);
     apply_register_cap(v);
     auto fn = reinterpret_cast<Conv2dFn>(v.fn);
+    halide_buffer_t *weights = t.weights.raw_buffer();
+    if (takes_f32_weights(v) && w.dtype != DType::f32) {
+        if (t.weights_f32.number_of_elements() != t.weights.number_of_elements())
+            throw KernelError("kernel " + v.name + " takes f32 weights: widen_weights() was not called after the "
+                              "weights of " + to_key(w) + " were written");
+        weights = t.weights_f32.raw_buffer();
+    }
     clear_halide_error();
-    int rc = fn(t.input.raw_buffer(), t.weights.raw_buffer(), t.bias.raw_buffer(), w.stride_w, w.stride_h,
+    int rc = fn(t.input.raw_buffer(), weights, t.bias.raw_buffer(), w.stride_w, w.stride_h,
                 w.dil_w, w.dil_h, w.pad_l, w.pad_t, w.groups, int(w.act), t.output.raw_buffer());
     if (rc != 0)
         throw KernelError("kernel " + v.name + " failed on " + to_key(w) + ": " + last_halide_error(rc));
@@ -180,11 +199,11 @@ double conv2d_flops(const Conv2dWorkload &w) {
     return 2.0 * w.n * w.k * double(w.out_h()) * w.out_w() * (w.c / w.groups) * w.r * w.s;
 }
 
-double conv2d_bytes(const Conv2dWorkload &w) {
-    double e = dtype_bytes(w.dtype);
+double conv2d_bytes(const Conv2dWorkload &w, const KernelVariant *v) {
+    double e = dtype_bytes(w.dtype), ew = v && takes_f32_weights(*v) ? 4.0 : e;
     double in = double(w.n) * w.c * w.h * w.w, wt = double(w.k) * (w.c / w.groups) * w.r * w.s;
     double out = double(w.n) * w.k * w.out_h() * w.out_w();
-    return e * (in + wt + out) + (w.bias ? 4.0 * w.k : 0.0);
+    return e * (in + out) + ew * wt + (w.bias ? 4.0 * w.k : 0.0);
 }
 
 }  // namespace blockfuse

@@ -20,11 +20,18 @@ struct Conv2dTensors {
     Tensor weights;  // (k, cg, kx, ky)
     Halide::Runtime::Buffer<float> bias;  // (k); zeros when the workload has no bias
     Tensor output;   // (k, ox, oy, n)
+    // The weights widened to f32 once at load time (exactly: every f16/bf16 value is an f32), for
+    // variants whose kernels take f32 weights (takes_f32_weights): no per-thread converts. Whoever
+    // writes `weights` calls widen_weights() afterwards; randomize() does.
+    Halide::Runtime::Buffer<float> weights_f32;
 };
 
 Conv2dTensors make_conv2d_tensors(const Conv2dWorkload &w);
 // Fresh random input/weights/bias (bias only if w.bias); output poisoned with NaN.
 void randomize(Conv2dTensors &t, const Conv2dWorkload &w, std::mt19937_64 &rng);
+void widen_weights(Conv2dTensors &t, DType dtype);
+// The variant's kernel reads f32 weights whatever the storage type (built with weights.type=float32).
+bool takes_f32_weights(const KernelVariant &v);
 
 // Variants that can run this workload on `device`, most specialized first.
 std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, Device device);
@@ -63,7 +70,8 @@ void run_conv2d(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &
 
 // Tensor-machine accounting: 2 ops per MAC; compulsory DRAM bytes = each tensor once.
 double conv2d_flops(const Conv2dWorkload &w);
-double conv2d_bytes(const Conv2dWorkload &w);
+// Compulsory bytes; a variant that takes f32 weights reads 4-byte weights.
+double conv2d_bytes(const Conv2dWorkload &w, const KernelVariant *v = nullptr);
 
 // Routes Halide runtime errors into KernelError messages (call once at start-up).
 void install_halide_error_handler();

@@ -63,6 +63,7 @@ TEST_CASE("BatchNorm folded into weights and bias equals conv followed by BN", "
         fold_batchnorm(wt, b, gamma, beta, mean, var, eps);
         for (size_t i = 0; i < wt.size(); ++i) store_from_double(t.weights.data(), w.dtype, i, wt[i]);
         t.weights.set_host_dirty();
+        widen_weights(t, w.dtype);
         for (int k = 0; k < w.k; ++k) t.bias(k) = float(b[k]);
         t.bias.set_host_dirty();
         run_conv2d(select_conv2d(w, Device::cpu), w, t);

@@ -160,6 +160,12 @@ TEST_CASE("flat-mapped depthwise variants: launch shape, block size, and only im
     auto s2 = names("conv2d:n=1,c=8,h=9,w=9,k=8,r=5,s=5,stride=2,pad=2,groups=1,dtype=f16");
     CHECK(s2.count("conv2d_general_g_f16_cuda") == 1);
     CHECK(s2.count("conv2d_general_f_f16_cuda") == 0);  // 3x3 only
+    // A variant that reads f32 weights (widened at load time) moves 4-byte weights in the model.
+    Conv2dWorkload f16 = parse_conv2d("conv2d:n=2,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,groups=1,dtype=f16");
+    KernelVariant wide;
+    wide.params["weights.type"] = "float32";
+    CHECK(takes_f32_weights(wide));
+    CHECK(conv2d_bytes(f16, &wide) - conv2d_bytes(f16) == 2.0 * 64 * 64 * 9);
     auto big = conv2d_candidates(parse_conv2d("conv2d:n=2,c=144,h=56,w=56,k=144,r=3,s=3,pad=1,groups=144,dtype=f16"),
                                  Device::cuda);
     REQUIRE_FALSE(big.empty());
