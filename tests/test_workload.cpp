@@ -166,6 +166,16 @@ TEST_CASE("flat-mapped depthwise variants: launch shape, block size, and only im
     wide.params["weights.type"] = "float32";
     CHECK(takes_f32_weights(wide));
     CHECK(conv2d_bytes(f16, &wide) - conv2d_bytes(f16) == 2.0 * 64 * 64 * 9);
+    // Without the widened copy such a variant refuses to run, naming the cause.
+    Conv2dWorkload g = parse_conv2d("conv2d:n=1,c=2,h=3,w=3,k=2,r=3,s=3,pad=1,groups=1,dtype=f16");
+    int widened = 0;
+    for (const KernelVariant *v : conv2d_candidates(g, Device::cpu))
+        if (takes_f32_weights(*v)) {
+            ++widened;
+            Conv2dTensors t = make_conv2d_tensors(g);
+            CHECK_THROWS_WITH(run_conv2d(*v, g, t), Catch::Contains("widen_weights() was not called"));
+        }
+    CHECK(widened == 1);  // conv2d_general_w_f16_cpu
     auto big = conv2d_candidates(parse_conv2d("conv2d:n=2,c=144,h=56,w=56,k=144,r=3,s=3,pad=1,groups=144,dtype=f16"),
                                  Device::cuda);
     REQUIRE_FALSE(big.empty());
