@@ -194,7 +194,7 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w) {
     } else if (v.knob("full_stage_input", 0) == 2) {  // the dense k x k layers' input tile + halo
         namespace d = conv2d_defaults;
         for (const Conv2dWorkload &l : w.layers())
-            if (l.groups == 1 && l.r > 1)
+            if (layer_mapping(l.r, l.groups) == LayerMapping::full)
                 shared = std::max(shared, staged_tile_bytes(l.c, v.knob("full_threads_x", d::threads_x) *
                                                                      v.knob("full_tile_x", d::tile_x),
                                                             v.knob("full_tile_y", d::tile_y), l.stride_w, l.r, 1));

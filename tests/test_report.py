@@ -230,6 +230,11 @@ NCU_HEADER = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "C
 class NcuCompareTest(unittest.TestCase):
     """bench/ncu_compare.py: warm-up launches skipped, ratios computed, mismatches refused."""
 
+    @staticmethod
+    def _evict(written):
+        """An l2_evict_read launch (reads 1e6 bytes) that wrote back `written` bytes."""
+        return ("l2_evict_read", 1e6, written)
+
     def _write(self, d, kernels_per_row, measured):
         """measured: per launch (read, write), or (kernel name, read, write) for an eviction."""
         import csv
@@ -265,7 +270,7 @@ class NcuCompareTest(unittest.TestCase):
 
     def test_evictions_add_the_write_back(self):
         with tempfile.TemporaryDirectory() as d:
-            ev = lambda wr: ("l2_evict_read", 1e6, wr)
+            ev = self._evict
             # Row 0, one kernel: the run reads 500 and writes 100; 500 more were left dirty in the L2 and
             # written back during the second eviction: (500 + 100 + 500) / 1000 = 1.10. Row 1, two
             # kernels: kernel 1 also writes back what the first left dirty (1.50), kernel 2 leaves
@@ -283,7 +288,7 @@ class NcuCompareTest(unittest.TestCase):
 
     def test_l2_aware_model(self):
         with tempfile.TemporaryDirectory() as d:
-            ev = lambda wr: ("l2_evict_read", 1e6, wr)
+            ev = self._evict
             # Two kernels; the second re-reads 400 of its 1000 modelled bytes (a tensor the first wrote).
             # The run moves 1600 + written back 0: 0.80 against the tensor machine's 2000; the L2-aware
             # model takes the 400 from the L2 when the second kernel's 1000 bytes fit in 0.7 x L2.
@@ -303,7 +308,7 @@ class NcuCompareTest(unittest.TestCase):
 
     def test_evictions_out_of_place(self):
         with tempfile.TemporaryDirectory() as d:
-            ev = ("l2_evict_read", 1e6, 0)
+            ev = self._evict(0)
             res, csvp = self._write(d, [2], [(1, 1), ev, (1, 1), (1, 1), (1, 1), ev])  # eviction after 1 warm-up launch
             r = subprocess.run([sys.executable, NCU_COMPARE, res, csvp], capture_output=True, text=True)
             self.assertEqual(r.returncode, 2)
