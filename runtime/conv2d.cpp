@@ -60,9 +60,7 @@ void randomize(Conv2dTensors &t, const Conv2dWorkload &w, std::mt19937_64 &rng) 
 }
 
 void widen_weights(Conv2dTensors &t, DType dtype) {
-    std::vector<int> dims;
-    for (int d = 0; d < t.weights.dimensions(); ++d) dims.push_back(t.weights.dim(d).extent());
-    t.weights_f32 = Halide::Runtime::Buffer<float>(dims);
+    t.weights_f32 = Halide::Runtime::Buffer<float>(shape_of(t.weights));
     const std::vector<double> v = to_doubles(t.weights, dtype);  // dense, in the same element order
     std::copy(v.begin(), v.end(), t.weights_f32.data());
     t.weights_f32.set_host_dirty();

@@ -18,15 +18,20 @@ void poison(Tensor &t, DType dtype);
 // All elements as double (copies to host first if the device copy is newer).
 std::vector<double> to_doubles(Tensor &t, DType dtype);
 
+// A tensor's extents, dimension by dimension (make_tensor's `dims`).
+inline std::vector<int> shape_of(const Tensor &t) {
+    std::vector<int> shape;
+    for (int d = 0; d < t.dimensions(); ++d) shape.push_back(t.dim(d).extent());
+    return shape;
+}
+
 // Another kernel's tensors for the same workload: every buffer of `t` shared (host memory; the
 // inputs, weights and biases are read-only for every kernel) except `output`, which is its own,
 // of the same shape, poisoned with NaN. Tensors: any struct with a Tensor `output`.
 template <class Tensors>
 Tensors with_own_output(const Tensors &t, DType dtype) {
     Tensors o = t;
-    std::vector<int> shape;
-    for (int d = 0; d < t.output.dimensions(); ++d) shape.push_back(t.output.dim(d).extent());
-    o.output = make_tensor(dtype, shape);
+    o.output = make_tensor(dtype, shape_of(t.output));
     poison(o.output, dtype);
     return o;
 }
