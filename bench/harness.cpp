@@ -283,7 +283,7 @@ namespace {
 // The run's table: per workload and strategy the median time, GFLOP/s, the modelled compulsory
 // DRAM bytes and their rate, the shares of the copy and FFMA ceilings measured in this run, and
 // the ratio to the workload's fastest passing layer-by-layer row.
-void print_table(const std::vector<Row> &rows, const Ceilings &ceil, Device dev) {
+void print_table(const std::vector<Row> &rows, const Ceilings &ceil, Device dev, L2Flush flush) {
     std::map<std::string, double> lbl_ms;  // workload name + key -> fastest passing layer-by-layer time
     size_t sw = 8;
     for (const auto &r : rows) {
@@ -315,7 +315,9 @@ void print_table(const std::vector<Row> &rows, const Ceilings &ceil, Device dev)
     std::cout << "(* = the variant the dispatcher picks by default; model MB = modelled compulsory DRAM bytes, GB/s = "
                  "those over the median time; vs LBL = the workload's fastest passing layer-by-layer time over this "
                  "row's (> 1: faster); times are "
-              << (dev == Device::cuda ? "device time from CUDA events, median, L2 flushed" : "host wall time, median")
+              << (dev == Device::cuda ? std::string("device time from CUDA events, median, L2 flushed before each sample (") +
+                                        (flush == L2Flush::read ? "read-only eviction, clean" : "memset, left dirty") + ")"
+                                  : std::string("host wall time, median"))
               << ")\n";
 }
 }  // namespace
@@ -370,6 +372,9 @@ int run_bench(const BenchOptions &opt) {
     TimingOptions topt;
     topt.min_samples = opt.min_samples;
     topt.min_seconds = opt.min_seconds;
+    if (!parse_l2_flush(opt.l2_flush, topt.l2_flush) || topt.l2_flush == L2Flush::none)
+        throw std::invalid_argument("--l2-flush: expected write or read, got '" + opt.l2_flush + "'");
+    if (dev == Device::cuda) ctx["l2_flush"] = opt.l2_flush;
     std::mt19937_64 rng(std::random_device{}());
     std::vector<Row> rows;
     int failures = 0;
@@ -466,7 +471,7 @@ int run_bench(const BenchOptions &opt) {
         if (!opt.out_dir.empty()) write_outputs(opt.out_dir, ctx, rows, ceil, dev);
         return 0;
     }
-    print_table(rows, ceil, dev);
+    print_table(rows, ceil, dev, topt.l2_flush);
     if (!opt.out_dir.empty()) {
         write_outputs(opt.out_dir, ctx, rows, ceil, dev);
         std::cout << "wrote " << opt.out_dir << "/results.json and results.csv\n";

@@ -39,6 +39,11 @@ int main(int argc, char **argv) {
                       "CUDA JIT register cap per thread: 0 = the most each kernel's block size allows; 64 = Halide's default")
         ->check(CLI::Range(0, 255))
         ->capture_default_str();
+    bench->add_option("--l2-flush", bopt.l2_flush,
+                      "CUDA, before each sample: write = memset 2x the L2 (as triton do_bench; leaves it dirty, and the "
+                      "timed kernel writes that back), read = a read-only eviction (clean L2)")
+        ->check(CLI::IsMember({"write", "read"}))
+        ->capture_default_str();
     bool no_ceilings = false;
     bench->add_flag("--single-run", bopt.single_run,
                     "run each candidate twice (warm-up, then between two read-only L2 evictions on CUDA), without checks or timing (for ncu)");

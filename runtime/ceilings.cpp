@@ -16,7 +16,7 @@ Ceilings measure_ceilings() {
     opt.min_samples = 10;
     opt.min_seconds = 0;
     opt.max_samples = 10;
-    opt.flush_l2 = false;
+    opt.l2_flush = L2Flush::none;
 
     const size_t bytes = size_t(1) << 30;  // far beyond L2
     uintptr_t src = cuda::mem_alloc(bytes), dst = cuda::mem_alloc(bytes);

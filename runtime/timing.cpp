@@ -1,4 +1,5 @@
 #include "runtime/timing.h"
+#include "runtime/ceilings.h"
 #include "runtime/cuda_driver.h"
 #include <algorithm>
 #include <chrono>
@@ -22,6 +23,24 @@ void flush_device_l2_once() {
     cuda::mem_free(p);
 }
 
+const char *l2_flush_name(L2Flush f) {
+    switch (f) {
+    case L2Flush::none: return "none";
+    case L2Flush::write: return "write";
+    case L2Flush::read: return "read";
+    }
+    return "?";
+}
+
+bool parse_l2_flush(const std::string &s, L2Flush &out) {
+    for (L2Flush f : {L2Flush::none, L2Flush::write, L2Flush::read})
+        if (s == l2_flush_name(f)) {
+            out = f;
+            return true;
+        }
+    return false;
+}
+
 namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) {
@@ -29,18 +48,24 @@ double ms_since(Clock::time_point t0) {
 }
 
 struct L2Flusher {
+    L2Flush kind;
     uintptr_t buf = 0;
     size_t bytes = 0;
-    explicit L2Flusher(bool on) {
-        if (!on) return;
-        bytes = l2_flush_bytes();
-        buf = cuda::mem_alloc(bytes);
+    std::unique_ptr<L2ReadEvictor> evictor;
+    explicit L2Flusher(L2Flush k) : kind(k) {
+        if (kind == L2Flush::write) {
+            bytes = l2_flush_bytes();
+            buf = cuda::mem_alloc(bytes);
+        } else if (kind == L2Flush::read) {
+            evictor = std::make_unique<L2ReadEvictor>();
+        }
     }
     ~L2Flusher() {
         if (buf) cuda::mem_free(buf);
     }
     void flush() {
         if (buf) cuda::memset_d8(buf, 0, bytes);
+        if (evictor) evictor->evict();
     }
 };
 }  // namespace
@@ -49,7 +74,7 @@ std::vector<TimingStats> time_interleaved(const std::vector<std::function<void()
                                           const TimingOptions &opt) {
     std::vector<TimingStats> st(fns.size());
     if (fns.empty()) return st;
-    L2Flusher flusher(on_device && opt.flush_l2);
+    L2Flusher flusher(on_device ? opt.l2_flush : L2Flush::none);
     std::unique_ptr<cuda::EventPair> ev;
     if (on_device) ev = std::make_unique<cuda::EventPair>();
     for (auto &f : fns)

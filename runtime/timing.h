@@ -2,6 +2,13 @@
 // launch + synchronize (call latency as a caller feels it). Warm-up first; samples of several
 // candidates are interleaved A/B/A/B so clock drift cancels; the L2 is flushed before every
 // sample so no sample times the cache.
+//
+// Two flushes. `write` (a memset of 2x the L2, what triton.testing.do_bench and nvbench do) leaves
+// the L2 full of the memset's dirty lines: the H200's L2 is write-back, so the timed kernel writes
+// them back (up to one L2, 60 MB) as it evicts them, on top of its own bytes. `read` (the kernel
+// l2_evict_read over a never-written buffer, runtime/ceilings.h) leaves clean lines only, so the
+// timed kernel moves its own bytes. Compare with PyTorch under the same flush
+// (bench/pytorch_baseline.py --l2-flush).
 #pragma once
 #include <functional>
 #include <string>
@@ -9,12 +16,16 @@
 
 namespace blockfuse {
 
+enum class L2Flush { none, write, read };
+const char *l2_flush_name(L2Flush f);  // "none" | "write" | "read"
+bool parse_l2_flush(const std::string &s, L2Flush &out);
+
 struct TimingOptions {
     int warmup = 3;
     int min_samples = 10;
     double min_seconds = 0.5;  // of samples, per candidate
     int max_samples = 200;
-    bool flush_l2 = true;      // device only: memset a buffer of 2x L2 before each sample
+    L2Flush l2_flush = L2Flush::write;  // device only: before each sample
 };
 
 struct TimingStats {

@@ -1,8 +1,10 @@
-// Storage conversions, BatchNorm folding (against an unfolded conv + BN), and the launch checker.
+// Storage conversions, BatchNorm folding (against an unfolded conv + BN), the launch checker, and the
+// timer's L2-flush choice.
 #define CATCH_CONFIG_MAIN
 #include "runtime/check.h"
 #include "runtime/conv2d.h"
 #include "runtime/reference.h"
+#include "runtime/timing.h"
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
@@ -119,4 +121,32 @@ TEST_CASE("LayerNorm's affine folded into the next 1x1 layer equals LN with affi
     }
     std::vector<double> bad(3);
     CHECK_THROWS_WITH(fold_layernorm_affine(bad, b, g, be), Catch::Contains("K x C"));
+}
+
+TEST_CASE("the L2-flush kinds round-trip through their names; anything else is rejected", "[timing]") {
+    for (L2Flush f : {L2Flush::none, L2Flush::write, L2Flush::read}) {
+        L2Flush back = L2Flush::none == f ? L2Flush::read : L2Flush::none;
+        REQUIRE(parse_l2_flush(l2_flush_name(f), back));
+        CHECK(back == f);
+    }
+    L2Flush untouched = L2Flush::write;
+    for (const char *bad : {"", "Read", "memset", "read "}) {
+        CHECK_FALSE(parse_l2_flush(bad, untouched));
+        CHECK(untouched == L2Flush::write);
+    }
+}
+
+TEST_CASE("host timing ignores the device L2 flush (no CUDA context is touched)", "[timing]") {
+    for (L2Flush f : {L2Flush::write, L2Flush::read}) {
+        TimingOptions opt;
+        opt.l2_flush = f;
+        opt.warmup = 1;
+        opt.min_samples = 3;
+        opt.min_seconds = 0;
+        int calls = 0;
+        auto st = time_interleaved({[&] { ++calls; }}, /*on_device=*/false, opt);
+        CHECK(calls == 4);  // one warm-up, three samples
+        CHECK(st[0].host_ms.size() == 3);
+        CHECK(st[0].device_ms.empty());
+    }
 }
