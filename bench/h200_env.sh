@@ -19,6 +19,7 @@ export PYTHONUNBUFFERED=1
 # Prints ncu's exit status, then the last LINES lines of the comparison.
 #   usage: ncu_dram_validation OUT SUITE TIMEOUT_S LINES
 ncu_dram_validation() {
+  mkdir -p "$1"
   timeout "$3" "$ncu" --clock-control none --cache-control none --replay-mode application --csv --print-units base \
       -k regex:"_kernel|l2_evict_read" \
       --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
