@@ -262,10 +262,12 @@ void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs
 // chunk on its tile (+ halo) into shared memory, synchronizes, and every thread accumulates it.
 // hidden_vec > 1: each thread produces that many hidden channels of a pixel (input loads reused
 // across them) instead of one.
-// H200, MBConv c=24 e=6 56x56 f16, N=128 (bench/results/h200/blocks/, registers/): 1.19-1.21 ms
-// at best (mapping k: 16x4 pixels, chunk 48, 2 output channels and 8 hidden channels per thread,
-// 64-register JIT cap), 1.13-1.14x faster than layer by layer, 8.5% of FFMA (101 µs floor). With
-// hidden_vec 1 the best was 2.37 ms: one hidden element per thread re-loads the input per channel.
+// H200, MBConv c=24 e=6 56x56 f16, N=128 (bench/results/h200/fused-chunk-sum/): 0.825-0.878 ms at
+// best (mapping h: 16x8 pixels, chunk 16, 4 output channels and 4 hidden channels per thread, 64-register
+// JIT cap), 1.48x faster than layer by layer in the same run, 11.5% of FFMA; c=16 1.57x; c=40 and c=80
+// still lose (0.83x, 0.59x). Before the per-chunk register sum (chunk_sum below) the best was 1.17 ms
+// (mapping k). With hidden_vec 1 it was 2.37 ms: one hidden element per thread re-loads the input per
+// channel.
 Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     Conv2dFuncs &last = f.layers.back();
     Func out = last.output, acc = last.accum;
