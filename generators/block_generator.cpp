@@ -36,6 +36,8 @@ public:
     GeneratorParam<int> tile_y{"tile_y", 4};
     GeneratorParam<int> vec_k{"vec_k", 4};
     GeneratorParam<int> hidden_vec{"hidden_vec", 1};
+    // fused GPU: each chunk's weights widened to f32 once per thread block into shared memory
+    GeneratorParam<int> stage_weights{"stage_weights", 0};
     // layer_by_layer (schedules/conv2d_schedule.h, Conv2dGpuKnobs): the input-channel unroll of every
     // layer, and the mapping of the 1x1 layers (the others keep the conv2d defaults)
     GeneratorParam<int> layer_unroll_channels{"layer_unroll_channels", 1};
@@ -132,6 +134,7 @@ public:
         kn.tile_y = tile_y;
         kn.vec_k = vec_k;
         kn.hidden_vec = hidden_vec;
+        kn.stage_weights = stage_weights;
         kn.pointwise_gpu.vec_k = pw_vec_k;
         kn.pointwise_gpu.threads_k = pw_threads_k;
         kn.pointwise_gpu.threads_x = pw_threads_x;

@@ -116,7 +116,7 @@ inline int effective_chunk(int hidden, int chunk) {
 // halos of the spatial layers after it), each full-width layer (and LayerNorm) on its region.
 // blocks > 1 (depth-first stage): the same for every block on its region (the tile grown by the
 // halos of the blocks after it), plus the output of every block but the last; the sum, as if no
-// allocation were reused.
+// allocation were reused. stage_weights: plus the f32 chunk of weights of the last block's chunked layers.
 // The input region of layers [from_layer, end) of a block for an output region rx x ry.
 inline void grow_through_layers(const BlockSpec &b, long long &rx, long long &ry, size_t from_layer = 0) {
     for (size_t j = b.layers.size(); j-- > from_layer;) {
@@ -126,7 +126,7 @@ inline void grow_through_layers(const BlockSpec &b, long long &rx, long long &ry
 }
 
 inline long long fused_block_shared_bytes(const BlockSpec &b, int tile_x, int tile_y, int chunk, int elem_bytes,
-                                          int blocks = 1) {
+                                          int blocks = 1, bool stage_weights = false) {
     const int ch = effective_chunk(b.hidden, chunk);
     long long bytes = 0, bx = tile_x, by = tile_y;  // region of the current block's output
     for (int blk = blocks - 1; blk >= 0; --blk) {
@@ -140,6 +140,15 @@ inline long long fused_block_shared_bytes(const BlockSpec &b, int tile_x, int ti
             if (L.norm_after) bytes += L.out_ch * rx * ry * elem_bytes + 2 * 4 * rx * ry;  // normed + mean, rstd
         }
         grow_through_layers(b, bx, by);
+    }
+    if (stage_weights) {  // the last block's chunk of weights, f32: every hidden layer's and the last layer's
+        for (size_t i = 0; i < b.layers.size(); ++i) {
+            const LayerSpec &L = b.layers[i];
+            const bool last = i + 1 == b.layers.size();
+            if (!L.hidden && !last) continue;
+            const long long k = L.hidden ? ch : L.out_ch, cg = last ? ch : L.in_ch / L.groups;
+            bytes += 4LL * k * cg * L.ks * L.ks;
+        }
     }
     return bytes;
 }

@@ -34,6 +34,7 @@ struct Conv2dFuncs {
     Halide::Func padded;   // zero-padded input, f32 (c, x, y, n)
     Halide::Func accum;    // f32 accumulator (k, x, y, n): pure = bias, update = reduction
     Halide::Func output;   // epilogue(accum), cast to the storage type
+    Halide::Func weights;  // the weights widened to f32 (k, cg, kx, ky): inline unless a schedule stages them
     Halide::RDom r;        // (cg, kx, ky)
 };
 
@@ -62,9 +63,12 @@ inline Conv2dFuncs conv2d(const Halide::Func &input, const Halide::Func &weights
     Expr in_x = x * g.stride_x + f.r.y * g.dilation_x - g.pad_left;
     Expr in_y = y * g.stride_y + f.r.z * g.dilation_y - g.pad_top;
 
+    f.weights = Func(name + "_weights");
+    f.weights(k, c, x, y) = to_f32(weights(k, c, x, y));
+
     f.accum = Func(name + "_accum");
     f.accum(k, x, y, n) = bias(k);
-    f.accum(k, x, y, n) += f.padded(in_c, in_x, in_y, n) * to_f32(weights(k, f.r.x, f.r.y, f.r.z));
+    f.accum(k, x, y, n) += f.padded(in_c, in_x, in_y, n) * f.weights(k, f.r.x, f.r.y, f.r.z);
 
     f.output = Func(name);
     f.output(k, x, y, n) = from_f32(out_type, epilogue(f.accum(k, x, y, n), {k, x, y, n}));

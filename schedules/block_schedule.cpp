@@ -319,6 +319,17 @@ Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     }
     const int threads = fused_block_threads(spec.cout, vk, kn.tile_x);
     hidden_layers_gpu(f, spec, kn, out, xo, eo, threads / kn.tile_x, kn.tile_x);
+    if (kn.stage_weights) {
+        // The chunk's weights of every chunked layer (the hidden ones and the last), widened to f32
+        // once per thread block into shared memory: otherwise every thread loads and converts each
+        // weight it uses (in MBConv c=24's expand loop, 64 converts per 64 FFMA; sm_90 SASS).
+        for (size_t i = 0; i < f.layers.size(); ++i) {
+            if (!spec.layers[i].hidden && i + 1 < f.layers.size()) continue;
+            Func w = f.layers[i].weights;
+            w.compute_at(acc, eo);
+            spread_over_block(w, threads / kn.tile_x, kn.tile_x);
+        }
+    }
     return xo;
 }
 }  // namespace
