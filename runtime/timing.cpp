@@ -47,12 +47,12 @@ double ms_since(Clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// write: a memset of 2x the L2 (leaves it dirty); read: the read-only eviction (runtime/ceilings.h).
 struct L2Flusher {
-    L2Flush kind;
     uintptr_t buf = 0;
     size_t bytes = 0;
     std::unique_ptr<L2ReadEvictor> evictor;
-    explicit L2Flusher(L2Flush k) : kind(k) {
+    explicit L2Flusher(L2Flush kind) {
         if (kind == L2Flush::write) {
             bytes = l2_flush_bytes();
             buf = cuda::mem_alloc(bytes);
