@@ -322,7 +322,7 @@ Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     if (kn.stage_weights) {
         // The chunk's weights of every chunked layer (the hidden ones and the last), widened to f32
         // once per thread block into shared memory: otherwise every thread loads and converts each
-        // weight it uses (in MBConv c=24's expand loop, 64 converts per 64 FFMA; sm_90 SASS).
+        // weight it uses (in MBConv c=24 k's expand loop, 72 converts per 64 FFMA; sm_90 SASS).
         for (size_t i = 0; i < f.layers.size(); ++i) {
             if (!spec.layers[i].hidden && i + 1 < f.layers.size()) continue;
             Func w = f.layers[i].weights;
