@@ -158,16 +158,25 @@ def to_markdown(table, ours, torch_doc, notes):
     gpu = (oc.get("gpu") or {}).get("name") if isinstance(oc.get("gpu"), dict) else oc.get("gpu")
     ceil = oc.get("ceilings") or {}
     lines = ["# blockfuse vs PyTorch", ""]
+    # The L2 flush before each timed sample (runtime/timing.h): files written before the option existed
+    # were all timed after a memset ("write"), on both sides (do_bench's flush is a memset too).
+    ours_flush = oc.get("l2_flush", "write") if oc.get("device") == "cuda" else None
+    flush_txt = f"; L2 flush: {ours_flush}" if ours_flush else ""
     lines.append(f"- ours: device {oc.get('device', NA)}, GPU {gpu or NA}, Halide {oc.get('halide_version', NA)}; "
                  f"ceilings: copy {fmt_1(ceil.get('copy_gbps'))} GB/s, FFMA f32 "
-                 f"{fmt_1(ceil.get('ffma_f32_tflops'))} TFLOP/s, HFMA2 f16 {fmt_1(ceil.get('hfma2_f16_tflops'))} TFLOP/s")
+                 f"{fmt_1(ceil.get('ffma_f32_tflops'))} TFLOP/s, HFMA2 f16 {fmt_1(ceil.get('hfma2_f16_tflops'))} TFLOP/s"
+                 f"{flush_txt}")
     if torch_doc:
         tc = torch_doc.get("context", {}) or {}
+        torch_flush = (tc.get("timing") or {}).get("l2_flush_kind", "write")
         lines.append(f"- torch: {tc.get('torch_version', NA)} (CUDA {tc.get('cuda_version', NA)}, cuDNN "
                      f"{tc.get('cudnn_version', NA)}, TF32 conv {tc.get('cudnn_allow_tf32', NA)}), "
-                     f"GPU {tc.get('gpu', NA)}, {tc.get('timestamp', NA)}")
+                     f"GPU {tc.get('gpu', NA)}, {tc.get('timestamp', NA)}; L2 flush: {torch_flush}")
         if gpu and tc.get("gpu") and gpu != tc.get("gpu"):
             lines.append(f"- **warning: GPUs differ** (ours '{gpu}', torch '{tc.get('gpu')}')")
+        if ours_flush and ours_flush != torch_flush:
+            lines.append(f"- **warning: L2 flushes differ** (ours '{ours_flush}', torch '{torch_flush}'): a memset "
+                         "flush leaves the L2 dirty and slows memory-bound kernels (bench/results/h200/flush/)")
     else:
         lines.append("- torch: no baseline file given")
     lines.append("- best = lowest median runtime among variants whose check passed; "

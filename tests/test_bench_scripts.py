@@ -436,8 +436,17 @@ def test_merge():
     assert "| a | f16 | 0.2 | tiled |" in md_text and "| 2.50 | 1.50 |" in md_text, md_text
     assert "b: no torch row" in md_text
     assert "noisy" not in md_text  # eager 0.5 vs repeat 0.51 ms is within the 20% band
-    # Without measured ceilings the harness writes 0 for the percentages: shown as n/a.
+    # Neither file names its L2 flush: both were memsets (the only flush before --l2-flush), no warning.
+    assert md_text.count("L2 flush: write") == 2 and "flushes differ" not in md_text, md_text
     import merge_results as mr
+    ours["context"]["l2_flush"] = "read"
+    md_read = mr.to_markdown(mr.merge(ours, torch_doc)[0], ours, torch_doc, [])
+    assert "L2 flush: read" in md_read and "**warning: L2 flushes differ** (ours 'read', torch 'write')" in md_read, md_read
+    torch_doc["context"]["timing"] = {"l2_flush_kind": "read"}
+    md_same = mr.to_markdown(mr.merge(ours, torch_doc)[0], ours, torch_doc, [])
+    assert "flushes differ" not in md_same and md_same.count("L2 flush: read") == 2, md_same
+    del ours["context"]["l2_flush"], torch_doc["context"]["timing"]
+    # Without measured ceilings the harness writes 0 for the percentages: shown as n/a.
     del ours["context"]["ceilings"]
     table, _ = mr.merge(ours, torch_doc)
     row_a = dict(zip(mr.COLUMNS, table[0]))
