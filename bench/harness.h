@@ -3,6 +3,7 @@
 #pragma once
 #include "runtime/block.h"
 #include "runtime/kernel_registry.h"
+#include "runtime/timing.h"
 #include <functional>
 #include <random>
 #include <nlohmann/json.hpp>
@@ -26,7 +27,7 @@ struct BenchOptions {
     bool single_run = false;            // each candidate once between L2 evictions, unchecked (for profilers)
     bool model_only = false;            // every candidate's modelled kernels, nothing run (no device needed)
     int max_registers = 0;              // CUDA JIT register cap per thread; 0: the block size's limit (kernel_registry.h)
-    std::string l2_flush = "write";     // CUDA: before each sample, write (memset) or read (clean eviction); runtime/timing.h
+    L2Flush l2_flush = L2Flush::write;  // CUDA: before each sample, a memset or a clean read-only eviction (runtime/timing.h)
     std::string command_line;
 };
 

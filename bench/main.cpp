@@ -39,10 +39,15 @@ int main(int argc, char **argv) {
                       "CUDA JIT register cap per thread: 0 = the most each kernel's block size allows; 64 = Halide's default")
         ->check(CLI::Range(0, 255))
         ->capture_default_str();
-    bench->add_option("--l2-flush", bopt.l2_flush,
+    std::string l2_flush = l2_flush_name(bopt.l2_flush);
+    bench->add_option("--l2-flush", l2_flush,
                       "CUDA, before each sample: write = memset 2x the L2 (as triton do_bench; leaves it dirty, and the "
                       "timed kernel writes that back), read = a read-only eviction (clean L2)")
-        ->check(CLI::IsMember({"write", "read"}))
+        ->check([](const std::string &s) {
+            L2Flush f;
+            return parse_l2_flush(s, f) && f != L2Flush::none ? std::string() : "expected write or read, got '" + s + "'";
+        })
+        ->each([&bopt](const std::string &s) { parse_l2_flush(s, bopt.l2_flush); })
         ->capture_default_str();
     bool no_ceilings = false;
     bench->add_flag("--single-run", bopt.single_run,
