@@ -50,6 +50,10 @@ struct BlockSpec {
     bool has_se() const { return se_after >= 0; }
 };
 
+// The layers a fused block produces or consumes a hidden chunk at a time (Eq. 32): the hidden ones,
+// and the last, whose reduction runs over the hidden chunks. Their weights are read per chunk.
+inline bool chunked_layer(const BlockSpec &b, size_t i) { return b.layers[i].hidden || i + 1 == b.layers.size(); }
+
 inline const char *block_family_name(BlockFamily f) {
     switch (f) {
     case BlockFamily::mbconv: return "mbconv";
@@ -141,11 +145,11 @@ inline long long fused_block_shared_bytes(const BlockSpec &b, int tile_x, int ti
         }
         grow_through_layers(b, bx, by);
     }
-    if (stage_weights) {  // the last block's chunk of weights, f32: every hidden layer's and the last layer's
+    if (stage_weights) {  // the last block's chunk of weights of every chunked layer, f32
         for (size_t i = 0; i < b.layers.size(); ++i) {
+            if (!chunked_layer(b, i)) continue;
             const LayerSpec &L = b.layers[i];
             const bool last = i + 1 == b.layers.size();
-            if (!L.hidden && !last) continue;
             const long long k = L.hidden ? ch : L.out_ch, cg = last ? ch : L.in_ch / L.groups;
             bytes += 4LL * k * cg * L.ks * L.ks;
         }

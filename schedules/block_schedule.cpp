@@ -300,7 +300,7 @@ Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     if (spec.cout % vk == 0) {
         Var u("chunk_u");
         Func chunk_sum = upd.rfactor(eo, u);
-        upd.split(ak, akt, akv, vk, guard).reorder(akv, ay, akt, ax, eo).gpu_threads(akt, ax).unroll(akv).unroll(ay);
+        upd.split(ak, akt, akv, vk, guard).reorder(akv, ay, akt, ax, eo);
         Var ck = chunk_sum.args()[0], cy = chunk_sum.args()[2];
         chunk_sum.compute_at(acc, akt)
             .store_in(MemoryType::Register)
@@ -311,12 +311,9 @@ Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
             .unroll(cy);
         chunk_sum.update().reorder(ck, cy, ei).unroll(ck).unroll(cy);
     } else {
-        upd.split(ak, akt, akv, vk, guard)
-            .reorder(akv, ay, ei, akt, ax, eo)
-            .gpu_threads(akt, ax)
-            .unroll(akv)
-            .unroll(ay);
+        upd.split(ak, akt, akv, vk, guard).reorder(akv, ay, ei, akt, ax, eo);
     }
+    upd.gpu_threads(akt, ax).unroll(akv).unroll(ay);
     const int threads = fused_block_threads(spec.cout, vk, kn.tile_x);
     hidden_layers_gpu(f, spec, kn, out, xo, eo, threads / kn.tile_x, kn.tile_x);
     if (kn.stage_weights) {
@@ -324,7 +321,7 @@ Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
         // once per thread block into shared memory: otherwise every thread loads and converts each
         // weight it uses (in MBConv c=24 k's expand loop, 72 converts per 64 FFMA; sm_90 SASS).
         for (size_t i = 0; i < f.layers.size(); ++i) {
-            if (!spec.layers[i].hidden && i + 1 < f.layers.size()) continue;
+            if (!chunked_layer(spec, i)) continue;
             Func w = f.layers[i].weights;
             w.compute_at(acc, eo);
             spread_over_block(w, threads / kn.tile_x, kn.tile_x);
