@@ -2,6 +2,7 @@
 #   bin  the carried binaries, unpacked from .carry/bin.tar.gz on first use (tools/prepare-carry.sh)
 #   san  compute-sanitizer, ncu  Nsight Compute (empty where the host has none)
 #   ncu_dram_validation  the DRAM-bytes check of a suite's kernels against the model (below)
+#   workload_key  a workload's key by its name in a suite file
 # and unbuffered Python output, so a log cut off by a time limit still shows how far it got.
 bin=.carry
 [ -x $bin/blockfuse ] || tar -xzf $bin/bin.tar.gz -C $bin
@@ -9,6 +10,9 @@ san=$(command -v compute-sanitizer || ls /opt/nvidia/*/compute-sanitizer/compute
       /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 export PYTHONUNBUFFERED=1
+
+# A workload's key by its name in a suite file (default workloads/blocks.txt): workload_key NAME [SUITE]
+workload_key() { awk -v n="$1" '$1 == n {print $2}' "${2:-workloads/blocks.txt}"; }
 
 # Nsight Compute's DRAM read and write bytes for every kernel of a suite (one profiled run each,
 # clocks untouched) against the model's bytes: OUT/ncu_dram.csv, OUT/single/, OUT/dram_validation.md.

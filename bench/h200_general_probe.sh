@@ -13,15 +13,14 @@ bash bench/gpu_context.sh > "$out/gpu_context.txt" 2>&1
 for tag in conv2d blocks; do
   echo "== [$tag] tests"; timeout 150 "$bin/test_conv2d_gpu" "[$tag]" 2>&1 | tee "$out/gpu_tests_$tag.txt" | tail -2
 done
-key() { awk -v n="$1" '$1 == n {print $2}' workloads/blocks.txt; }
-conv="$(key conv3x3-bn-relu-c64-56-n128)"
+conv="$(workload_key conv3x3-bn-relu-c64-56-n128)"
 echo "== Conv3x3-BN-ReLU, every conv2d variant"
 timeout 120 "$bin/blockfuse" bench --workload "$conv" --min-seconds 0.3 --out "$out/conv3x3" > "$out/bench_conv3x3.txt" 2>&1
 echo "rc=$?"; grep -E "conv2d_" "$out/bench_conv3x3.txt" | tail -12
 wide=()
 for name in ffn-c256-p25088 convfirst-c64-56-n128 convfirst-c128-28-n128 convfirst-c256-14-n128 fused-mbconv-c48-56 \
             convnext-c96-56-n128; do
-  wide+=(--workload "$(key "$name")")
+  wide+=(--workload "$(workload_key "$name")")
 done
 echo "== wide blocks, layer by layer"
 timeout 200 "$bin/blockfuse" bench "${wide[@]}" --strategies layer_by_layer --min-seconds 0.3 --out "$out/wide" \

@@ -15,7 +15,7 @@ echo "== [blocks] tests"; timeout 150 "$bin/test_conv2d_gpu" "[blocks]" 2>&1 | t
 wide=()
 for name in ffn-c256-p25088 convfirst-c64-56-n128 convfirst-c128-28-n128 convfirst-c256-14-n128 fused-mbconv-c48-56 \
             convnext-c96-56-n128 conv3x3-bn-relu-c64-56-n128; do
-  wide+=(--workload "$(awk -v n="$name" '$1 == n {print $2}' workloads/blocks.txt)")
+  wide+=(--workload "$(workload_key "$name")")
 done
 echo "== wide blocks, layer by layer"
 timeout 200 "$bin/blockfuse" bench "${wide[@]}" --strategies layer_by_layer,direct --min-seconds 0.3 --out "$out/wide" \

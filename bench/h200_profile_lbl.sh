@@ -8,14 +8,13 @@ out="${1:?usage: bench/h200_profile_lbl.sh OUTDIR}"
 mkdir -p "$out"
 source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"  # bin, san, ncu
 bash bench/gpu_context.sh > "$out/gpu_context.txt" 2>&1
-key() { awk -v n="$1" '$1 == n {print $2}' workloads/blocks.txt; }
 # workload name, variant, kernels per run
 for spec in "ffn-c256-p25088 block_ffn256_layer_by_layer_sx_f16_cuda 2" \
             "convfirst-c128-28-n128 block_cf128_layer_by_layer_sx_f16_cuda 3" \
             "conv3x3-bn-relu-c64-56-n128 conv2d_general_a_f16_cuda 1"; do
   set -- $spec
   timeout 90 "$ncu" --clock-control none --set full -k regex:_kernel --launch-skip "$3" --launch-count "$3" \
-      "$bin/blockfuse" bench --workload "$(key "$1")" --variant "$2" --single-run --no-ceilings > "$out/ncu_$2.txt" 2>&1
+      "$bin/blockfuse" bench --workload "$(workload_key "$1")" --variant "$2" --single-run --no-ceilings > "$out/ncu_$2.txt" 2>&1
   echo "== $2 rc=$?"
   grep -E "^  _kernel|Duration|Compute \(SM\) Throughput|DRAM Throughput|Issue Slots Busy|Registers Per|Achieved Occupancy|Executed Instructions  |L1/TEX Hit" \
       "$out/ncu_$2.txt" | head -30

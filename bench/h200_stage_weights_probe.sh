@@ -9,11 +9,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"  # bin, san, ncu
 o="${OUT:?set OUT}/sw"; mkdir -p "$o"
 bash bench/gpu_context.sh > "$o/gpu_context.txt" 2>&1
 timeout 90 "$bin/test_conv2d_gpu" "[blocks]" > "$o/gpu_tests_blocks.txt" 2>&1; echo "tests rc=$?"; tail -2 "$o/gpu_tests_blocks.txt"
-key() { awk -v n="$1" '$1 == n {print $2}' workloads/blocks.txt; }
 v=""
 for x in layer_by_layer fusedh fusedhw fusedn fusednw; do v="$v --variant block_mbc24_${x}_f16_cuda"; done
 for run in a b; do
-  timeout 60 "$bin/blockfuse" bench --workload "$(key mbconv-c24-56-n128)" --workload "$(key mbconv-c24-56-n8)" $v \
+  timeout 60 "$bin/blockfuse" bench --workload "$(workload_key mbconv-c24-56-n128)" --workload "$(workload_key mbconv-c24-56-n8)" $v \
       --min-seconds 0.3 --out "$o/bench_$run" > "$o/bench_$run.txt" 2>&1
   echo "bench rc=$?"; grep -E "_cuda" "$o/bench_$run.txt"
 done

@@ -13,11 +13,10 @@ out="${1:?usage: bench/h200_weights_probe.sh OUTDIR}"
 mkdir -p "$out"
 source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"  # bin, san, ncu
 bash bench/gpu_context.sh > "$out/gpu_context.txt" 2>&1
-key() { awk -v n="$1" '$1 == n {print $2}' workloads/blocks.txt; }
 dw=""
 for t in k3fd k3fw k5fa k5fw k5fx; do dw="$dw --variant conv2d_depthwise_${t}_f16_cuda"; done
-conv="$(key conv3x3-bn-relu-c64-56-n128)"
-cnx="$(key convnext-c96-56-n128)"
+conv="$(workload_key conv3x3-bn-relu-c64-56-n128)"
+cnx="$(workload_key convnext-c96-56-n128)"
 for run in a b; do
   echo "== depthwise ($run)"
   timeout 90 "$bin/blockfuse" bench --suite depthwise $dw --min-seconds 0.3 --out "$out/dw_$run" > "$out/bench_dw_$run.txt" 2>&1
