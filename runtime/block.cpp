@@ -173,8 +173,8 @@ std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Devi
             continue;
         out.push_back(&v);
     }
-    // A mapping marked as measured best for its configuration (registry knob prefer) comes first:
-    // the dispatcher's pick. The others keep the build's order.
+    // The mappings marked as measured best for their configuration (registry knob prefer, a rank)
+    // come first, the highest being the dispatcher's pick. The others keep the build's order.
     std::stable_sort(out.begin(), out.end(),
                      [](const KernelVariant *a, const KernelVariant *b) { return a->knob("prefer", 0) > b->knob("prefer", 0); });
     return out;

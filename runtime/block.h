@@ -44,8 +44,9 @@ BlockTensors make_block_tensors(const BlockWorkload &w);
 // poisoned with NaN.
 void randomize(BlockTensors &t, const BlockWorkload &w, std::mt19937_64 &rng);
 
-// The variants built for this block, in dispatch order: the one marked prefer=1 (the measured best
-// layer-by-layer mapping of a benchmark configuration, generators/CMakeLists.txt) first.
+// The variants built for this block, in dispatch order: by the registry knob prefer, highest first
+// (generators/CMakeLists.txt: 1 on a benchmark configuration's fastest layer-by-layer mapping, 2 on
+// its fused mapping where that was measured faster still), the rest in build order.
 std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Device device);
 // Throws KernelError naming the block, the strategy and the limit if a GPU launch would exceed
 // the device's threads per block or shared memory per block. run_block calls it first.

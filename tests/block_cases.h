@@ -44,6 +44,11 @@ inline std::vector<std::string> block_shapes() {
         "convfirst:n=1,c=256,h=3,w=7,e=4,k=3,stride=1,act=relu",
         "ffn:n=1,c=256,h=2,w=11,e=4,act=relu",
         "convnext:n=1,c=96,h=9,w=7,e=4,k=7,stride=1,act=gelu",
+        // several tiles of the fused MBConv mappings (32x8, 16x16, 14x14, 14x7), the last ones partial
+        "mbconv:n=1,c=16,h=19,w=35,e=6,k=3,stride=1,act=relu6",
+        "mbconv:n=1,c=24,h=19,w=35,e=6,k=3,stride=1,act=relu6",
+        "mbconv:n=1,c=40,h=17,w=15,e=6,k=5,stride=1,act=relu6",
+        "mbconv:n=1,c=80,h=9,w=15,e=6,k=3,stride=1,act=relu6",
         // Squeeze-Excitation (the mean over odd sizes and a 1x1 image; tiles the image does not fill).
         "mbconv:n=2,c=8,h=9,w=7,e=2,k=3,stride=1,se=1,act=silu",
         "mbconv:n=1,c=8,h=1,w=1,e=2,k=3,stride=1,se=1,act=silu",

@@ -216,19 +216,26 @@ TEST_CASE("layer-by-layer mappings: which layer takes which knobs, threads and t
     CHECK_THROWS_WITH(check_block_launch(v, w), Catch::Contains("65280 bytes of shared memory per block exceed"));
 }
 
-TEST_CASE("the dispatcher picks a block's preferred mapping first, where its configuration has one", "[blocks]") {
-    int checked = 0;
-    for (const char *key : {"ffn:n=1,c=256,h=14,w=14,e=4,act=relu,dtype=f16",
-                            "convnext:n=1,c=96,h=56,w=56,e=4,k=7,stride=1,act=gelu,dtype=f16",
-                            "mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16"}) {
+TEST_CASE("the dispatcher picks the mapping with the highest prefer rank of its configuration first", "[blocks]") {
+    // key -> the strategy of the expected pick ("" where no mapping has a rank: the build's order stays)
+    const std::vector<std::pair<const char *, const char *>> cases{
+        {"ffn:n=1,c=256,h=14,w=14,e=4,act=relu,dtype=f16", "layer_by_layer"},
+        {"convnext:n=1,c=96,h=56,w=56,e=4,k=7,stride=1,act=gelu,dtype=f16", "layer_by_layer"},
+        {"mbconv:n=1,c=40,h=28,w=28,e=6,k=5,stride=1,act=relu6,dtype=f16", "layer_by_layer"},
+        {"mbconv:n=1,c=16,h=112,w=112,e=6,k=3,stride=1,act=relu6,dtype=f16", "fused"},
+        {"mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16", "fused"},
+        {"mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16", ""}};
+    for (const auto &[key, strategy] : cases) {
         auto c = block_candidates(parse_block(key), Device::cuda);
         REQUIRE_FALSE(c.empty());
-        const bool any = std::any_of(c.begin(), c.end(), [](const KernelVariant *v) { return v->knob("prefer", 0) == 1; });
+        int top = 0;
+        for (const KernelVariant *v : c) top = std::max(top, v->knob("prefer", 0));
         INFO(key << ": first " << c.front()->name);
-        CHECK(c.front()->knob("prefer", 0) == (any ? 1 : 0));
-        checked += any;
+        CHECK(c.front()->knob("prefer", 0) == top);
+        CHECK(std::string(strategy) == (top ? c.front()->param("strategy") : std::string()));
+        // ranked ones first, in descending order
+        for (size_t i = 1; i < c.size(); ++i) CHECK(c[i - 1]->knob("prefer", 0) >= c[i]->knob("prefer", 0));
     }
-    CHECK(checked == 2);  // ffn256 and cnx96 have one; mbc24 has none and keeps the build's order
 }
 
 TEST_CASE("flat-mapped 1x1 layers are offered only where every 1x1 output holds one tile", "[blocks][launch]") {
