@@ -38,6 +38,7 @@ public:
     GeneratorParam<int> hidden_vec{"hidden_vec", 1};
     // fused GPU: each chunk's weights widened to f32 once per thread block into shared memory
     GeneratorParam<int> stage_weights{"stage_weights", 0};
+    GeneratorParam<int> stage_padded{"stage_padded", 0};
     // layer_by_layer (schedules/conv2d_schedule.h, Conv2dGpuKnobs): the input-channel unroll of every
     // layer, and the mapping of the 1x1 layers (the others keep the conv2d defaults)
     GeneratorParam<int> layer_unroll_channels{"layer_unroll_channels", 1};
@@ -135,6 +136,7 @@ public:
         kn.vec_k = vec_k;
         kn.hidden_vec = hidden_vec;
         kn.stage_weights = stage_weights;
+        kn.stage_padded = stage_padded;
         kn.pointwise_gpu.vec_k = pw_vec_k;
         kn.pointwise_gpu.threads_k = pw_threads_k;
         kn.pointwise_gpu.threads_x = pw_threads_x;
@@ -160,6 +162,9 @@ public:
         if (kn.chunk % kn.hidden_vec)
             throw CompileError("hidden_vec = " + std::to_string(int(hidden_vec)) + " must divide the chunk (" +
                                std::to_string(kn.chunk) + ")");
+        // (depth-first bounds every earlier block's hidden outputs, which stage_padded inlines)
+        if (kn.stage_padded && strategy != blockfuse::BlockStrategy::fused)
+            throw CompileError("stage_padded applies to the fused strategy only");
         blockfuse::schedule_stage(stage, spec, strategy, kn, get_target().has_gpu_feature());
         // Static channel counts: the runtime passes matching buffers (checked by Halide too).
         // Dense NHWC / (k, cg, kx, ky) buffers with static channel counts: every channel vector

@@ -54,6 +54,13 @@ struct BlockSpec {
 // and the last, whose reduction runs over the hidden chunks. Their weights are read per chunk.
 inline bool chunked_layer(const BlockSpec &b, size_t i) { return b.layers[i].hidden || i + 1 == b.layers.size(); }
 
+// A hidden layer whose chunk the fused GPU schedule may store as the next layer's padded f32 view
+// (stage_padded: zero outside the image, widened once per element), because the next layer reads
+// nothing else of it: no LayerNorm or Squeeze-Excitation in between.
+inline bool padded_view_stageable(const BlockSpec &b, size_t i) {
+    return b.layers[i].hidden && i + 1 < b.layers.size() && !b.layers[i].norm_after && b.se_after != int(i);
+}
+
 inline const char *block_family_name(BlockFamily f) {
     switch (f) {
     case BlockFamily::mbconv: return "mbconv";
@@ -121,6 +128,7 @@ inline int effective_chunk(int hidden, int chunk) {
 // blocks > 1 (depth-first stage): the same for every block on its region (the tile grown by the
 // halos of the blocks after it), plus the output of every block but the last; the sum, as if no
 // allocation were reused. stage_weights: plus the f32 chunk of weights of the last block's chunked layers.
+// stage_padded: the hidden chunks padded_view_stageable() allows are f32.
 // The input region of layers [from_layer, end) of a block for an output region rx x ry.
 inline void grow_through_layers(const BlockSpec &b, long long &rx, long long &ry, size_t from_layer = 0) {
     for (size_t j = b.layers.size(); j-- > from_layer;) {
@@ -130,7 +138,7 @@ inline void grow_through_layers(const BlockSpec &b, long long &rx, long long &ry
 }
 
 inline long long fused_block_shared_bytes(const BlockSpec &b, int tile_x, int tile_y, int chunk, int elem_bytes,
-                                          int blocks = 1, bool stage_weights = false) {
+                                          int blocks = 1, bool stage_weights = false, bool stage_padded = false) {
     const int ch = effective_chunk(b.hidden, chunk);
     long long bytes = 0, bx = tile_x, by = tile_y;  // region of the current block's output
     for (int blk = blocks - 1; blk >= 0; --blk) {
@@ -140,7 +148,8 @@ inline long long fused_block_shared_bytes(const BlockSpec &b, int tile_x, int ti
             long long rx = bx, ry = by;  // region of layer i's output the block needs
             grow_through_layers(b, rx, ry, i + 1);
             const LayerSpec &L = b.layers[i];
-            bytes += (L.hidden ? ch : L.out_ch) * rx * ry * elem_bytes;
+            const int bytes_per = stage_padded && padded_view_stageable(b, i) ? 4 : elem_bytes;
+            bytes += (L.hidden ? ch : L.out_ch) * rx * ry * bytes_per;
             if (L.norm_after) bytes += L.out_ch * rx * ry * elem_bytes + 2 * 4 * rx * ry;  // normed + mean, rstd
         }
         grow_through_layers(b, bx, by);

@@ -167,6 +167,9 @@ TEST_CASE("block launches beyond threads or shared memory are rejected, naming b
     // stage_weights adds the chunk's f32 weights: expand 8 x 24, depthwise 8 x 1 x 3 x 3, project 24 x 8.
     CHECK(fused_block_shared_bytes(w.spec(), 8, 4, 8, 2, 1, true) ==
           fused_block_shared_bytes(w.spec(), 8, 4, 8, 2) + 4LL * (8 * 24 + 8 * 9 + 24 * 8));
+    // stage_padded stores both hidden chunks (expand on the tile + halo, depthwise on the tile) as f32.
+    CHECK(fused_block_shared_bytes(w.spec(), 8, 4, 8, 2, 1, false, true) ==
+          4LL * 24 * 8 * 4 + 8LL * 10 * 6 * 4 + 8LL * 8 * 4 * 4);
     // ...which the launch check counts: an FFN c=256 chunk 32 stages 2 x 32 x 256 x 4 B = 64 KB of weights.
     BlockWorkload ffn = parse_block("ffn:n=1,c=256,h=14,w=14,e=4,act=relu,dtype=f16");
     KernelVariant f = synthetic_cuda_block("ffn", "fused", {{"channels", 256}, {"expansion", 4}, {"vec_k", 8}, {"tile_x", 7},
@@ -174,6 +177,22 @@ TEST_CASE("block launches beyond threads or shared memory are rejected, naming b
     CHECK_NOTHROW(check_block_launch(f, ffn));
     f.knobs["stage_weights"] = 1;
     CHECK_THROWS_WITH(check_block_launch(f, ffn), Catch::Contains("bytes of shared memory per block exceed"));
+}
+
+TEST_CASE("every CUDA block variant built for a workload of the blocks suite launches there", "[blocks][launch]") {
+    // The launch check with the limits it has without a GPU (1024 threads, 48 KB of shared memory: the
+    // H200's without opt-in), so a mapping the benchmark would reject fails here, in CI, instead.
+    int checked = 0;
+    for (const SuiteEntry &e : load_suite(BLOCKFUSE_SOURCE_DIR "/workloads/blocks.txt")) {
+        if (!is_block_key(e.key)) continue;
+        const BlockWorkload w = parse_block(e.key);
+        for (const KernelVariant *v : block_candidates(w, Device::cuda)) {
+            INFO(e.name << ": " << v->name);
+            CHECK_NOTHROW(check_block_launch(*v, w));
+            ++checked;
+        }
+    }
+    CHECK(checked > 100);
 }
 
 TEST_CASE("layer-by-layer block threads: the larger of the 1x1 layers' mapping and the default", "[blocks][launch]") {
