@@ -180,8 +180,10 @@ std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Devi
     return out;
 }
 
-void check_block_launch(const KernelVariant &v, const BlockWorkload &w) {
-    const auto [max_threads, max_shared] = launch_limits(v.device);
+void check_block_launch(const KernelVariant &v, const BlockWorkload &w) { check_block_launch(v, w, launch_limits(v.device)); }
+
+void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const LaunchLimits &limits) {
+    const auto [max_threads, max_shared] = limits;
     const std::string what = "launch rejected before running: block " + to_key(w) + ", strategy " +
                              v.param("strategy") + " (kernel " + v.name + "): ";
     if (v.threads_per_block() > max_threads)

@@ -51,6 +51,8 @@ std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Devi
 // Throws KernelError naming the block, the strategy and the limit if a GPU launch would exceed
 // the device's threads per block or shared memory per block. run_block calls it first.
 void check_block_launch(const KernelVariant &v, const BlockWorkload &w);
+// ...against given limits (tests: a GPU's limits on a machine without it).
+void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const LaunchLimits &limits);
 void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t);
 
 // Float64 reference: layer by layer, block by block, hidden layers and the outputs of all blocks

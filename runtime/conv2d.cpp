@@ -26,7 +26,8 @@ LaunchLimits launch_limits(Device device) {
     LaunchLimits l;
     if (device == Device::cuda && cuda::device().available) {
         l.max_threads = cuda::device().max_threads_per_block;
-        l.max_shared = cuda::device().max_shared_per_block;  // without opt-in
+        // with opt-in: Halide's launches get it through runtime/cuda_driver.cpp's cuLaunchKernel
+        l.max_shared = cuda::device().max_shared_per_block_optin;
     }
     return l;
 }

@@ -44,8 +44,9 @@ bool flat_tiles_fit(int flat_threads, int tile_x, int tile_y, int out_w, int out
 const KernelVariant &select_conv2d(const Conv2dWorkload &w, Device device);
 
 // Launch geometry of a GPU variant for a workload (blocks and threads per block).
-// A device's per-block launch limits: the CUDA device's (shared memory without opt-in) where one
-// is present, else 1024 threads and 48 KB. Every launch checker (conv2d, block, stem) reads these.
+// A device's per-block launch limits: the CUDA device's (shared memory with opt-in, which
+// runtime/cuda_driver.cpp does for Halide's launches: 227 KB on the H200) where one is present,
+// else 1024 threads and 48 KB. Every launch checker (conv2d, block, stem) reads these.
 struct LaunchLimits {
     int max_threads = 1024;
     long long max_shared = 48 * 1024;

@@ -1,7 +1,10 @@
 #include "runtime/cuda_driver.h"
 #include <HalideRuntimeCuda.h>
 #include <dlfcn.h>
+#include <cstring>
+#include <mutex>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace blockfuse::cuda {
 namespace {
@@ -27,6 +30,7 @@ enum : int {
     ATTR_CC_MAJOR = 75,
     ATTR_CC_MINOR = 76,
     ATTR_MAX_SHARED_PER_BLOCK_OPTIN = 97,
+    FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
 };
 
 struct Api {
@@ -55,6 +59,7 @@ struct Api {
     CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                                unsigned, unsigned, CUstream, void **, void **);
     CUresult (*cuGetErrorString)(CUresult, const char **);
+    CUresult (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;  // optional (CUDA 9+)
     CUcontext ctx = nullptr;
     CUdevice dev = 0;
 };
@@ -103,6 +108,7 @@ DeviceInfo probe() {
         info.reason = "libcuda.so.1 found but lacks driver API symbols";
         return info;
     }
+    load(a.lib, &a.cuFuncSetAttribute, "cuFuncSetAttribute");
     if (int r = a.cuInit(0); r != 0) {
         info.reason = "CUDA driver present but cuInit failed (error " + std::to_string(r) + "): no usable GPU";
         return info;
@@ -136,6 +142,26 @@ DeviceInfo probe() {
     info.available = true;
     info.reason = "CUDA device 0 found through the driver API";
     return info;
+}
+
+// cuLaunchKernel as Halide's CUDA runtime gets it (halide_cuda_get_symbol below): a launch asking
+// for more dynamic shared memory than a block gets by default first raises the kernel's limit
+// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), once per kernel and size.
+CUresult launch_with_shared_opt_in(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                   unsigned bz, unsigned shared_bytes, CUstream stream, void **params, void **extra) {
+    Api &a = api();
+    if (shared_bytes > unsigned(device().max_shared_per_block) && a.cuFuncSetAttribute) {
+        static std::mutex m;
+        static std::unordered_map<CUfunction, unsigned> raised;  // kernel -> the limit set
+        std::lock_guard<std::mutex> lock(m);
+        unsigned &limit = raised[f];
+        if (shared_bytes > limit) {
+            if (CUresult r = a.cuFuncSetAttribute(f, FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(shared_bytes)); r != 0)
+                return r;
+            limit = shared_bytes;
+        }
+    }
+    return a.cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra);
 }
 
 int acquire_context(void *, void **ctx, bool) {
@@ -191,6 +217,23 @@ void Module::launch(const char *kernel, unsigned grid, unsigned block, void **ar
     check(api().cuModuleGetFunction(&f, mod, kernel), "cuModuleGetFunction");
     check(api().cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, nullptr, args, nullptr), "cuLaunchKernel");
 }
+
+}  // namespace blockfuse::cuda
+
+// Halide 21's CUDA runtime puts a kernel's shared memory in dynamic shared memory (cuLaunchKernel's
+// sharedMemBytes) and never opts a kernel in to more than the 48 KB a block gets by default, so a
+// schedule that needs more failed to launch (CUDA_ERROR_INVALID_VALUE). Its driver entry points
+// come through halide_cuda_get_symbol, a weak symbol made to be overridden: this definition hands
+// out the driver's functions from the libcuda the probe opened, with cuLaunchKernel wrapped.
+extern "C" void *halide_cuda_get_symbol(void *, const char *name) {
+    using namespace blockfuse::cuda;
+    (void)device();  // the probe dlopens libcuda
+    if (!api().lib) return nullptr;
+    if (std::strcmp(name, "cuLaunchKernel") == 0) return reinterpret_cast<void *>(&launch_with_shared_opt_in);
+    return dlsym(api().lib, name);
+}
+
+namespace blockfuse::cuda {
 
 void install_halide_hooks() {
     halide_set_cuda_acquire_context(&acquire_context);
