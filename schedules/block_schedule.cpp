@@ -266,12 +266,13 @@ void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs
 // chunk on its tile (+ halo) into shared memory, synchronizes, and every thread accumulates it.
 // hidden_vec > 1: each thread produces that many hidden channels of a pixel (input loads reused
 // across them) instead of one.
-// H200, MBConv c=24 e=6 56x56 f16, N=128 (bench/results/h200/fused-chunk-sum/): 0.825-0.878 ms at
-// best (mapping h: 16x8 pixels, chunk 16, 4 output channels and 4 hidden channels per thread, 64-register
-// JIT cap), 1.48x faster than layer by layer in the same run, 11.5% of FFMA; c=16 1.57x; c=40 and c=80
-// still lose (0.83x, 0.59x). Before the per-chunk register sum (chunk_sum below) the best was 1.17 ms
-// (mapping k). With hidden_vec 1 it was 2.37 ms: one hidden element per thread re-loads the input per
-// channel.
+// H200, f16, N=128, the blocks report (bench/results/h200/report/blocks/, eighth session): MBConv c=24
+// e=6 56x56 0.698 ms (mapping spw: 56x8 pixels, chunk 8, 4 output and 4 hidden channels per thread,
+// stage_padded and stage_weights, 78 KB of shared memory through the opt-in, 64-register JIT cap), 1.78x
+// faster than layer by layer in the same run, 14.5% of FFMA; c=16 1.85x (tpw, 28x16), c=40 1.05x (xpw,
+// 28x14), c=80 still loses (0.68x). Before the per-chunk register sum (chunk_sum below) the best c=24 was
+// 1.17 ms; with hidden_vec 1, 2.37 ms (one hidden element per thread re-loads the input per channel).
+// The kernels are issue-bound (Nsight Compute: 4.4 instructions per FFMA before stage_padded).
 Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     Conv2dFuncs &last = f.layers.back();
     Func out = last.output, acc = last.accum;
