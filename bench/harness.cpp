@@ -110,13 +110,14 @@ std::shared_ptr<Tensors> tensors_for_candidate(std::optional<Tensors> &shared, c
 // One candidate: the row's problem columns, strategy label and per-kernel accounting (flops and
 // bytes are their sums), and closures that time one call and check against the reference.
 template <typename W>
-Candidate make_candidate(const std::string &name, const W &w, std::string strategy, bool is_default,
-                         std::vector<KernelCost> kernels, std::function<void()> run,
+Candidate make_candidate(const std::string &name, const W &w, const KernelVariant &v, std::string strategy,
+                         bool is_default, std::vector<KernelCost> kernels, std::function<void()> run,
                          std::function<Comparison()> check) {
     Candidate c;
     c.row.workload = name;
     c.row.key = to_key(w);
     c.row.strategy = std::move(strategy);
+    c.row.variant = v.name;
     c.row.is_default = is_default;
     c.row.dtype = dtype_name(w.dtype);
     c.row.kernels = std::move(kernels);
@@ -138,17 +139,17 @@ std::string strategy_of(const KernelVariant &v) {
 
 // conv2d: every candidate kernel of the workload, checked at 4096 sampled outputs (+ a full
 // scan for unwritten ones).
-std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv2dWorkload &w, Device dev,
-                                             std::mt19937_64 &rng, const VariantFilter &keep) {
+std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv2dWorkload &w,
+                                             const std::vector<const KernelVariant *> &cands, std::mt19937_64 &rng,
+                                             const VariantFilter &keep) {
     std::vector<Candidate> out;
-    auto cands = conv2d_candidates(w, dev);
     std::optional<Conv2dTensors> shared;
     for (size_t i = 0; i < cands.size(); ++i) {
         const KernelVariant *v = cands[i];
         if (keep && !keep(*v, i)) continue;
         auto t = tensors_for_candidate(shared, w, rng, make_conv2d_tensors);
         auto run = [t, v, w] { run_conv2d(*v, w, *t); };
-        out.push_back(make_candidate(name, w, v->name, i == 0, {{v->name, conv2d_flops(w), conv2d_bytes(w, v)}}, run,
+        out.push_back(make_candidate(name, w, *v, v->name, i == 0, {{v->name, conv2d_flops(w), conv2d_bytes(w, v)}}, run,
                                      [t, w, run, &rng] {
                                          run();
                                          return check_conv2d(w, *t, 4096, rng);
@@ -158,17 +159,17 @@ std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv
 }
 
 // The stem: each strategy (layer-by-layer, depth-first), checked at full size (its reference is small).
-std::vector<Candidate> stem_candidates_for(const std::string &name, const StemWorkload &w, Device dev,
-                                           std::mt19937_64 &rng, const VariantFilter &keep) {
+std::vector<Candidate> stem_candidates_for(const std::string &name, const StemWorkload &w,
+                                           const std::vector<const KernelVariant *> &cands, std::mt19937_64 &rng,
+                                           const VariantFilter &keep) {
     std::vector<Candidate> out;
-    auto cands = stem_candidates(w, dev);
     std::optional<StemTensors> shared;
     for (size_t i = 0; i < cands.size(); ++i) {
         const KernelVariant *v = cands[i];
         if (keep && !keep(*v, i)) continue;
         auto t = tensors_for_candidate(shared, w, rng, make_stem_tensors);
         auto run = [t, v, w] { run_stem(*v, w, *t); };
-        out.push_back(make_candidate(name, w, strategy_label(v), i == 0, stem_costs(w, v->param("strategy")), run,
+        out.push_back(make_candidate(name, w, *v, strategy_label(v), i == 0, stem_costs(w, v->param("strategy")), run,
                                      [t, w, run] {
                                          run();
                                          return check_stem(w, *t);
@@ -180,10 +181,10 @@ std::vector<Candidate> stem_candidates_for(const std::string &name, const StemWo
 // Blocks: each strategy's kernel. The float64 reference runs every layer over the whole tensor,
 // so above ~2e8 MACs the kernel is checked on the same workload at n=1 (same code path, said
 // in the check column) and then timed at full size.
-std::vector<Candidate> block_candidates_for(const std::string &name, const BlockWorkload &w, Device dev,
-                                            std::mt19937_64 &rng, const VariantFilter &keep) {
+std::vector<Candidate> block_candidates_for(const std::string &name, const BlockWorkload &w,
+                                            const std::vector<const KernelVariant *> &cands, std::mt19937_64 &rng,
+                                            const VariantFilter &keep) {
     std::vector<Candidate> out;
-    auto cands = block_candidates(w, dev);
     double macs = 0;
     for (const auto &l : w.layers()) macs += w.blocks * conv2d_flops(l) / 2;
     std::optional<BlockTensors> shared;
@@ -205,7 +206,7 @@ std::vector<Candidate> block_candidates_for(const std::string &name, const Block
         // in the row's accounting: se_pool, se_gate, block).
         std::string label = strategy_label(v);
         if (w.se && v->param("strategy") == "fused") label += " [split at SE: tile sums, gate, block]";
-        out.push_back(make_candidate(name, w, label, i == 0, block_costs(w, v->param("strategy"), v->knob("tile_x", 8), v->knob("tile_y", 4)),
+        out.push_back(make_candidate(name, w, *v, label, i == 0, block_costs(w, v->param("strategy"), v->knob("tile_x", 8), v->knob("tile_y", 4)),
                                      [t, v, w] { run_block(*v, w, *t); },
                                      [v, chk, &rng] {
                                          auto s = tensors_for_candidate(chk->tensors, chk->small, rng,
@@ -218,13 +219,50 @@ std::vector<Candidate> block_candidates_for(const std::string &name, const Block
     return out;
 }
 
+// The registry's variants for a workload in dispatch order, with the fastest tuning record's variant
+// moved first where one applies; either way a line says which (a record, or the loud fallback).
+std::vector<const KernelVariant *> dispatch_order(std::vector<const KernelVariant *> cands, const std::string &key,
+                                                  Device dev, const TuningRecords *records) {
+    if (!records || cands.empty()) return cands;
+    const std::string target = record_target(dev);
+    auto built = [&cands](const std::string &n) {
+        return std::any_of(cands.begin(), cands.end(), [&n](const KernelVariant *v) { return v->name == n; });
+    };
+    if (const TuningRecord *r = records->best(key, target, built)) {
+        auto it = std::find_if(cands.begin(), cands.end(), [r](const KernelVariant *v) { return v->name == r->variant; });
+        std::rotate(cands.begin(), it, it + 1);
+        std::cout << fmt::format("tuning record: {} on {} -> {} ({:.4g} ms; {})\n", key, target, r->variant,
+                                 r->median_ms, records->path);
+    } else {
+        std::cout << fmt::format("tuning records: NONE for {} on {} in {}: the registry's pick {} stays the default\n",
+                                 key, target, records->path, cands.front()->name);
+    }
+    return cands;
+}
+
 }  // namespace
 
 std::vector<Candidate> build_candidates(const SuiteEntry &entry, Device dev, std::mt19937_64 &rng,
-                                        const VariantFilter &keep) {
-    if (is_block_key(entry.key)) return block_candidates_for(entry.name, parse_block(entry.key), dev, rng, keep);
-    if (is_stem_key(entry.key)) return stem_candidates_for(entry.name, parse_stem(entry.key), dev, rng, keep);
-    return conv2d_candidates_for(entry.name, parse_conv2d(entry.key), dev, rng, keep);
+                                        const VariantFilter &keep, const TuningRecords *records) {
+    if (is_block_key(entry.key)) {
+        const BlockWorkload w = parse_block(entry.key);
+        return block_candidates_for(entry.name, w, dispatch_order(block_candidates(w, dev), to_key(w), dev, records),
+                                    rng, keep);
+    }
+    if (is_stem_key(entry.key)) {
+        const StemWorkload w = parse_stem(entry.key);
+        return stem_candidates_for(entry.name, w, dispatch_order(stem_candidates(w, dev), to_key(w), dev, records), rng,
+                                   keep);
+    }
+    const Conv2dWorkload w = parse_conv2d(entry.key);
+    return conv2d_candidates_for(entry.name, w, dispatch_order(conv2d_candidates(w, dev), to_key(w), dev, records), rng,
+                                 keep);
+}
+
+std::string canonical_key(const std::string &key) {
+    if (is_block_key(key)) return to_key(parse_block(key));
+    if (is_stem_key(key)) return to_key(parse_stem(key));
+    return to_key(parse_conv2d(key));
 }
 
 DType workload_dtype(const std::string &key) {
@@ -258,7 +296,8 @@ void write_outputs(const std::string &dir, const nlohmann::json &ctx, const std:
         double pct_bw = ceil.measured && r.ok ? 100 * gbps / ceil.copy_gbps : 0;
         double pct_ffma = ceil.measured && r.ok ? 100 * gflops / (ceil.ffma_f32_tflops * 1e3) : 0;
         const auto &w = r.w;
-        arr.push_back({{"workload", r.workload}, {"key", r.key}, {"strategy", r.strategy}, {"default", r.is_default},
+        arr.push_back({{"workload", r.workload}, {"key", r.key}, {"strategy", r.strategy}, {"variant", r.variant},
+                       {"default", r.is_default},
                        {"device", device_name(dev)}, {"dtype", r.dtype}, {"n", w.n}, {"h", w.h}, {"w", w.w},
                        {"c", w.c}, {"k", w.k}, {"r", w.r}, {"s", w.s}, {"stride_h", w.stride_h},
                        {"stride_w", w.stride_w}, {"groups", w.groups}, {"flops", r.flops}, {"bytes", r.bytes},
@@ -336,7 +375,9 @@ int run_bench(const BenchOptions &opt) {
     if (!opt.dtype.empty() && !parse_dtype(opt.dtype, &dfilter))
         throw WorkloadError("--dtype '" + opt.dtype + "' is not supported (f32, f16, bf16)");
 
-    // Parse everything first: a bad key stops the run before any kernel does.
+    // Parse everything first: a bad key (or records file) stops the run before any kernel does.
+    std::optional<TuningRecords> records;
+    if (!opt.tuning_records.empty()) records = TuningRecords::load(opt.tuning_records);
     std::vector<SuiteEntry> work;
     for (const auto &e : entries)
         if (DType d = workload_dtype(e.key); opt.dtype.empty() || d == dfilter) work.push_back(e);
@@ -393,7 +434,7 @@ int run_bench(const BenchOptions &opt) {
     std::unique_ptr<L2ReadEvictor> evictor;  // --single-run on CUDA
     for (const auto &entry : work) {
         built = 0;
-        std::vector<Candidate> cands = build_candidates(entry, dev, rng, keep);
+        std::vector<Candidate> cands = build_candidates(entry, dev, rng, keep, records ? &*records : nullptr);
         if (cands.empty()) {
             std::cout << fmt::format("{}: {} for {} -- skipped\n", entry.name,
                                      built ? fmt::format("none of the {} {} kernels passes --variant/--variants/--strategies",
@@ -474,6 +515,15 @@ int run_bench(const BenchOptions &opt) {
     if (!opt.out_dir.empty()) {
         write_outputs(opt.out_dir, ctx, rows, ceil, dev);
         std::cout << "wrote " << opt.out_dir << "/results.json and results.csv\n";
+    }
+    if (!opt.record_to.empty()) {  // each workload's fastest passing variant, as a tuning record
+        std::vector<Measured> m;
+        for (const Row &r : rows) m.push_back({r.key, r.variant, r.median_ms, r.ok});
+        const auto best = fastest_per_workload(m, record_target(dev),
+                                               fmt::format("{} ({}, Halide {})", opt.command_line,
+                                                           ctx.value("timestamp", ""), ctx.value("halide_version", "")));
+        append_records(opt.record_to, best);
+        std::cout << "appended " << best.size() << " tuning records to " << opt.record_to << "\n";
     }
     return failures ? 1 : 0;
 }

@@ -1,6 +1,7 @@
 // The benchmark harness: suites of workloads, every candidate kernel checked against the
 // float64 reference before it is timed, interleaved timing, results as JSON + CSV.
 #pragma once
+#include "bench/tuning_records.h"
 #include "runtime/block.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/timing.h"
@@ -28,6 +29,8 @@ struct BenchOptions {
     bool model_only = false;            // every candidate's modelled kernels, nothing run (no device needed)
     int max_registers = 0;              // CUDA JIT register cap per thread; 0: the block size's limit (kernel_registry.h)
     L2Flush l2_flush = L2Flush::write;  // CUDA: before each sample, a memset or a clean read-only eviction (runtime/timing.h)
+    std::string tuning_records;         // dispatch by these records (bench/tuning_records.h), if given
+    std::string record_to;              // append each workload's fastest passing variant here as a record
     std::string command_line;
 };
 
@@ -38,7 +41,7 @@ struct Problem {
 };
 
 struct Row {
-    std::string workload, key, strategy, dtype, check;
+    std::string workload, key, strategy, variant, dtype, check;
     bool is_default = false, ok = false;
     double flops = 0, bytes = 0, median_ms = 0, min_ms = 0, max_ms = 0, host_ms = 0, rel_l2 = 0;
     int samples = 0;
@@ -59,10 +62,14 @@ struct Candidate {
 using VariantFilter = std::function<bool(const KernelVariant &v, size_t index)>;
 
 // Every kernel built for this workload (conv2d, block or stem key) on `dev` that `keep` accepts
-// (all if none), the default first. Throws WorkloadError on a bad key.
+// (all if none), the default first: the fastest of `records` for the workload and device where one
+// applies (a line says which, or that none does), else the registry's pick. Throws WorkloadError on
+// a bad key.
 std::vector<Candidate> build_candidates(const SuiteEntry &entry, Device dev, std::mt19937_64 &rng,
-                                        const VariantFilter &keep = nullptr);
+                                        const VariantFilter &keep = nullptr, const TuningRecords *records = nullptr);
 DType workload_dtype(const std::string &key);
+// A workload key (conv2d, block or stem) in canonical form. Throws WorkloadError if it is invalid.
+std::string canonical_key(const std::string &key);
 
 // Returns the process exit code: 0 ok, 1 a kernel failed or was wrong, 2 bad input.
 int run_bench(const BenchOptions &opt);

@@ -2,6 +2,7 @@
 //   blockfuse bench --suite NAME | --workload KEY ...   benchmark (GPU if present, else CPU)
 //   blockfuse check KEY ...                             parse + print canonical keys
 //   blockfuse info                                      device, Halide version, kernels built
+//   blockfuse records --from RESULTS.json --out FILE    tuning records from measured results
 // Exit codes: 0 ok, 1 a kernel failed or gave a wrong result, 2 bad input.
 #include "bench/harness.h"
 #include "runtime/conv2d.h"
@@ -33,6 +34,11 @@ int main(int argc, char **argv) {
         ->delimiter(',');
     bench->add_option("--dtype", bopt.dtype, "only workloads of this dtype (f32, f16, bf16)");
     bench->add_option("--out", bopt.out_dir, "write results.json and results.csv to this folder");
+    bench->add_option("--tuning-records", bopt.tuning_records,
+                      "dispatch by these tuning records (JSON lines: the fastest recorded variant of a workload and "
+                      "target becomes its default; a line says when none applies)");
+    bench->add_option("--record", bopt.record_to,
+                      "append each workload's fastest passing variant to this file as a tuning record");
     bench->add_option("--min-samples", bopt.min_samples, "samples per kernel, at least")->capture_default_str();
     bench->add_option("--min-seconds", bopt.min_seconds, "seconds of samples per kernel, at least")->capture_default_str();
     bench->add_option("--max-registers", bopt.max_registers,
@@ -63,6 +69,13 @@ int main(int argc, char **argv) {
 
     auto *info = app.add_subcommand("info", "device, Halide version and the kernels built in");
 
+    std::vector<std::string> from;
+    std::string records_out;
+    auto *records = app.add_subcommand("records", "append the fastest passing variant of each workload of "
+                                                  "bench results.json files to a tuning-records file");
+    records->add_option("--from", from, "results.json of a bench run")->required();
+    records->add_option("--out", records_out, "tuning-records file (JSON lines), appended to")->required();
+
     CLI11_PARSE(app, argc, argv);
     try {
         if (*bench) {
@@ -71,11 +84,18 @@ int main(int argc, char **argv) {
             cuda::release_halide_allocation_cache();
             return rc;
         }
+        if (*records) {
+            size_t n = 0;
+            for (const auto &f : from) {
+                const auto r = records_from_results(f);
+                append_records(records_out, r);
+                n += r.size();
+            }
+            std::cout << "appended " << n << " tuning records to " << records_out << "\n";
+            return 0;
+        }
         if (*check) {
-            for (const auto &k : keys)
-                std::cout << (is_block_key(k) ? to_key(parse_block(k)) : is_stem_key(k) ? to_key(parse_stem(k))
-                                                                                     : to_key(parse_conv2d(k)))
-                          << "\n";
+            for (const auto &k : keys) std::cout << canonical_key(k) << "\n";
             return 0;
         }
         if (*info) {
