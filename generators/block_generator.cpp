@@ -38,6 +38,7 @@ public:
     GeneratorParam<int> hidden_vec{"hidden_vec", 1};
     // fused GPU: each chunk's weights widened to f32 once per thread block into shared memory
     GeneratorParam<int> stage_weights{"stage_weights", 0};
+    // fused GPU: each hidden chunk stored as the next layer's padded f32 view (schedules/block_schedule.h)
     GeneratorParam<int> stage_padded{"stage_padded", 0};
     // layer_by_layer (schedules/conv2d_schedule.h, Conv2dGpuKnobs): the input-channel unroll of every
     // layer, and the mapping of the 1x1 layers (the others keep the conv2d defaults)

@@ -122,13 +122,6 @@ inline int effective_chunk(int hidden, int chunk) {
     return c;
 }
 
-// Shared memory of the fused GPU schedule, per thread block (the launch checker's estimate): the
-// f32 output accumulator tile, each hidden layer's chunk on its region (the tile grown by the
-// halos of the spatial layers after it), each full-width layer (and LayerNorm) on its region.
-// blocks > 1 (depth-first stage): the same for every block on its region (the tile grown by the
-// halos of the blocks after it), plus the output of every block but the last; the sum, as if no
-// allocation were reused. stage_weights: plus the f32 chunk of weights of the last block's chunked layers.
-// stage_padded: the hidden chunks padded_view_stageable() allows are f32.
 // The input region of layers [from_layer, end) of a block for an output region rx x ry.
 inline void grow_through_layers(const BlockSpec &b, long long &rx, long long &ry, size_t from_layer = 0) {
     for (size_t j = b.layers.size(); j-- > from_layer;) {
@@ -137,6 +130,13 @@ inline void grow_through_layers(const BlockSpec &b, long long &rx, long long &ry
     }
 }
 
+// Shared memory of the fused GPU schedule, per thread block (the launch checker's estimate): the
+// f32 output accumulator tile, each hidden layer's chunk on its region (the tile grown by the
+// halos of the spatial layers after it), each full-width layer (and LayerNorm) on its region.
+// blocks > 1 (depth-first stage): the same for every block on its region (the tile grown by the
+// halos of the blocks after it), plus the output of every block but the last; the sum, as if no
+// allocation were reused. stage_weights: plus the f32 chunk of weights of the last block's chunked layers.
+// stage_padded: the hidden chunks padded_view_stageable() allows are f32.
 inline long long fused_block_shared_bytes(const BlockSpec &b, int tile_x, int tile_y, int chunk, int elem_bytes,
                                           int blocks = 1, bool stage_weights = false, bool stage_padded = false) {
     const int ch = effective_chunk(b.hidden, chunk);
