@@ -272,7 +272,7 @@ void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs
 // faster than layer by layer in the same run, 14.5% of FFMA; c=16 1.85x (tpw, 28x16), c=40 1.05x (xpw,
 // 28x14), c=80 still loses (0.68x). Before the per-chunk register sum (chunk_sum below) the best c=24 was
 // 1.17 ms; with hidden_vec 1, 2.37 ms (one hidden element per thread re-loads the input per channel).
-// The kernels are issue-bound (Nsight Compute: 4.4 instructions per FFMA before stage_padded).
+// The kernels are issue-bound (Nsight Compute before stage_padded: about 3.8 instructions per FFMA).
 Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     Conv2dFuncs &last = f.layers.back();
     Func out = last.output, acc = last.accum;
