@@ -40,6 +40,8 @@ public:
     GeneratorParam<int> stage_weights{"stage_weights", 0};
     // fused GPU: each hidden chunk stored as the next layer's padded f32 view (schedules/block_schedule.h)
     GeneratorParam<int> stage_padded{"stage_padded", 0};
+    // fused GPU: a 1x1 hidden layer's input pixel in registers, input_vec channels per load (0: off)
+    GeneratorParam<int> input_vec{"input_vec", 0};
     // layer_by_layer (schedules/conv2d_schedule.h, Conv2dGpuKnobs): the input-channel unroll of every
     // layer, and the mapping of the 1x1 layers (the others keep the conv2d defaults)
     GeneratorParam<int> layer_unroll_channels{"layer_unroll_channels", 1};
@@ -138,6 +140,7 @@ public:
         kn.hidden_vec = hidden_vec;
         kn.stage_weights = stage_weights;
         kn.stage_padded = stage_padded;
+        kn.input_vec = input_vec;
         kn.pointwise_gpu.vec_k = pw_vec_k;
         kn.pointwise_gpu.threads_k = pw_threads_k;
         kn.pointwise_gpu.threads_x = pw_threads_x;
@@ -166,6 +169,10 @@ public:
         // (depth-first bounds every earlier block's hidden outputs, which stage_padded inlines)
         if (kn.stage_padded && strategy != blockfuse::BlockStrategy::fused)
             throw CompileError("stage_padded applies to the fused strategy only");
+        for (const blockfuse::LayerSpec &l : spec.layers)  // the 1x1 hidden layers input_vec applies to
+            if (kn.input_vec > 0 && l.hidden && l.ks == 1 && l.groups == 1 && l.in_ch % kn.input_vec)
+                throw CompileError("input_vec = " + std::to_string(kn.input_vec) + " must divide the input channels (" +
+                                   std::to_string(l.in_ch) + ") of every 1x1 hidden layer");
         blockfuse::schedule_stage(stage, spec, strategy, kn, get_target().has_gpu_feature());
         // Static channel counts: the runtime passes matching buffers (checked by Halide too).
         // Dense NHWC / (k, cg, kx, ky) buffers with static channel counts: every channel vector

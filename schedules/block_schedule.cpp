@@ -190,11 +190,32 @@ Var fused_cpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     return xo;
 }
 
+// input_vec: a 1x1 hidden layer's input pixel (all in_ch channels) copied into registers once per
+// point of the stored chunk `h` (at its thread Var), loaded `vec` channels at a time, then reused by
+// the point's hidden_vec channels. Read per use, every input channel was its own 16-bit load with
+// its own 64-bit address: in MBConv c=24's expand loop (sm_90 SASS, spw) 24 LDG.U16 with an IADD3
+// and an IMAD.WIDE each, 290 instructions per 96 FFMA; with vec = 8, 6 LDG.64 and 220.
+void input_pixel_in_registers(Conv2dFuncs &L, Func h, Var thread, int in_ch, int vec) {
+    Func pix = L.padded.in(L.accum);
+    const std::vector<Var> a = pix.args();
+    Var pco("pix_co"), pci("pix_ci");
+    pix.compute_at(h, thread).store_in(MemoryType::Register).bound_extent(a[0], in_ch);
+    for (size_t d = 1; d < a.size(); ++d) pix.bound_extent(a[d], 1);
+    // Unrolled both sides, so the register array is indexed by constants (not local memory).
+    pix.split(a[0], pco, pci, vec).vectorize(pci).unroll(pco);
+    L.accum.update().unroll(RVar(L.r.x));
+}
+
 // The hidden layers of a fused block inside the thread block of `root` at `xo` (threads_x x
 // threads_y threads): each chunk of every hidden layer produced into shared memory at the
-// accumulator's chunk loop `eo`, full-width layers and LayerNorm on the tile.
+// accumulator's chunk loop `eo`, full-width layers and LayerNorm on the tile. The block's output
+// region is rx x ry pixels; each layer's stored region gets its constant extent (the region grown
+// by the halos of the layers after it, bound_extent). With the extents Halide infers, clipped at
+// image borders, the stored region's width was a run-time value, and spreading its points over the
+// threads divided by it: in MBConv c=24's expand loop (sm_90 SASS), 350 instructions per 96 FFMA.
+// Points past the image read clamped inputs (the padded views are zero there) and are never used.
 void hidden_layers_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, Func root, Var xo, RVar eo,
-                       int threads_x, int threads_y) {
+                       int threads_x, int threads_y, int rx, int ry) {
     Func acc = f.layers.back().accum;
     for (size_t i = 0; i + 1 < f.layers.size(); ++i) {
         Conv2dFuncs &L = f.layers[i];
@@ -203,13 +224,19 @@ void hidden_layers_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn
         // inlined into it): the zero padding, clamp and widening to f32 happen once per stored
         // element, not once per read (a 3x3 depthwise reads each element up to 9 times).
         if (kn.stage_padded && padded_view_stageable(spec, i)) h = f.layers[i + 1].padded;
+        long long lx = rx, ly = ry;
+        grow_through_layers(spec, lx, ly, i + 1);
+        h.bound_extent(h.args()[1], int(lx)).bound_extent(h.args()[2], int(ly));
         if (spec.layers[i].hidden) {
             h.compute_at(acc, eo);
         } else {
             h.compute_at(root, xo);
         }
         const int hv = spec.layers[i].hidden ? kn.hidden_vec : 1;
-        accumulate_in_register(L.accum, h, spread_over_block(h, threads_x, threads_y, hv), hv);
+        Var thread = spread_over_block(h, threads_x, threads_y, hv);
+        accumulate_in_register(L.accum, h, thread, hv);
+        if (kn.input_vec > 0 && spec.layers[i].hidden && kind_of(spec.layers[i]) == ConvKind::pointwise)
+            input_pixel_in_registers(L, h, thread, spec.layers[i].in_ch, kn.input_vec);
         if (f.norms[i].defined()) {  // LayerNorm of the tile, in shared memory, one point per thread
             NormFuncs nf = f.norms[i];
             for (Func g : {nf.mean, nf.rstd, nf.normed}) {
@@ -233,13 +260,9 @@ void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs
     Func bout = last.output, acc = last.accum;
     for (Func g : {bout, acc})
         g.bound_extent(g.args()[0], spec.cout).bound_extent(g.args()[1], rx).bound_extent(g.args()[2], ry);
-    for (size_t i = 0; i + 1 < f.layers.size(); ++i) {  // each layer on the region the layers after it need
-        long long lx = rx, ly = ry;
-        grow_through_layers(spec, lx, ly, i + 1);
+    for (size_t i = 0; i + 1 < f.layers.size(); ++i) {  // each layer's channels (its region: hidden_layers_gpu)
         Func h = f.layers[i].output;
-        h.bound_extent(h.args()[0], spec.layers[i].hidden ? kn.chunk : spec.layers[i].out_ch)
-            .bound_extent(h.args()[1], int(lx))
-            .bound_extent(h.args()[2], int(ly));
+        h.bound_extent(h.args()[0], spec.layers[i].hidden ? kn.chunk : spec.layers[i].out_ch);
     }
     bout.compute_at(root, xo);
     spread_over_block(bout, threads_x, threads_y);
@@ -257,7 +280,7 @@ void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs
         .split(ti, tb, ta, threads_x)
         .reorder({ei, RVar(last.r.y), RVar(last.r.z), ta, tb, to, eo})
         .gpu_threads(ta, tb);
-    hidden_layers_gpu(f, spec, kn, root, xo, eo, threads_x, threads_y);
+    hidden_layers_gpu(f, spec, kn, root, xo, eo, threads_x, threads_y, rx, ry);
 }
 
 // Block fusion on the GPU: one kernel. A thread block owns a tile of output pixels and all
@@ -272,7 +295,10 @@ void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs
 // faster than layer by layer in the same run, 14.5% of FFMA; c=16 1.85x (tpw, 28x16), c=40 1.05x (xpw,
 // 28x14), c=80 still loses (0.68x). Before the per-chunk register sum (chunk_sum below) the best c=24 was
 // 1.17 ms; with hidden_vec 1, 2.37 ms (one hidden element per thread re-loads the input per channel).
-// The kernels are issue-bound (Nsight Compute before stage_padded: about 3.8 instructions per FFMA).
+// The kernels are issue-bound (Nsight Compute before stage_padded: about 3.8 instructions per FFMA). Since
+// then (bench/results/h200/input-vec/, ninth session, two runs): constant extents of the stored chunks and
+// input_vec made c=24 spwi 0.535-0.541 ms (2.27x layer by layer), c=16 tpwi 1.02-1.03 (2.52x), c=40 xpwi
+// 0.500 (1.20x), c=80 wpw16i 0.40 (still 0.75x).
 Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     Conv2dFuncs &last = f.layers.back();
     Func out = last.output, acc = last.accum;
@@ -320,7 +346,7 @@ Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     }
     upd.gpu_threads(akt, ax).unroll(akv).unroll(ay);
     const int threads = fused_block_threads(spec.cout, vk, kn.tile_x);
-    hidden_layers_gpu(f, spec, kn, out, xo, eo, threads / kn.tile_x, kn.tile_x);
+    hidden_layers_gpu(f, spec, kn, out, xo, eo, threads / kn.tile_x, kn.tile_x, kn.tile_x, kn.tile_y);
     if (kn.stage_weights) {
         // The chunk's weights of every chunked layer (the hidden ones and the last), widened to f32
         // once per thread block into shared memory: otherwise every thread loads and converts each

@@ -24,6 +24,8 @@ struct BlockKnobs {
                            // f32 once per thread block into shared memory (not converted per use)
     int stage_padded = 0;  // GPU fused: a hidden chunk stored as the next layer's padded f32 view (zero
                            // outside the image), so its readers neither clamp, select nor convert
+    int input_vec = 0;     // GPU fused: a 1x1 hidden layer's input pixel copied to registers once per hidden point,
+                           // this many channels per load (divides its input channels; 0: read per use)
     Conv2dGpuKnobs layer_gpu;      // layer-by-layer: the conv2d schedule of the depthwise / grouped k x k layers,
     Conv2dGpuKnobs pointwise_gpu;  //  ... of the 1x1 layers (GEMM-like: wider register tiles pay)
     Conv2dGpuKnobs full_gpu;       //  ... and of the dense k x k layers (FusedMBConv's expand)
@@ -32,7 +34,7 @@ struct BlockKnobs {
 inline const std::map<std::string, std::vector<int>> &block_knob_space() {
     static const std::map<std::string, std::vector<int>> space{
         {"chunk", {4, 8, 16, 24, 32}}, {"tile_x", {4, 8, 14, 16}}, {"tile_y", {1, 2, 4, 7, 8}}, {"vec_k", {1, 2, 4, 8}}, {"hidden_vec", {1, 2, 4, 8}},
-        {"stage_weights", {0, 1}}, {"stage_padded", {0, 1}}};
+        {"stage_weights", {0, 1}}, {"stage_padded", {0, 1}}, {"input_vec", {0, 4, 8}}};
     return space;
 }
 
