@@ -3,7 +3,8 @@
 # and misaligned accesses, leaks) and racecheck (shared-memory hazards) while the [gpu] tests run
 # every block, stage and stem variant against the float64 reference. A hazard or an access error
 # is a failed run (--error-exitcode), not a tuning choice.
-#   usage: [TAGS="[blocks],[stages],[stem]"] [TOOLS="memcheck racecheck"] [LIMIT=240] bench/h200_sanitize.sh OUTDIR
+# VARIANTS="a,b" runs only the variants whose names contain one of these (BLOCKFUSE_TEST_VARIANTS).
+#   usage: [TAGS="[blocks],[stages],[stem]"] [TOOLS="memcheck racecheck"] [LIMIT=240] [VARIANTS=...] bench/h200_sanitize.sh OUTDIR
 set -uo pipefail
 out="${1:?usage: bench/h200_sanitize.sh OUTDIR}"
 mkdir -p "$out"
@@ -15,10 +16,10 @@ for tool in ${TOOLS:-memcheck racecheck}; do
   extra=""
   [ "$tool" = memcheck ] && extra="--leak-check full"
   start=$(date +%s)
-  timeout "${LIMIT:-240}" "$san" --tool "$tool" $extra --error-exitcode 9 "$bin/test_conv2d_gpu" "$tags" \
+  BLOCKFUSE_TEST_VARIANTS="${VARIANTS:-}" timeout "${LIMIT:-240}" "$san" --tool "$tool" $extra --error-exitcode 9 "$bin/test_conv2d_gpu" "$tags" \
       > "$out/$tool.txt" 2>&1
   rc=$?
-  echo "$tool $tags: rc=$rc ($(( $(date +%s) - start )) s; 0 = clean and every test passed, 9 = sanitizer errors, 124 = time limit)" \
+  echo "$tool $tags${VARIANTS:+ (variants: $VARIANTS)}: rc=$rc ($(( $(date +%s) - start )) s; 0 = clean and every test passed, 9 = sanitizer errors, 124 = time limit)" \
       | tee -a "$out/summary.txt"
   grep -E "ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|test cases|assertions" "$out/$tool.txt" | tail -4 | tee -a "$out/summary.txt"
 done

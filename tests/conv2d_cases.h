@@ -8,7 +8,9 @@
 #include "runtime/conv2d.h"
 #include <catch2/catch.hpp>
 #include <random>
+#include <cstdlib>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -57,11 +59,24 @@ inline std::vector<std::string> conv2d_shapes() {
 
 // Every variant of `family` built for `device` in one of `dtypes` must be in `ran`: a variant
 // that no shape of a table reaches is a test gap, not a pass.
+// BLOCKFUSE_TEST_VARIANTS="a,b": only the variants whose name contains one of these substrings run (and
+// must run), e.g. to put a few new kernels under compute-sanitizer (bench/h200_sanitize.sh VARIANTS=...).
+// Unset or empty: every variant.
+inline bool selected_for_test(const std::string &name) {
+    const char *env = std::getenv("BLOCKFUSE_TEST_VARIANTS");
+    if (!env || !*env) return true;
+    std::stringstream list(env);
+    for (std::string part; std::getline(list, part, ',');)
+        if (!part.empty() && name.find(part) != std::string::npos) return true;
+    return false;
+}
+
 inline void require_all_exercised(const std::string &family, Device device, const std::vector<DType> &dtypes,
                                   const std::set<std::string> &ran,
                                   const std::function<bool(const KernelVariant &)> &in_scope = nullptr) {
     for (const auto &v : all_kernels()) {
-        if (v.family != family || v.device != device || (in_scope && !in_scope(v))) continue;
+        if (v.family != family || v.device != device || (in_scope && !in_scope(v)) || !selected_for_test(v.name))
+            continue;
         bool wanted = false;
         for (DType d : dtypes) wanted |= v.dtype == d;
         if (wanted) {
@@ -97,6 +112,7 @@ void check_every_variant(const std::string &family, Device device, const std::ve
         for (Workload w : workloads) {
             w.dtype = d;
             for (const KernelVariant *v : candidates(w, device)) {
+                if (!selected_for_test(v->name)) continue;
                 INFO(v->name << " on " << to_key(w));
                 Comparison c = run_and_check(*v, w, rng);
                 INFO(c.summary());

@@ -356,3 +356,14 @@ TEST_CASE("LayerNorm accounting: three kernels, each reading the layer's output"
     CHECK(lbl[3].bytes == Approx(2 * 2 * C * P + 8 * P));
     for (int i = 1; i <= 3; ++i) CHECK(lbl[i].flops == 0);
 }
+
+TEST_CASE("BLOCKFUSE_TEST_VARIANTS narrows the variant tests to names containing one of its substrings", "[blocks]") {
+    setenv("BLOCKFUSE_TEST_VARIANTS", "fusedR,_cpu", 1);
+    CHECK(test::selected_for_test("block_mbc24_fusedR_f32_cuda"));
+    CHECK(test::selected_for_test("block_mbc10_fused_f32_cpu"));
+    CHECK_FALSE(test::selected_for_test("block_mbc10_fused_f32_opencl"));
+    setenv("BLOCKFUSE_TEST_VARIANTS", "", 1);  // empty: every variant
+    CHECK(test::selected_for_test("block_mbc10_fused_f32_opencl"));
+    unsetenv("BLOCKFUSE_TEST_VARIANTS");
+    CHECK(test::selected_for_test("block_mbc10_fused_f32_opencl"));
+}
