@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Bad schedule knobs given to the block generator (as a new add_halide_library variant or a hand-run generator would):
+# each case must fail with a non-zero exit and a message naming the knob and why, not a Halide internal error.
+set -u
+gen="$1"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+common="-g block -e stmt -o $out target=host-cuda-cuda_capability_80-no_runtime storage=float16 family=mbconv
+        channels=24 expansion=6 kernel_size=3 stride=1 act=2"
+fail=0
+expect() {  # expect <substring> <generator params...>
+    local want="$1"; shift
+    local msg rc
+    # shellcheck disable=SC2086
+    msg=$("$gen" $common "$@" 2>&1); rc=$?
+    if [ "$rc" -eq 0 ] || ! grep -qF -- "$want" <<<"$msg" || grep -q "Internal Error" <<<"$msg"; then
+        echo "FAIL: $* -> rc=$rc, output: $msg"; fail=1
+    else
+        echo "ok: $* -> $(grep -F -- "$want" <<<"$msg" | head -1)"
+    fi
+}
+expect "input_vec = 5 must divide the input channels (24)" strategy=fused input_vec=5
+expect "hidden_vec = 3 must divide the chunk (8)" strategy=fused chunk=8 hidden_vec=3
+expect "stage_padded applies to the fused strategy only" strategy=depth_first blocks=3 stage_padded=1
+# and a valid one still generates, so the cases above fail for their knob, not for the command line
+# shellcheck disable=SC2086
+"$gen" $common strategy=fused input_vec=8 stage_padded=1 > /dev/null 2>&1 || { echo "FAIL: a valid input_vec=8 did not generate"; fail=1; }
+exit $fail
