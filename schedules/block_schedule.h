@@ -31,10 +31,13 @@ struct BlockKnobs {
     Conv2dGpuKnobs full_gpu;       //  ... and of the dense k x k layers (FusedMBConv's expand)
 };
 
+// The values each knob may take (a superset of every measured mapping: tested in test_blocks_cpu).
 inline const std::map<std::string, std::vector<int>> &block_knob_space() {
     static const std::map<std::string, std::vector<int>> space{
-        {"chunk", {4, 8, 16, 24, 32}}, {"tile_x", {4, 8, 14, 16}}, {"tile_y", {1, 2, 4, 7, 8}}, {"vec_k", {1, 2, 4, 8}}, {"hidden_vec", {1, 2, 4, 8}},
-        {"stage_weights", {0, 1}}, {"stage_padded", {0, 1}}, {"input_vec", {0, 4, 8}}};
+        {"chunk", {4, 8, 16, 24, 32, 48, 72}},  {"tile_x", {4, 7, 8, 14, 16, 28, 32, 56}},
+        {"tile_y", {1, 2, 4, 7, 8, 14, 16}},   {"vec_k", {1, 2, 4, 8}},
+        {"hidden_vec", {1, 2, 4, 8}},          {"stage_weights", {0, 1}},
+        {"stage_padded", {0, 1}},              {"input_vec", {0, 2, 4, 8}}};
     return space;
 }
 

@@ -1,6 +1,8 @@
 #define CATCH_CONFIG_MAIN
 #include "tests/block_cases.h"
+#include "schedules/block_schedule.h"  // block_knob_space() (header-only data; no libHalide linked)
 #include "tests/stem_cases.h"
+#include <algorithm>
 
 using namespace blockfuse;
 
@@ -366,4 +368,24 @@ TEST_CASE("BLOCKFUSE_TEST_VARIANTS narrows the variant tests to names containing
     CHECK(test::selected_for_test("block_mbc10_fused_f32_opencl"));
     unsetenv("BLOCKFUSE_TEST_VARIANTS");
     CHECK(test::selected_for_test("block_mbc10_fused_f32_opencl"));
+}
+
+// The knob space the autotuner will search (schedules/block_schedule.h) must contain every hand-written
+// GPU block mapping the build measures (the f16 CUDA variants), so a search starts from at least those.
+TEST_CASE("every fused and depth-first CUDA block mapping lies in block_knob_space()", "[blocks]") {
+    const auto &space = block_knob_space();
+    int checked = 0;
+    for (const auto &v : all_kernels()) {
+        if (v.family != "block" || v.device != Device::cuda || v.dtype != DType::f16 ||
+            v.param("strategy") == "layer_by_layer")
+            continue;
+        ++checked;
+        for (const auto &[knob, values] : space) {
+            auto it = v.knobs.find(knob);
+            if (it == v.knobs.end()) continue;  // the generator's default (block_generator.cpp)
+            INFO(v.name << ": " << knob << " = " << it->second);
+            CHECK(std::find(values.begin(), values.end(), it->second) != values.end());
+        }
+    }
+    CHECK(checked > 50);
 }
