@@ -169,8 +169,8 @@ public:
         // (depth-first bounds every earlier block's hidden outputs, which stage_padded inlines)
         if (kn.stage_padded && strategy != blockfuse::BlockStrategy::fused)
             throw CompileError("stage_padded applies to the fused strategy only");
-        for (const blockfuse::LayerSpec &l : spec.layers)  // the 1x1 hidden layers input_vec applies to
-            if (kn.input_vec > 0 && l.hidden && l.ks == 1 && l.groups == 1 && l.in_ch % kn.input_vec)
+        for (const blockfuse::LayerSpec &l : spec.layers)
+            if (kn.input_vec > 0 && blockfuse::pointwise_hidden_layer(l) && l.in_ch % kn.input_vec)
                 throw CompileError("input_vec = " + std::to_string(kn.input_vec) + " must divide the input channels (" +
                                    std::to_string(l.in_ch) + ") of every 1x1 hidden layer");
         blockfuse::schedule_stage(stage, spec, strategy, kn, get_target().has_gpu_feature());

@@ -54,6 +54,9 @@ struct BlockSpec {
 // and the last, whose reduction runs over the hidden chunks. Their weights are read per chunk.
 inline bool chunked_layer(const BlockSpec &b, size_t i) { return b.layers[i].hidden || i + 1 == b.layers.size(); }
 
+// A hidden 1x1 dense layer: the fused GPU schedule's input_vec copies its input pixel to registers.
+inline bool pointwise_hidden_layer(const LayerSpec &l) { return l.hidden && l.ks == 1 && l.groups == 1; }
+
 // A hidden layer whose chunk the fused GPU schedule may store as the next layer's padded f32 view
 // (stage_padded: zero outside the image, widened once per element), because the next layer reads
 // nothing else of it: no LayerNorm or Squeeze-Excitation in between.

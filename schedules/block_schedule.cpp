@@ -235,7 +235,7 @@ void hidden_layers_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn
         const int hv = spec.layers[i].hidden ? kn.hidden_vec : 1;
         Var thread = spread_over_block(h, threads_x, threads_y, hv);
         accumulate_in_register(L.accum, h, thread, hv);
-        if (kn.input_vec > 0 && spec.layers[i].hidden && kind_of(spec.layers[i]) == ConvKind::pointwise)
+        if (kn.input_vec > 0 && pointwise_hidden_layer(spec.layers[i]))
             input_pixel_in_registers(L, h, thread, spec.layers[i].in_ch, kn.input_vec);
         if (f.norms[i].defined()) {  // LayerNorm of the tile, in shared memory, one point per thread
             NormFuncs nf = f.norms[i];
