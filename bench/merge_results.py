@@ -27,7 +27,7 @@ NA = "n/a"
 NOISY = 0.2  # eager vs repeated eager timing differing by more than this fraction gets a note
 COLUMNS = ["workload", "dtype", "ours best ms", "variant", "GB/s", "% copy BW", "GFLOP/s", "% FFMA",
            "torch eager ms", "torch.compile ms", "eager/ours", "compile/ours", "check",
-           "default variant", "default ms"]
+           "default variant", "default ms", "ours host ms", "torch eager host ms", "eager host/ours host"]
 
 
 def _num(x):
@@ -145,6 +145,9 @@ def merge(ours, torch_doc):
             check_cell(rows, best, trow),
             str(default.get("strategy", NA)) if default else NA,
             fmt_ms(default.get("runtime_ms")) if default else NA,
+            # Call latency as a caller feels it (launch path + kernels + synchronize, host clock), both sides.
+            fmt_ms(b.get("host_ms")), fmt_ms(trow.get("eager_host_ms") if trow else None),
+            fmt_ratio(trow.get("eager_host_ms") if trow else None, b.get("host_ms")),
         ])
     ours_keys = set(groups)
     for (name, key) in tindex:
@@ -180,7 +183,8 @@ def to_markdown(table, ours, torch_doc, notes):
     else:
         lines.append("- torch: no baseline file given")
     lines.append("- best = lowest median runtime among variants whose check passed; "
-                 "ratios = torch ms / ours best ms (> 1: ours is faster)")
+                 "ratios = torch ms / ours best ms (> 1: ours is faster); host ms = call latency as a caller "
+                 "feels it (host clock around the call + synchronize, GPU idle before it), of the best variant")
     lines.append("")
     lines.append("| " + " | ".join(COLUMNS) + " |")
     lines.append("|" + "|".join("---" if i in (0, 1, 3, 12, 13) else "---:" for i in range(len(COLUMNS))) + "|")

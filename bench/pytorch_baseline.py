@@ -22,7 +22,9 @@ runs as F.conv2d + ReLU then F.max_pool2d(3, 2, padding 1).
 
 Caveat: do_bench times each call between CUDA events, so for very small convolutions the
 host-side cost of a call (Python, torch.compile guards, kernel launch) can show up in the
-numbers; --cudagraph adds graph-replayed timings without it (but also without the L2 flush).
+numbers where it is longer than the GPU work; --cudagraph adds graph-replayed timings without it
+(but also without the L2 flush). eager_host_ms / compile_host_ms are the call latency as a caller
+feels it (host clock around the call + synchronize, GPU idle before it), the C++ harness's host_ms.
 
 The key parsers below mirror runtime/workload.cpp and runtime/block.cpp (same fields, defaults,
 validation and messages), so that keys are read the same way here as in the C++ harness;
@@ -794,6 +796,38 @@ def _bench_read_evicted(fn):
     return float(statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)))
 
 
+_WRITE_FLUSH = {}
+
+
+def _bench_host(fn, samples=30):
+    """Call latency as a caller feels it, the C++ harness's host_ms (runtime/timing.cpp): after an L2
+    flush of the same kind as the device timing and a synchronize (the GPU idle), the host clock
+    around fn() + synchronize. Python, the dispatcher, torch.compile's guards and every kernel
+    launch are in it, as the GPU time is; the median of `samples` calls after a warm-up."""
+    import statistics
+    import time
+    import torch
+
+    if L2_FLUSH == "read":
+        flush = _read_evict
+    else:  # do_bench's flush: a memset of a buffer larger than the L2
+        if "buf" not in _WRITE_FLUSH:
+            l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or (64 << 20)
+            _WRITE_FLUSH["buf"] = torch.empty(max(2 * l2, 256 << 20), dtype=torch.int8, device="cuda")
+        flush = _WRITE_FLUSH["buf"].zero_
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(samples):
+        flush()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return float(statistics.median(times))
+
+
 def _bench_graph(fn):
     """GPU time without host launch overhead: fn replayed from a CUDA graph. No L2 flush
     between calls, so small working sets stay in L2 (an optimistic number)."""
@@ -807,14 +841,16 @@ def _new_record(name, suite_key, wl):
     if isinstance(wl, (BlockWorkload, StemWorkload)):
         rec["family"] = wl.family if isinstance(wl, BlockWorkload) else "stem"
         rec["flops"] = workload_flops(wl)
-    rec.update({"eager_ms": None, "eager_ms_repeat": None, "compile_ms": None, "compile_error": None,
+    rec.update({"eager_ms": None, "eager_ms_repeat": None, "compile_ms": None,
+                "eager_host_ms": None, "compile_host_ms": None, "compile_error": None,
                 "compile_s": None, "compile_rel_l2": None, "compile_check_ok": None, "error": None})
     return rec
 
 
 def _time_eager_and_compile(rec, fn, args, expected, use_compile, cudagraph):
     """The measurement of every workload (conv2d or block), into rec: eager result and shape
-    check, eager timing, torch.compile (fresh, static shapes) checked against eager and timed,
+    check, eager timing (device, and host-inclusive call latency), torch.compile (fresh, static
+    shapes) checked against eager and timed the same two ways,
     a second eager timing, and the optional CUDA-graph timings. Raises on eager failure."""
     import time
     import torch
@@ -825,6 +861,7 @@ def _time_eager_and_compile(rec, fn, args, expected, use_compile, cudagraph):
         if tuple(ref.shape) != expected:  # same shape as the C++ side computes
             raise RuntimeError(f"output shape {tuple(ref.shape)} != expected {expected}")
         rec["eager_ms"] = _bench(lambda: fn(*args))
+        rec["eager_host_ms"] = _bench_host(lambda: fn(*args))
 
         if use_compile:
             try:
@@ -838,6 +875,7 @@ def _time_eager_and_compile(rec, fn, args, expected, use_compile, cudagraph):
                 rec["compile_rel_l2"] = rel if math.isfinite(rel) else str(rel)
                 rec["compile_check_ok"] = bool(rel < REL_L2_TOL)
                 rec["compile_ms"] = _bench(lambda: compiled(*args))
+                rec["compile_host_ms"] = _bench_host(lambda: compiled(*args))
             except Exception as e:  # recorded, not fatal: the eager numbers still stand
                 rec["compile_ms"] = None
                 rec["compile_error"] = f"{type(e).__name__}: {e}"
@@ -914,7 +952,9 @@ def _context(args):
         "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
         "timing": {"tool": "triton.testing.do_bench" if L2_FLUSH == "write" else "CUDA events, do_bench's budget",
                    "warmup_ms": BENCH_WARMUP_MS, "rep_ms": BENCH_REP_MS, "return_mode": "median", "l2_flush": True,
-                   "l2_flush_kind": L2_FLUSH},
+                   "l2_flush_kind": L2_FLUSH,
+                   "host_latency": "eager_host_ms / compile_host_ms: median of 30 calls, each after a flush and a "
+                                   "synchronize, host clock around the call + synchronize"},
         "compile": {"enabled": not args.no_compile, "mode": "default", "dynamic": False},
         "cudagraph_timing": args.cudagraph,
         "rel_l2_tol": REL_L2_TOL,
@@ -939,7 +979,8 @@ def _fmt(x, spec=".4f"):
 
 
 def print_table(results):
-    head = f"{'workload':<24} {'dtype':<5} {'eager ms':>10} {'eager rpt':>10} {'compile ms':>10}  check"
+    head = (f"{'workload':<24} {'dtype':<5} {'eager ms':>10} {'eager rpt':>10} {'compile ms':>10} {'eager host':>10} "
+            f"{'comp host':>10}  check")
     print(head)
     print("-" * len(head))
     for r in results:
@@ -954,7 +995,7 @@ def print_table(results):
             check += f" (rel_l2={r['compile_rel_l2']})" if isinstance(r["compile_rel_l2"], str) \
                 else f" (rel_l2={r['compile_rel_l2']:.2e})"
         print(f"{r['name']:<24} {str(r.get('dtype') or '-'):<5} {_fmt(r['eager_ms']):>10} {_fmt(r['eager_ms_repeat']):>10} "
-              f"{_fmt(r['compile_ms']):>10}  {check}")
+              f"{_fmt(r['compile_ms']):>10} {_fmt(r.get('eager_host_ms')):>10} {_fmt(r.get('compile_host_ms')):>10}  {check}")
 
 
 def build_arg_parser():

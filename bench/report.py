@@ -460,10 +460,13 @@ def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, ha
           + (" t_i = n/R (Eq. 1, 8); T_min = waterline (Eq. 12, = t_min of Eq. 11 for one kernel); C = t_i/t_a "
              "(Eq. 7, 8); C_max = N/(T_min·R) (Eq. 13); floor = which bound of Eq. 11 binds. # numbers the bars of "
              "waterline.png." if R else "")
-          + (" Ratios are torch time / ours (> 1: ours is faster)." if have_torch else ""), ""]
+          + (" Ratios are torch time / ours (> 1: ours is faster); host µs = call latency as a caller feels it "
+             "(host clock around the call + synchronize, GPU idle before it; device time above excludes the launch "
+             "path)." if have_torch else ""), ""]
     cols = ["#", "workload", "dtype", "best strategy (passing variants)", "n/b FLOP/B", "t_a µs"]
     cols += ["t_i µs", "T_min µs", "C", "C_max", "T_min/t_a", "floor"] if R else ["GFLOP/s"]
     cols += ["torch eager µs", "torch.compile µs", "eager/ours", "compile/ours"] if have_torch else []
+    cols += ["host µs ours / eager", "eager/ours host"] if have_torch else []
     L += ["| " + " | ".join(cols) + " |", "|" + "|".join("---" if i in (1, 2, 3) or c == "floor" else "---:"
                                                           for i, c in enumerate(cols)) + "|"] if units else \
         ["No workload has a passing row."]
@@ -479,6 +482,9 @@ def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, ha
             e, cm = (_num((u.torch or {}).get(k)) for k in ("eager_ms", "compile_ms"))
             row += [_us(e and e * 1e-3), _us(cm and cm * 1e-3),
                     f"{e * 1e-3 / u.t_a:.2f}" if e else "n/a", f"{cm * 1e-3 / u.t_a:.2f}" if cm else "n/a"]
+            # Call latency as a caller feels it (host clock around call + synchronize), both sides.
+            oh, eh = _num(u.best.get("host_ms")), _num((u.torch or {}).get("eager_host_ms"))
+            row += [f"{_us(oh and oh * 1e-3)} / {_us(eh and eh * 1e-3)}", f"{eh / oh:.2f}" if oh and eh else "n/a"]
         L.append("| " + " | ".join(row) + " |")
     multi = [u for u in units if len(u.kernels) > 1]
     if multi and R:

@@ -59,10 +59,14 @@ L2ReadEvictor::L2ReadEvictor() {
 }
 L2ReadEvictor::~L2ReadEvictor() = default;
 
-void L2ReadEvictor::evict() {
+void L2ReadEvictor::enqueue_evict() {
     unsigned long long words = impl_->bytes / 16;
     void *args[] = {&impl_->buf, &words, &impl_->out};
     impl_->mod.launch("l2_evict_read", unsigned(cuda::device().sm_count) * 8, 256, args);
+}
+
+void L2ReadEvictor::evict() {
+    enqueue_evict();
     cuda::synchronize();
 }
 

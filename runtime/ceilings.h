@@ -27,7 +27,8 @@ public:
     ~L2ReadEvictor();
     L2ReadEvictor(const L2ReadEvictor &) = delete;
     L2ReadEvictor &operator=(const L2ReadEvictor &) = delete;
-    void evict();
+    void evict();          // runs the kernel and waits for it
+    void enqueue_evict();  // queues it only (timing: the GPU stays busy while the host launches)
 
 private:
     struct Impl;

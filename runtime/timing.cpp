@@ -48,6 +48,7 @@ double ms_since(Clock::time_point t0) {
 }
 
 // write: a memset of 2x the L2 (leaves it dirty); read: the read-only eviction (runtime/ceilings.h).
+// flush() only queues the work: the GPU is still flushing when the timed call starts.
 struct L2Flusher {
     uintptr_t buf = 0;
     size_t bytes = 0;
@@ -64,8 +65,8 @@ struct L2Flusher {
         if (buf) cuda::mem_free(buf);
     }
     void flush() {
-        if (buf) cuda::memset_d8(buf, 0, bytes);
-        if (evictor) evictor->evict();
+        if (buf) cuda::memset_d8(buf, 0, bytes);  // device memory: asynchronous to the host
+        if (evictor) evictor->enqueue_evict();
     }
 };
 }  // namespace
@@ -83,23 +84,38 @@ std::vector<TimingStats> time_interleaved(const std::vector<std::function<void()
             if (on_device) cuda::synchronize();
         }
     std::vector<double> total(fns.size(), 0.0);
+    auto enough = [&](size_t i) {
+        const auto &v = on_device ? st[i].device_ms : st[i].host_ms;
+        return int(v.size()) >= opt.min_samples && total[i] >= opt.min_seconds * 1e3 &&
+               int(st[i].host_ms.size()) >= opt.min_samples;
+    };
     for (int s = 0; s < opt.max_samples; ++s) {
         bool done = true;
-        for (size_t i = 0; i < fns.size(); ++i)
-            if (int(st[i].host_ms.size()) < opt.min_samples || total[i] < opt.min_seconds * 1e3) done = false;
+        for (size_t i = 0; i < fns.size(); ++i) done = done && enough(i);
         if (done) break;
         for (size_t i = 0; i < fns.size(); ++i) {
             if (on_device) {
+                // Device time: the flush is queued, not waited for, so the GPU is busy while the host
+                // runs the call's launch path (Halide's argument checks, context, cuLaunchKernel) and
+                // the start event fires when the flush ends. Waiting for the flush first left the GPU
+                // idle during the launch path, and the events counted it as kernel time.
                 flusher.flush();
-                cuda::synchronize();
-                auto t0 = Clock::now();
                 ev->record_start();
                 fns[i]();
                 ev->record_stop();
-                double d = ev->elapsed_ms();  // synchronizes on the stop event
-                st[i].host_ms.push_back(ms_since(t0));
+                const double d = ev->elapsed_ms();  // synchronizes on the stop event
                 st[i].device_ms.push_back(d);
                 total[i] += d;
+                // Call latency as a caller feels it (launch path + kernel + synchronize, host clock,
+                // after its own flush on an idle GPU): every sample until min_samples, then every 4th.
+                if (int(st[i].host_ms.size()) < opt.min_samples || s % 4 == 0) {
+                    flusher.flush();
+                    cuda::synchronize();
+                    const auto t0 = Clock::now();
+                    fns[i]();
+                    cuda::synchronize();
+                    st[i].host_ms.push_back(ms_since(t0));
+                }
             } else {
                 auto t0 = Clock::now();
                 fns[i]();

@@ -1,5 +1,7 @@
-// Timing: CUDA events on the stream Halide launches on (device time) and the host clock around
-// launch + synchronize (call latency as a caller feels it). Warm-up first; samples of several
+// Timing: CUDA events on the stream Halide launches on (device time: the flush before each sample
+// is still running when the call is made, so the host's launch path is not counted) and, in
+// separate samples, the host clock around launch + synchronize on an idle GPU (call latency as a
+// caller feels it). Warm-up first; samples of several
 // candidates are interleaved A/B/A/B so clock drift cancels; the L2 is flushed before every
 // sample so no sample times the cache.
 //
@@ -30,7 +32,7 @@ struct TimingOptions {
 
 struct TimingStats {
     std::vector<double> device_ms;  // per sample (empty on the CPU)
-    std::vector<double> host_ms;    // per sample: launch + synchronize, host clock
+    std::vector<double> host_ms;    // per host sample: launch + synchronize, host clock (GPU: separate samples)
     double median_ms = 0, min_ms = 0, max_ms = 0;  // of device_ms on GPU, host_ms on CPU
     double host_median_ms = 0;
 };

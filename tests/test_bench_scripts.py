@@ -406,6 +406,7 @@ def test_merge():
     torch_doc = {"context": {"gpu": "Test GPU", "torch_version": "2.11"},
                  "results": [{"name": "a", "dtype": "f16", "eager_ms": 0.5, "eager_ms_repeat": 0.51,
                               "compile_ms": 0.3, "compile_error": None, "compile_check_ok": True,
+                              "eager_host_ms": 0.6,
                               "key": key_a.replace("pad=1", "pad_t=1,pad_b=1,pad_l=1,pad_r=1")}]}
     with tempfile.TemporaryDirectory() as d:
         po, pt = os.path.join(d, "ours.json"), os.path.join(d, "torch.json")
@@ -428,6 +429,9 @@ def test_merge():
     assert a["eager/ours"] == "2.50" and a["compile/ours"] == "1.50", a
     assert a["torch eager ms"] == "0.5" and a["torch.compile ms"] == "0.3", a
     assert a["check"].startswith("ok (1/3 variants failed)"), a
+    # Host-inclusive latency: the best row's host_ms (1.2x its runtime here) against torch's eager_host_ms.
+    assert a["ours host ms"] == "0.24" and a["torch eager host ms"] == "0.6" and a["eager host/ours host"] == "2.50", a
+    assert b["ours host ms"] == "0.12" and b["torch eager host ms"] == "n/a" and b["eager host/ours host"] == "n/a", b
     assert a["GB/s"] == "5.0" and a["% copy BW"] == "50.0", a
     # No torch row: torch columns and ratios are n/a.
     assert b["variant"] == "pw" and b["torch eager ms"] == "n/a" and b["eager/ours"] == "n/a", b
