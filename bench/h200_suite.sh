@@ -3,7 +3,7 @@
 # every candidate kernel checked then timed (ceilings measured first), PyTorch eager and
 # torch.compile on the same workloads, merged into one table; for the blocks suite also the
 # Nsight Compute DRAM validation of every kernel of the suite (h200_env.sh, ncu_dram_validation).
-#   usage: [TESTS=0] [NCU=0] [RACECHECK=TAGS] [BENCH_TIMEOUT=S] bench/h200_suite.sh blocks|conv2d OUTDIR
+#   usage: [TESTS=0] [NCU=0] [RACECHECK=TAGS] [BENCH_TIMEOUT=S] [TORCH_TIMEOUT=S] bench/h200_suite.sh blocks|conv2d OUTDIR
 # TESTS=0 skips the [gpu] tests, NCU=0 the Nsight Compute part; RACECHECK="[stages]" runs
 # compute-sanitizer racecheck over those [gpu] test cases first. BENCH_TIMEOUT (default 480 s)
 # bounds the suite's run: on a fresh host the driver JIT-compiles every kernel's PTX on its first
@@ -24,7 +24,7 @@ echo "== $suite suite"
 timeout "${BENCH_TIMEOUT:-480}" stdbuf -oL "$bin/blockfuse" bench --suite "$suite" --out "$out/$suite" > "$out/bench_$suite.txt" 2>&1
 echo "rc=$?"; tail -4 "$out/bench_$suite.txt"
 echo "== PyTorch"
-timeout 150 python3 bench/pytorch_baseline.py --suite "workloads/$suite.txt" --out "$out/$suite/pytorch.json" \
+timeout "${TORCH_TIMEOUT:-150}" python3 bench/pytorch_baseline.py --suite "workloads/$suite.txt" --out "$out/$suite/pytorch.json" \
     > "$out/pytorch_$suite.txt" 2>&1
 echo "rc=$?"; tail -3 "$out/pytorch_$suite.txt"
 python3 bench/merge_results.py --ours "$out/$suite/results.json" --torch "$out/$suite/pytorch.json" \

@@ -107,8 +107,8 @@ std::vector<TimingStats> time_interleaved(const std::vector<std::function<void()
                 st[i].device_ms.push_back(d);
                 total[i] += d;
                 // Call latency as a caller feels it (launch path + kernel + synchronize, host clock,
-                // after its own flush on an idle GPU): every sample until min_samples, then every 4th.
-                if (int(st[i].host_ms.size()) < opt.min_samples || s % 4 == 0) {
+                // after its own flush on an idle GPU): every sample until min_samples, then every 8th.
+                if (int(st[i].host_ms.size()) < opt.min_samples || s % 8 == 0) {
                     flusher.flush();
                     cuda::synchronize();
                     const auto t0 = Clock::now();
