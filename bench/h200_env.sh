@@ -11,8 +11,13 @@ san=$(command -v compute-sanitizer || ls /opt/nvidia/*/compute-sanitizer/compute
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 export PYTHONUNBUFFERED=1
 
-# A workload's key by its name in a suite file (default workloads/blocks.txt): workload_key NAME [SUITE]
-workload_key() { awk -v n="$1" '$1 == n {print $2}' "${2:-workloads/blocks.txt}"; }
+# A workload's key by its name in a suite file (default workloads/blocks.txt): workload_key NAME [SUITE];
+# NAME may be SUITE:NAME (workload_key conv2d:highres reads workloads/conv2d.txt).
+workload_key() {
+  local n="$1" f="${2:-workloads/blocks.txt}"
+  if [[ "$n" == *:* ]]; then f="workloads/${n%%:*}.txt"; n="${n#*:}"; fi
+  awk -v n="$n" '$1 == n {print $2}' "$f"
+}
 
 # Nsight Compute's DRAM read and write bytes for every kernel of a suite (one profiled run each,
 # clocks untouched) against the model's bytes: OUT/ncu_dram.csv, OUT/single/, OUT/dram_validation.md.

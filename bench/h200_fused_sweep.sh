@@ -3,7 +3,8 @@
 # against layer by layer, on a GPU host: the [gpu] tests of TAGS (default [blocks]: every block variant
 # against float64), the MBConv workloads with every candidate (--variants all: each layer-by-layer mapping
 # too), checked then timed, the whole run twice to see the noise; then compute-sanitizer racecheck and
-# memcheck over the same tests. NAMES picks other workloads of workloads/blocks.txt, VARIANTS a subset of
+# memcheck over the same tests. NAMES picks other workloads of workloads/blocks.txt (or SUITE:NAME of another
+# suite file, e.g. conv2d:highres), VARIANTS a subset of
 # the candidates (bench --variant: substrings of the variant name or strategy). Tarred into $OUT/sweep.tgz.
 #   usage: OUT=DIR [NAMES="name ..."] [VARIANTS="fusedspw layer_by_layer ..."] [TAGS="[blocks],[stages]"]
 #          [SAN_LIMIT=150] bench/h200_fused_sweep.sh

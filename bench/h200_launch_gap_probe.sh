@@ -18,7 +18,7 @@ names="${NAMES:-conv2d:dw3x3-c144-56-n128 conv2d:dw5x5-c240-28-n128 blocks:mbcon
 variants="${VARIANTS:-k3fd k3fa k5fa k5fe fusednwi fusedspwi layer_by_layer block_cf64_fused_f16}"
 w=""; only=""; : > "$o/suite.txt"
 for sn in $names; do
-  key=$(workload_key "${sn#*:}" "workloads/${sn%%:*}.txt"); w="$w --workload $key"
+  key=$(workload_key "$sn"); w="$w --workload $key"
   echo "${sn#*:} $key" >> "$o/suite.txt"
 done
 for run in new_a old_a new_b old_b; do
@@ -37,7 +37,7 @@ timeout 150 "$ncu" --clock-control none --csv --print-units base -k regex:_kerne
 echo "ncu rc=$?"
 # DETAIL="suite:name variant": Nsight Compute's full section set on that one kernel (its second launch)
 if [ -n "${DETAIL:-}" ]; then
-  set -- $DETAIL; dn="${1#*:}"; dkey=$(workload_key "$dn" "workloads/${1%%:*}.txt")
+  set -- $DETAIL; dn="${1#*:}"; dkey=$(workload_key "$1")
   timeout 120 "$ncu" --clock-control none --set full -k regex:_kernel -s 1 -c 1 \
       "$bin/blockfuse" bench --workload "$dkey" --variants all --variant "$2" --single-run --no-ceilings \
       > "$o/ncu_full_${dn}_$2.txt" 2>&1

@@ -111,14 +111,21 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
             // neighbouring threads' halos stop re-reading L2 (ncu on the H200: the register-
             // window variant was L2-throughput-bound at 94% with DRAM at 43%). The block's
             // threads load it cooperatively: channels on threads_k, pixels on threads_x.
-            Var wco("wco"), wci("wci"), wxy("wxy"), wxyo("wxyo"), wxyi("wxyi");
+            // The tile's channel vectors are cut into groups of threads_k, so the load uses the
+            // block's threads_k x threads_x threads whatever the channel count. (Mapped whole, a
+            // general conv's tile of C input channels made the block C / vec_k threads wide: 512
+            // threads for C=256 with "d", whose 255-register cap then failed the launch on the H200,
+            // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, 2026-11-30; "c" ran 256 threads, 3/4 idle outside
+            // the load.)
+            Var wco("wco"), wci("wci"), wcg("wcg"), wct("wct"), wxy("wxy"), wxyo("wxyo"), wxyi("wxyi");
             window.compute_at(out, ko)
                 .store_in(MemoryType::GPUShared)
                 .split(wc, wco, wci, kn.vec_k, TailStrategy::RoundUp)
+                .split(wco, wcg, wct, kn.threads_k, TailStrategy::GuardWithIf)
                 .fuse(wx, wy, wxy)
                 .split(wxy, wxyo, wxyi, kn.threads_x, TailStrategy::GuardWithIf)
-                .reorder(wci, wco, wxyi, wxyo)
-                .gpu_threads(wco, wxyi)
+                .reorder(wci, wct, wxyi, wcg, wxyo)
+                .gpu_threads(wct, wxyi)
                 .vectorize(wci);
         }
     }

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# A schedule fix re-checked on a GPU host, in one call: compute-sanitizer memcheck and racecheck over the [gpu]
+# tests of TAGS narrowed to the changed kernels (SAN_VARIANTS, comma-separated substrings), then the workloads
+# NAMES (SUITE:NAME, e.g. conv2d:highres) timed twice with the candidates whose names contain one of
+# BENCH_VARIANTS (space-separated), then PyTorch eager and torch.compile on the same workloads. Tarred into
+# $OUT/recheck.tgz.
+#   usage: OUT=DIR TAGS="[conv2d]" SAN_VARIANTS="general_c,general_d" NAMES="conv2d:highres ..."
+#          BENCH_VARIANTS="general ..." [SAN_LIMIT=150] bench/h200_recheck.sh
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"  # bin, san, workload_key
+o="${OUT:?set OUT}/recheck"; mkdir -p "$o"
+bash bench/gpu_context.sh > "$o/gpu_context.txt" 2>&1
+TAGS="${TAGS:?}" VARIANTS="${SAN_VARIANTS:?}" LIMIT="${SAN_LIMIT:-150}" bash bench/h200_sanitize.sh "$o/sanitize" > /dev/null 2>&1
+cat "$o/sanitize/summary.txt"
+w=""; : > "$o/suite.txt"
+for sn in ${NAMES:?}; do
+  key=$(workload_key "$sn" | head -1); w="$w --workload $key"; echo "${sn#*:} $key" >> "$o/suite.txt"
+done
+for run in a b; do
+  timeout 120 "$bin/blockfuse" bench $w --variants all --variant ${BENCH_VARIANTS:?} --min-seconds 0.3 --out "$o/bench_$run" \
+      > "$o/bench_$run.txt" 2>&1
+  echo "bench $run rc=$?"
+done
+timeout 150 python3 bench/pytorch_baseline.py --suite "$o/suite.txt" --out "$o/pytorch.json" > "$o/pytorch.txt" 2>&1
+echo "pytorch rc=$?"
+bash bench/gpu_context.sh > "$o/gpu_context_after.txt" 2>&1
+tar -czf "$OUT/recheck.tgz" -C "$OUT" recheck

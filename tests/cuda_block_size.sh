@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# A CUDA variant's block size must be the constant its knobs give (threads_k x threads_x, or flat_threads):
+# the runtime's launch checker and the register cap it loads the kernel with (runtime/kernel_registry.cpp)
+# both count on it. Generates the variant's lowered statement and checks every kernel launch in it
+# (halide_cuda_run's three thread extents) against EXPECTED threads per block.
+#   usage: cuda_block_size.sh GENERATOR EXPECTED generator-args...
+set -u
+gen="$1"; want="$2"; shift 2
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+if ! msg=$("$gen" -n v -e stmt -o "$out" target=host-cuda-cuda_capability_80-no_runtime "$@" 2>&1); then
+    echo "FAIL: the generator failed: $msg"; exit 1
+fi
+launches=$(grep -a -o 'halide_cuda_run(cuda\[0\], "[A-Za-z_0-9]*", [^,]*, [^,]*, [^,]*, [^,]*, [^,]*, [^,]*,' "$out/v.stmt")
+[ -n "$launches" ] || { echo "FAIL: no CUDA launch found in the statement"; exit 1; }
+fail=0
+while IFS= read -r l; do
+    name=$(cut -d'"' -f2 <<<"$l")
+    IFS=', ' read -r -a f <<<"$(cut -d'"' -f3 <<<"$l" | sed 's/^, //; s/,$//')"
+    tx=${f[3]}; ty=${f[4]}; tz=${f[5]}
+    if ! [[ "$tx$ty$tz" =~ ^[0-9]+$ ]]; then
+        echo "FAIL: $name: block size ($tx, $ty, $tz) depends on the shape"; fail=1
+    elif [ $((tx * ty * tz)) -ne "$want" ]; then
+        echo "FAIL: $name: block of $tx x $ty x $tz threads, the knobs give $want"; fail=1
+    else
+        echo "ok: $name: $tx x $ty x $tz"
+    fi
+done <<<"$launches"
+exit $fail
