@@ -280,6 +280,15 @@ nlohmann::json kernels_json(const Row &r) {
     return a;
 }
 
+// A CSV field as RFC 4180 has it: quoted when it holds a comma, a quote or a line break (a strategy label such as
+// "fused (...) [split at SE: tile sums, gate, block]", a workload key), quotes doubled.
+std::string csv_field(const std::string &s) {
+    if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+}
+
 void write_outputs(const std::string &dir, const nlohmann::json &ctx, const std::vector<Row> &rows,
                    const Ceilings &ceil, Device dev) {
     fs::create_directories(dir);
@@ -306,11 +315,11 @@ void write_outputs(const std::string &dir, const nlohmann::json &ctx, const std:
                        {"gflops", gflops}, {"pct_copy_bw", pct_bw}, {"pct_ffma", pct_ffma}, {"check_ok", r.ok},
                        {"check", r.check}, {"rel_l2", r.rel_l2}, {"kernels", kernels_json(r)}});
         csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.4g},{:.6g},{:.6g},{:.6g},{:.6g},{},"
-                           "{:.4g},{:.4g},{:.3g},{:.3g},{},{:.3g},\"{}\"\n",
-                           r.workload, r.strategy, r.is_default, device_name(dev), r.dtype, w.n, w.h, w.w, w.c, w.k,
+                           "{:.4g},{:.4g},{:.3g},{:.3g},{},{:.3g},{}\n",
+                           csv_field(r.workload), csv_field(r.strategy), r.is_default, device_name(dev), r.dtype, w.n, w.h, w.w, w.c, w.k,
                            w.r, w.s, w.stride_h, w.stride_w, w.dil_h, w.dil_w, w.groups, r.flops, r.bytes,
                            r.flops / r.bytes, r.median_ms, r.min_ms, r.max_ms, r.host_ms, r.samples, gbps, gflops,
-                           pct_bw, pct_ffma, r.ok, r.rel_l2, r.key);
+                           pct_bw, pct_ffma, r.ok, r.rel_l2, csv_field(r.key));
     }
     j["results"] = arr;
     std::ofstream(dir + "/results.json") << j.dump(1) << "\n";
