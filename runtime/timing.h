@@ -1,5 +1,6 @@
 // Timing: CUDA events on the stream Halide launches on (device time: the flush before each sample
-// is still running when the call is made, so the host's launch path is not counted) and, in
+// is still running when the call is made, so the host's launch path is not counted; with no flush,
+// as for the ceilings' millisecond-long runs, it is, a few µs) and, in
 // separate samples, the host clock around launch + synchronize on an idle GPU (call latency as a
 // caller feels it). Warm-up first; samples of several
 // candidates are interleaved A/B/A/B so clock drift cancels; the L2 is flushed before every
