@@ -506,7 +506,7 @@ int run_bench(const BenchOptions &opt) {
             r.min_ms = stats[i].min_ms;
             r.max_ms = stats[i].max_ms;
             r.host_ms = stats[i].host_median_ms;
-            r.samples = int(stats[i].host_ms.size());
+            r.samples = stats[i].samples();
         }
     }
 

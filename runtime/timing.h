@@ -36,6 +36,8 @@ struct TimingStats {
     std::vector<double> host_ms;    // per host sample: launch + synchronize, host clock (GPU: separate samples)
     double median_ms = 0, min_ms = 0, max_ms = 0;  // of device_ms on GPU, host_ms on CPU
     double host_median_ms = 0;
+    // Samples behind median_ms (on a GPU the host samples are fewer: runtime/timing.cpp).
+    int samples() const { return int(device_ms.empty() ? host_ms.size() : device_ms.size()); }
 };
 
 double median(std::vector<double> v);

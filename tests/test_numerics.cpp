@@ -148,5 +148,10 @@ TEST_CASE("host timing ignores the device L2 flush (no CUDA context is touched)"
         CHECK(calls == 4);  // one warm-up, three samples
         CHECK(st[0].host_ms.size() == 3);
         CHECK(st[0].device_ms.empty());
+        CHECK(st[0].samples() == 3);  // what the results' `samples` column reports
     }
+    TimingStats gpu;  // on a GPU: every device sample, fewer host ones
+    gpu.device_ms.assign(40, 1.0);
+    gpu.host_ms.assign(14, 1.2);
+    CHECK(gpu.samples() == 40);
 }
