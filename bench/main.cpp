@@ -104,8 +104,8 @@ int main(int argc, char **argv) {
             std::cout << "device: " << device_name(d) << " -- " << why << "\n";
             std::cout << run_context(bopt.command_line).dump(1) << "\n";
             for (const auto &v : all_kernels())
-                std::cout << fmt::format("{:<40} {:<7} {:<5} {}\n", v.name, device_name(v.device), dtype_name(v.dtype),
-                                         v.kind);
+                std::cout << fmt::format("{:<40} {:<7} {:<5} {:<10} threads={}\n", v.name, device_name(v.device),
+                                         dtype_name(v.dtype), v.kind, v.threads_per_block());
             return 0;
         }
     } catch (const WorkloadError &e) {

@@ -134,6 +134,7 @@ def merge(ours, torch_doc):
         if _num(t_eager) and t_rep and abs(t_rep - t_eager) > NOISY * t_eager:
             notes.append(f"{name}: torch eager timing is noisy ({fmt_ms(t_eager)} ms, repeat {fmt_ms(t_rep)} ms)")
         t_comp = trow.get("compile_ms") if trow else None
+        t_eager_host = trow.get("eager_host_ms") if trow else None
         dtype = b.get("dtype") or rows[0].get("dtype") or (trow or {}).get("dtype")
         table.append([
             str(name), str(dtype or NA),
@@ -146,8 +147,7 @@ def merge(ours, torch_doc):
             str(default.get("strategy", NA)) if default else NA,
             fmt_ms(default.get("runtime_ms")) if default else NA,
             # Call latency as a caller feels it (launch path + kernels + synchronize, host clock), both sides.
-            fmt_ms(b.get("host_ms")), fmt_ms(trow.get("eager_host_ms") if trow else None),
-            fmt_ratio(trow.get("eager_host_ms") if trow else None, b.get("host_ms")),
+            fmt_ms(b.get("host_ms")), fmt_ms(t_eager_host), fmt_ratio(t_eager_host, b.get("host_ms")),
         ])
     ours_keys = set(groups)
     for (name, key) in tindex:
