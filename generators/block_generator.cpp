@@ -42,6 +42,8 @@ public:
     GeneratorParam<int> stage_padded{"stage_padded", 0};
     // fused GPU: a 1x1 hidden layer's input pixel in registers, input_vec channels per load (0: off)
     GeneratorParam<int> input_vec{"input_vec", 0};
+    // fused GPU: channels per thread and pixel of the full-width layers computed on the tile (1: one)
+    GeneratorParam<int> full_vec{"full_vec", 1};
     // layer_by_layer (schedules/conv2d_schedule.h, Conv2dGpuKnobs): the input-channel unroll of every
     // layer, and the mapping of the 1x1 layers (the others keep the conv2d defaults)
     GeneratorParam<int> layer_unroll_channels{"layer_unroll_channels", 1};
@@ -141,6 +143,7 @@ public:
         kn.stage_weights = stage_weights;
         kn.stage_padded = stage_padded;
         kn.input_vec = input_vec;
+        kn.full_vec = full_vec;
         kn.pointwise_gpu.vec_k = pw_vec_k;
         kn.pointwise_gpu.threads_k = pw_threads_k;
         kn.pointwise_gpu.threads_x = pw_threads_x;
@@ -173,6 +176,10 @@ public:
             if (kn.input_vec > 0 && blockfuse::pointwise_hidden_layer(l) && l.in_ch % kn.input_vec)
                 throw CompileError("input_vec = " + std::to_string(kn.input_vec) + " must divide the input channels (" +
                                    std::to_string(l.in_ch) + ") of every 1x1 hidden layer");
+        for (size_t i = 0; i + 1 < spec.layers.size(); ++i)
+            if (!spec.layers[i].hidden && (kn.full_vec < 1 || spec.layers[i].out_ch % kn.full_vec))
+                throw CompileError("full_vec = " + std::to_string(kn.full_vec) + " must divide the channels (" +
+                                   std::to_string(spec.layers[i].out_ch) + ") of every full-width layer before the last");
         blockfuse::schedule_stage(stage, spec, strategy, kn, get_target().has_gpu_feature());
         // Static channel counts: the runtime passes matching buffers (checked by Halide too).
         // Dense NHWC / (k, cg, kx, ky) buffers with static channel counts: every channel vector

@@ -138,10 +138,11 @@ inline void grow_through_layers(const BlockSpec &b, long long &rx, long long &ry
 // halos of the spatial layers after it), each full-width layer (and LayerNorm) on its region.
 // blocks > 1 (depth-first stage): the same for every block on its region (the tile grown by the
 // halos of the blocks after it), plus the output of every block but the last; the sum, as if no
-// allocation were reused. stage_weights: plus the f32 chunk of weights of the last block's chunked layers.
+// allocation were reused. stage_weights: plus the f32 chunk of weights of the last block's chunked layers
+// (2: and the whole weights of its full-width layers).
 // stage_padded: the hidden chunks padded_view_stageable() allows are f32.
 inline long long fused_block_shared_bytes(const BlockSpec &b, int tile_x, int tile_y, int chunk, int elem_bytes,
-                                          int blocks = 1, bool stage_weights = false, bool stage_padded = false) {
+                                          int blocks = 1, int stage_weights = 0, bool stage_padded = false) {
     const int ch = effective_chunk(b.hidden, chunk);
     long long bytes = 0, bx = tile_x, by = tile_y;  // region of the current block's output
     for (int blk = blocks - 1; blk >= 0; --blk) {
@@ -157,9 +158,9 @@ inline long long fused_block_shared_bytes(const BlockSpec &b, int tile_x, int ti
         }
         grow_through_layers(b, bx, by);
     }
-    if (stage_weights) {  // the last block's chunk of weights of every chunked layer, f32
+    if (stage_weights) {  // the last block's chunk of weights of every chunked layer, f32 (2: every layer's)
         for (size_t i = 0; i < b.layers.size(); ++i) {
-            if (!chunked_layer(b, i)) continue;
+            if (!chunked_layer(b, i) && stage_weights < 2) continue;
             const LayerSpec &L = b.layers[i];
             const bool last = i + 1 == b.layers.size();
             const long long k = L.hidden ? ch : L.out_ch, cg = last ? ch : L.in_ch / L.groups;

@@ -193,7 +193,7 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
     if (v.param("strategy") != "layer_by_layer") {  // defaults: generators/block_generator.cpp
         shared = fused_block_shared_bytes(w.spec(), v.knob("tile_x", 8), v.knob("tile_y", 4), v.knob("chunk", 8),
                                           dtype_bytes(w.dtype), v.param("strategy") == "depth_first" ? w.blocks : 1,
-                                          v.knob("stage_weights", 0) != 0, v.knob("stage_padded", 0) != 0);
+                                          v.knob("stage_weights", 0), v.knob("stage_padded", 0) != 0);
     } else if (v.knob("full_stage_input", 0) == 2) {  // the dense k x k layers' input tile + halo
         namespace d = conv2d_defaults;
         for (const Conv2dWorkload &l : w.layers())

@@ -232,7 +232,7 @@ void hidden_layers_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn
         } else {
             h.compute_at(root, xo);
         }
-        const int hv = spec.layers[i].hidden ? kn.hidden_vec : 1;
+        const int hv = spec.layers[i].hidden ? kn.hidden_vec : kn.full_vec;
         Var thread = spread_over_block(h, threads_x, threads_y, hv);
         accumulate_in_register(L.accum, h, thread, hv);
         if (kn.input_vec > 0 && pointwise_hidden_layer(spec.layers[i]))
@@ -351,10 +351,17 @@ Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
         // The chunk's weights of every chunked layer (the hidden ones and the last), widened to f32
         // once per thread block into shared memory: otherwise every thread loads and converts each
         // weight it uses (in MBConv c=24 k's expand loop, 72 converts per 64 FFMA; sm_90 SASS).
+        // stage_weights = 2: the full-width layers' weights too, once per tile (ConvFirst's grouped 3x3 layer
+        // converted each of its 64 weights per tap and pixel: 212 instructions per 64 FFMA, sm_90 SASS).
         for (size_t i = 0; i < f.layers.size(); ++i) {
-            if (!chunked_layer(spec, i)) continue;
+            const bool chunked = chunked_layer(spec, i);
+            if (!chunked && kn.stage_weights < 2) continue;
             Func w = f.layers[i].weights;
-            w.compute_at(acc, eo);
+            if (chunked) {
+                w.compute_at(acc, eo);
+            } else {
+                w.compute_at(out, xo);
+            }
             spread_over_block(w, threads / kn.tile_x, kn.tile_x);
         }
     }

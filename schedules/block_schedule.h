@@ -21,9 +21,13 @@ struct BlockKnobs {
     int vec_k = 4;      // output channels per thread (GPU) / vector lanes (CPU: 8)
     int hidden_vec = 1; // GPU fused: hidden channels one thread produces per pixel (divides chunk)
     int stage_weights = 0; // GPU fused: per chunk, the chunk's weights of every chunked layer widened to
-                           // f32 once per thread block into shared memory (not converted per use)
+                           // f32 once per thread block into shared memory (not converted per use); 2: also
+                           // the full-width layers' weights (ConvFirst's grouped 3x3), once per tile
     int stage_padded = 0;  // GPU fused: a hidden chunk stored as the next layer's padded f32 view (zero
                            // outside the image), so its readers neither clamp, select nor convert
+    int full_vec = 1;      // GPU fused: channels one thread produces per pixel of a full-width layer computed on the
+                           // tile (ConvFirst's grouped 3x3, ConvNeXt's depthwise 7x7), its inputs and weights then
+                           // loaded as channel vectors; divides those layers' channels
     int input_vec = 0;     // GPU fused: a 1x1 hidden layer's input pixel copied to registers once per hidden point,
                            // this many channels per load (divides its input channels; 0: read per use)
     Conv2dGpuKnobs layer_gpu;      // layer-by-layer: the conv2d schedule of the depthwise / grouped k x k layers,
@@ -36,8 +40,9 @@ inline const std::map<std::string, std::vector<int>> &block_knob_space() {
     static const std::map<std::string, std::vector<int>> space{
         {"chunk", {4, 8, 16, 24, 32, 48, 72}},  {"tile_x", {4, 7, 8, 14, 16, 28, 32, 56}},
         {"tile_y", {1, 2, 4, 7, 8, 14, 16}},   {"vec_k", {1, 2, 4, 8}},
-        {"hidden_vec", {1, 2, 4, 8}},          {"stage_weights", {0, 1}},
-        {"stage_padded", {0, 1}},              {"input_vec", {0, 2, 4, 8}}};
+        {"hidden_vec", {1, 2, 4, 8}},          {"stage_weights", {0, 1, 2}},
+        {"stage_padded", {0, 1}},              {"input_vec", {0, 2, 4, 8}},
+        {"full_vec", {1, 2, 4, 8}}};
     return space;
 }
 

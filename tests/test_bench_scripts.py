@@ -500,6 +500,40 @@ def test_sass_mix_parsing():
         assert r.returncode == 2 and "holds no embedded PTX" in r.stderr, (r.returncode, r.stderr)
 
 
+def test_stall_phases():
+    # tools/stall_phases.py: an ncu source table is cut after each BAR.SYNC; each phase's share of the stall
+    # samples, its FFMA share (predicated FFMA counted) and stall reasons; a file that is not such a table is
+    # refused with one message and exit code 2.
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import stall_phases
+    head = ('"Kernel Name","k",\n"Address","Source","Warp Stall Sampling (All Samples)","Instructions Executed",'
+            '"L1 Wavefronts Shared","L1 Wavefronts Shared Ideal","stall_long_sb","stall_mio","stall_barrier"\n')
+    body = [("0x10", "LDG.E R1, [R2.64] ;", 30, 10, 0, 0, 30, 0, 0),
+            ("0x20", "BAR.SYNC.DEFER_BLOCKING 0x0 ;", 10, 10, 0, 0, 0, 0, 10),
+            ("0x30", "FFMA R3, R1, R1, R3 ;", 20, 40, 0, 0, 0, 0, 0),
+            ("0x40", "@P0 FFMA R4, R1, R1, R4 ;", 20, 40, 0, 0, 0, 0, 0),
+            ("0x50", "LDS.128 R8, [R9] ;", 20, 20, 40, 20, 0, 20, 0)]
+    text = head + "".join(",".join(f'"{v}"' for v in row) + "\n" for row in body)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "sass.csv")
+        open(path, "w").write(text)
+        res = stall_phases.summarize(stall_phases.read_rows(path))
+        assert len(res) == 2, res
+        assert abs(res[0]["share"] - 0.4) < 1e-9 and abs(res[1]["share"] - 0.6) < 1e-9, res
+        assert res[0]["ffma"] == 0 and res[1]["ffma"] == 80 and res[1]["executed"] == 100, res
+        assert (res[1]["wavefronts"], res[1]["ideal"]) == (40, 20), res
+        assert res[0]["stalls"][0] == ("stall_long_sb", 30), res
+        out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "stall_phases.py"), path],
+                             capture_output=True, text=True)
+        assert out.returncode == 0 and "| 60.0% |" in out.stdout and "| 80% |" in out.stdout, out.stdout
+        bad = os.path.join(d, "bad.csv")
+        open(bad, "w").write("a,b\n1,2\n")
+        for f in (bad, os.path.join(d, "missing.csv")):
+            r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "stall_phases.py"), f],
+                               capture_output=True, text=True)
+            assert r.returncode == 2 and r.stderr.startswith("error: ") and "Traceback" not in r.stderr, r.stderr
+
+
 def main():
     tests = [(n, f) for n, f in sorted(globals().items()) if n.startswith("test_") and callable(f)]
     failed = 0

@@ -167,8 +167,13 @@ TEST_CASE("block launches beyond threads or shared memory are rejected, naming b
     // The estimate itself: accumulator + the expand chunk on the tile + 1-pixel halo + the depthwise chunk.
     CHECK(fused_block_shared_bytes(w.spec(), 8, 4, 8, 2) == 4LL * 24 * 8 * 4 + 8LL * 10 * 6 * 2 + 8LL * 8 * 4 * 2);
     // stage_weights adds the chunk's f32 weights: expand 8 x 24, depthwise 8 x 1 x 3 x 3, project 24 x 8.
-    CHECK(fused_block_shared_bytes(w.spec(), 8, 4, 8, 2, 1, true) ==
+    CHECK(fused_block_shared_bytes(w.spec(), 8, 4, 8, 2, 1, 1) ==
           fused_block_shared_bytes(w.spec(), 8, 4, 8, 2) + 4LL * (8 * 24 + 8 * 9 + 24 * 8));
+    // stage_weights = 2 adds the full-width layers' whole weights: none in MBConv; ConvFirst c=64's grouped 3x3
+    // (64 x 8 x 3 x 3).
+    CHECK(fused_block_shared_bytes(w.spec(), 8, 4, 8, 2, 1, 2) == fused_block_shared_bytes(w.spec(), 8, 4, 8, 2, 1, 1));
+    const BlockSpec cf = parse_block("convfirst:n=1,c=64,h=56,w=56,e=4,k=3,stride=1,act=relu,dtype=f16").spec();
+    CHECK(fused_block_shared_bytes(cf, 16, 4, 32, 2, 1, 2) == fused_block_shared_bytes(cf, 16, 4, 32, 2, 1, 1) + 4LL * 64 * 8 * 9);
     // stage_padded stores both hidden chunks (expand on the tile + halo, depthwise on the tile) as f32.
     CHECK(fused_block_shared_bytes(w.spec(), 8, 4, 8, 2, 1, false, true) ==
           4LL * 24 * 8 * 4 + 8LL * 10 * 6 * 4 + 8LL * 8 * 4 * 4);
