@@ -44,6 +44,8 @@ public:
     GeneratorParam<int> input_vec{"input_vec", 0};
     // fused GPU: channels per thread and pixel of the full-width layers computed on the tile (1: one)
     GeneratorParam<int> full_vec{"full_vec", 1};
+    // fused GPU, stage_weights: the weight copy's rounds unrolled (all loads in flight before the stores)
+    GeneratorParam<int> unroll_staging{"unroll_staging", 0};
     // layer_by_layer (schedules/conv2d_schedule.h, Conv2dGpuKnobs): the input-channel unroll of every
     // layer, and the mapping of the 1x1 layers (the others keep the conv2d defaults)
     GeneratorParam<int> layer_unroll_channels{"layer_unroll_channels", 1};
@@ -144,6 +146,7 @@ public:
         kn.stage_padded = stage_padded;
         kn.input_vec = input_vec;
         kn.full_vec = full_vec;
+        kn.unroll_staging = unroll_staging;
         kn.pointwise_gpu.vec_k = pw_vec_k;
         kn.pointwise_gpu.threads_k = pw_threads_k;
         kn.pointwise_gpu.threads_x = pw_threads_x;
@@ -170,6 +173,7 @@ public:
             throw CompileError("hidden_vec = " + std::to_string(int(hidden_vec)) + " must divide the chunk (" +
                                std::to_string(kn.chunk) + ")");
         // (depth-first bounds every earlier block's hidden outputs, which stage_padded inlines)
+        if (kn.unroll_staging && !kn.stage_weights) throw CompileError("unroll_staging needs stage_weights");
         if (kn.stage_padded && strategy != blockfuse::BlockStrategy::fused)
             throw CompileError("stage_padded applies to the fused strategy only");
         for (const blockfuse::LayerSpec &l : spec.layers)

@@ -362,7 +362,7 @@ Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
             } else {
                 w.compute_at(out, xo);
             }
-            spread_over_block(w, threads / kn.tile_x, kn.tile_x);
+            spread_over_block(w, threads / kn.tile_x, kn.tile_x, 1, kn.unroll_staging != 0);
         }
     }
     return xo;

@@ -25,6 +25,8 @@ struct BlockKnobs {
                            // the full-width layers' weights (ConvFirst's grouped 3x3), once per tile
     int stage_padded = 0;  // GPU fused: a hidden chunk stored as the next layer's padded f32 view (zero
                            // outside the image), so its readers neither clamp, select nor convert
+    int unroll_staging = 0; // GPU fused, with stage_weights: each thread's rounds of the weight copy unrolled, so
+                            // all its global loads are in flight before the stores (else one load per round)
     int full_vec = 1;      // GPU fused: channels one thread produces per pixel of a full-width layer computed on the
                            // tile (ConvFirst's grouped 3x3, ConvNeXt's depthwise 7x7), its inputs and weights then
                            // loaded as channel vectors; divides those layers' channels
@@ -42,7 +44,7 @@ inline const std::map<std::string, std::vector<int>> &block_knob_space() {
         {"tile_y", {1, 2, 4, 7, 8, 14, 16}},   {"vec_k", {1, 2, 4, 8}},
         {"hidden_vec", {1, 2, 4, 8}},          {"stage_weights", {0, 1, 2}},
         {"stage_padded", {0, 1}},              {"input_vec", {0, 2, 4, 8}},
-        {"full_vec", {1, 2, 4, 8}}};
+        {"full_vec", {1, 2, 4, 8}},            {"unroll_staging", {0, 1}}};
     return space;
 }
 

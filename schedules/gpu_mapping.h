@@ -7,9 +7,11 @@ namespace blockfuse {
 // Cooperative production of a Func computed at thread-block level into shared memory: its
 // (channel, x, y) points are spread over a threads_x x threads_y block, the same shape as the
 // consumer's thread loops, so the block has no idle lanes; each thread produces `vec` consecutive
-// channels of one point (vec must divide the produced channel extent). Returns the innermost
-// thread Var (for compute_at of the Func's own reduction, in registers).
-inline Halide::Var spread_over_block(Halide::Func h, int threads_x, int threads_y, int vec = 1) {
+// channels of one point (vec must divide the produced channel extent). unroll_rounds: the rounds
+// of the block over the points unrolled (a copy's loads all in flight before its stores; the
+// extent must be constant). Returns the innermost thread Var (for compute_at of the Func's own
+// reduction, in registers).
+inline Halide::Var spread_over_block(Halide::Func h, int threads_x, int threads_y, int vec = 1, bool unroll_rounds = false) {
     using namespace Halide;
     Var hk = h.args()[0], hx = h.args()[1], hy = h.args()[2];
     Var hxy("hxy"), ho("ho"), hi("hi"), ha("ha"), hb("hb"), hkv("hkv");
@@ -20,6 +22,7 @@ inline Halide::Var spread_over_block(Halide::Func h, int threads_x, int threads_
         .split(hi, ho, hi, threads_x * threads_y, TailStrategy::GuardWithIf)
         .split(hi, hb, ha, threads_x)
         .gpu_threads(ha, hb);
+    if (unroll_rounds) h.unroll(ho);
     return ha;
 }
 

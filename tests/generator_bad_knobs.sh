@@ -23,6 +23,7 @@ expect "input_vec = 5 must divide the input channels (24)" strategy=fused input_
 expect "hidden_vec = 3 must divide the chunk (8)" strategy=fused chunk=8 hidden_vec=3
 # full_vec on ConvFirst c=24 (its grouped 3x3 layer is full width: 24 channels)
 common="${common/family=mbconv/family=convfirst}" expect "full_vec = 5 must divide the channels (24)" strategy=fused full_vec=5
+expect "unroll_staging needs stage_weights" strategy=fused unroll_staging=1
 expect "stage_padded applies to the fused strategy only" strategy=depth_first blocks=3 stage_padded=1
 # and a valid one still generates, so the cases above fail for their knob, not for the command line
 # shellcheck disable=SC2086

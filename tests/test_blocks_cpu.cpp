@@ -252,7 +252,7 @@ TEST_CASE("the dispatcher picks the mapping with the highest prefer rank of its 
         {"mbconv:n=1,c=40,h=28,w=28,e=6,k=5,stride=1,act=relu6,dtype=f16", "fused"},  // xpwi
         {"mbconv:n=1,c=80,h=14,w=14,e=6,k=3,stride=1,act=relu6,dtype=f16", "layer_by_layer"},
         {"mbconv:n=1,c=16,h=112,w=112,e=6,k=3,stride=1,act=relu6,dtype=f16", "fused"},  // tpwi
-        {"mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16", "fused"},  // nwi
+        {"mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16", "fused"},  // nwiu
         {"mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16", ""}};
     for (const auto &[key, strategy] : cases) {
         auto c = block_candidates(parse_block(key), Device::cuda);
