@@ -6,7 +6,7 @@
 # $OUT/recheck.tgz. CHECK=tests runs the narrowed tests without the sanitizers (a first look at many new kernels;
 # each one that stays needs its clean sanitizer run).
 #   usage: [CHECK=tests] OUT=DIR TAGS="[conv2d]" SAN_VARIANTS="general_c,general_d" NAMES="conv2d:highres ..."
-#          BENCH_VARIANTS="general ..." [SAN_LIMIT=150] [BENCH_LIMIT=120] bench/h200_recheck.sh
+#          BENCH_VARIANTS="general ..." [SAN_LIMIT=150] [BENCH_LIMIT=120] [TORCH_TIMEOUT=150] bench/h200_recheck.sh
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"  # bin, san, workload_key
 o="${OUT:?set OUT}/recheck"; mkdir -p "$o"
@@ -27,7 +27,7 @@ for run in a b; do
       > "$o/bench_$run.txt" 2>&1
   echo "bench $run rc=$?"
 done
-timeout 150 python3 bench/pytorch_baseline.py --suite "$o/suite.txt" --out "$o/pytorch.json" > "$o/pytorch.txt" 2>&1
+timeout "${TORCH_TIMEOUT:-150}" python3 bench/pytorch_baseline.py --suite "$o/suite.txt" --out "$o/pytorch.json" > "$o/pytorch.txt" 2>&1
 echo "pytorch rc=$?"
 bash bench/gpu_context.sh > "$o/gpu_context_after.txt" 2>&1
 tar -czf "$OUT/recheck.tgz" -C "$OUT" recheck
