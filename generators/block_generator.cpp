@@ -173,6 +173,8 @@ public:
             throw CompileError("hidden_vec = " + std::to_string(int(hidden_vec)) + " must divide the chunk (" +
                                std::to_string(kn.chunk) + ")");
         // (depth-first bounds every earlier block's hidden outputs, which stage_padded inlines)
+        if (kn.stage_weights < 0 || kn.stage_weights > 2)
+            throw CompileError("stage_weights = " + std::to_string(kn.stage_weights) + " must be 0, 1 or 2");
         if (kn.unroll_staging && !kn.stage_weights) throw CompileError("unroll_staging needs stage_weights");
         if (kn.stage_padded && strategy != blockfuse::BlockStrategy::fused)
             throw CompileError("stage_padded applies to the fused strategy only");

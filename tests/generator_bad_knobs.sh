@@ -24,6 +24,7 @@ expect "hidden_vec = 3 must divide the chunk (8)" strategy=fused chunk=8 hidden_
 # full_vec on ConvFirst c=24 (its grouped 3x3 layer is full width: 24 channels)
 common="${common/family=mbconv/family=convfirst}" expect "full_vec = 5 must divide the channels (24)" strategy=fused full_vec=5
 expect "unroll_staging needs stage_weights" strategy=fused unroll_staging=1
+expect "stage_weights = 3 must be 0, 1 or 2" strategy=fused stage_weights=3
 expect "stage_padded applies to the fused strategy only" strategy=depth_first blocks=3 stage_padded=1
 # and a valid one still generates, so the cases above fail for their knob, not for the command line
 # shellcheck disable=SC2086
