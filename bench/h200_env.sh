@@ -25,7 +25,8 @@ workload_key() {
 # ncu must not flush caches itself (--cache-control none) and replays the application, not the
 # kernel, so nothing it saves or restores passes through the L2. The second eviction's DRAM writes
 # are what the run left dirty in the write-back L2 (bench/ncu_compare.py adds them to the run).
-# Prints ncu's exit status, then the last LINES lines of the comparison.
+# Prints ncu's exit status, then the last LINES lines of the comparison. SPILLS=CSV (tools/kernel_spills.py, made
+# on the build machine, which has ptxas) adds each run's spill bytes per thread.
 #   usage: ncu_dram_validation OUT SUITE TIMEOUT_S LINES
 ncu_dram_validation() {
   mkdir -p "$1"
@@ -34,5 +35,6 @@ ncu_dram_validation() {
       --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
       "$bin/blockfuse" bench --suite "$2" --single-run --no-ceilings --out "$1/single" > "$1/ncu_dram.csv" 2> "$1/ncu_dram.err"
   echo "ncu dram rc=$?"
-  python3 bench/ncu_compare.py "$1/single/results.json" "$1/ncu_dram.csv" --out "$1/dram_validation.md" | tail -"$4"
+  python3 bench/ncu_compare.py "$1/single/results.json" "$1/ncu_dram.csv" --out "$1/dram_validation.md" \
+      ${SPILLS:+--spills "$SPILLS"} | tail -"$4"
 }

@@ -103,9 +103,11 @@ int main(int argc, char **argv) {
             Device d = pick_device("auto", &why);
             std::cout << "device: " << device_name(d) << " -- " << why << "\n";
             std::cout << run_context(bopt.command_line).dump(1) << "\n";
+            // CUDA kernels also print the register cap their JIT gets (register_cap: the same rule as at launch).
             for (const auto &v : all_kernels())
-                std::cout << fmt::format("{:<40} {:<7} {:<5} {:<10} threads={}\n", v.name, device_name(v.device),
-                                         dtype_name(v.dtype), v.kind, v.threads_per_block());
+                std::cout << fmt::format("{:<40} {:<7} {:<5} {:<10} threads={}{}\n", v.name, device_name(v.device),
+                                         dtype_name(v.dtype), v.kind, v.threads_per_block(),
+                                         v.device == Device::cuda ? fmt::format(" regs={}", register_cap(v)) : "");
             return 0;
         }
     } catch (const WorkloadError &e) {

@@ -32,8 +32,13 @@ The fraction is fitted, not derived. On the H200 (60 MiB L2):
 Fractions from 0.62 to 0.76 separate these; 0.7 is the default. A smaller tensor alone is not
 enough: the size rule "re-read tensor <= half the L2" missed the convfirst case.
 
+Spills (--spills, the CSV of tools/kernel_spills.py: each kernel's spill bytes per thread at its JIT register
+cap, from ptxas): spilled values go to local memory, through the L1 and L2, and reach DRAM as dirty lines are
+evicted; the tensor machine does not count them. The per-run table then shows each run's spill bytes per thread,
+and a line counts how many runs outside the tolerance spill at least --spill-min bytes per thread.
+
     python3 bench/ncu_compare.py RESULTS.json NCU.csv [--out TABLE.md] [--tolerance 0.15]
-                                 [--l2-bytes N] [--l2-fit 0.7]
+                                 [--l2-bytes N] [--l2-fit 0.7] [--spills SPILLS.csv] [--spill-min 64]
 """
 import argparse
 import csv
@@ -88,6 +93,15 @@ def split_runs(rows, launches):
     return runs
 
 
+def read_spills(path):
+    """tools/kernel_spills.py CSV -> {kernel: spill store bytes per thread}."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows or "kernel" not in rows[0] or "spill_store_bytes" not in rows[0]:
+        raise ValueError(f"{path}: not a tools/kernel_spills.py table (kernel, spill_store_bytes columns)")
+    return {r["kernel"]: int(r["spill_store_bytes"]) for r in rows}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results")
@@ -97,11 +111,14 @@ def main(argv=None):
     ap.add_argument("--l2-bytes", type=float, help="L2 size for the L2-aware model (default: RESULTS' GPU context)")
     ap.add_argument("--l2-fit", type=float, default=0.7,
                     help="a kernel whose compulsory bytes fit in this share of the L2 reads its re-reads from the L2")
+    ap.add_argument("--spills", help="tools/kernel_spills.py CSV: a spill column and the count of spilling runs")
+    ap.add_argument("--spill-min", type=int, default=64, help="bytes per thread counted as spilling")
     a = ap.parse_args(argv)
     try:
         doc = json.load(open(a.results))
         rows = doc["results"]
         runs = split_runs(rows, read_ncu(a.ncu_csv))
+        spills = read_spills(a.spills) if a.spills else None
     except (OSError, ValueError, KeyError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -126,6 +143,7 @@ def main(argv=None):
            "|---|---|---|---:|---:|---:|" + ("---:|" if has_wb else "") + "---:|---|" + l2_rule + "---:|"]
     run_lines = []
     n_k = within_k = n_r = within_r = within_k_l2 = within_r_l2 = 0
+    outside_spilling = outside = inside_spilling = 0  # runs against the L2-aware model (else the tensor machine)
     for r, (launches, wb) in zip(rows, runs):
         kernels = r.get("kernels", [])
         for j, (k, l) in enumerate(zip(kernels, launches)):
@@ -148,13 +166,23 @@ def main(argv=None):
             n_r += 1
             within_r += ok
             l2_cell = ""
+            final_ok = ok
             if l2_aware:
                 m2 = sum(l2_model(k) for k in kernels)
                 r2, ok2 = verdict(measured, m2)
                 within_r_l2 += ok2
+                final_ok = ok2
                 l2_cell = f" {m2:.4g} | {r2:.2f} | {'yes' if ok2 else 'no'} |"
+            spill_cell = ""
+            if spills is not None:
+                sp = spills.get(r.get("variant", ""))
+                spill_cell = f" {sp if sp is not None else '?'} |"
+                spilling = sp is not None and sp >= a.spill_min
+                outside += not final_ok
+                outside_spilling += spilling and not final_ok
+                inside_spilling += spilling and final_ok
             run_lines.append(f"| {r['workload']} | {r['strategy']} | {len(kernels)} | {modelled:.4g} | {measured:.4g} | "
-                             f"{ratio:.2f} | {'yes' if ok else 'no'} |{l2_cell}")
+                             f"{ratio:.2f} | {'yes' if ok else 'no'} |{l2_cell}{spill_cell}")
     wb_note = " + written back after the run" if has_wb else ""
     l2_note = (f" (L2-aware: a kernel moving at most {a.l2_fit:g} x {l2 / 2**20:.0f} MiB reads its re-reads from the L2)"
                if l2_aware else "")
@@ -163,10 +191,16 @@ def main(argv=None):
         out.append(f"{within_k_l2} of {n_k} kernels within {tol} of the L2-aware model{l2_note}.")
     out += ["", "## Per run (the candidate's kernels together)", "",
             f"| workload | strategy | kernels | modelled bytes | measured bytes | measured / modelled | within {tol} |"
-            + l2_head, "|---|---|---:|---:|---:|---:|---|" + l2_rule] + run_lines
+            + l2_head + (" spill B/thread (ptxas) |" if spills is not None else ""),
+            "|---|---|---:|---:|---:|---:|---|" + l2_rule + ("---:|" if spills is not None else "")] + run_lines
     out.append(f"\n{within_r} of {n_r} runs within {tol} of the model (DRAM read + DRAM write{wb_note}).")
     if l2_aware:
         out.append(f"{within_r_l2} of {n_r} runs within {tol} of the L2-aware model{l2_note}.")
+    if spills is not None:
+        which = "the L2-aware model" if l2_aware else "the model"
+        out.append(f"Spills (ptxas at each kernel's JIT register cap, >= {a.spill_min} B per thread): {outside_spilling} "
+                   f"of the {outside} runs outside {tol} of {which} spill; {inside_spilling} of the {n_r - outside} "
+                   f"within it do.")
     text = "\n".join(out) + "\n"
     if a.out:
         with open(a.out, "w") as f:

@@ -306,6 +306,30 @@ class NcuCompareTest(unittest.TestCase):
                                text=True)
             self.assertIn("| w0 | s0 | 2 | 2000 | 1600 | 0.80 | no | 2000 | 0.80 | no |", r.stdout)
 
+    def test_spills_column_and_count(self):
+        with tempfile.TemporaryDirectory() as d:
+            # Run 0 within (1.10), run 1 outside (1.60); the spill table says run 1's kernel spills 96 B per
+            # thread, run 0's 8: one of the one run outside spills at >= 64 B, none of the one within.
+            res, csvp = self._write(d, [1, 1], [(5, 0), (600, 500), (5, 0), (900, 700)])
+            doc = json.load(open(res))
+            doc["results"][0]["variant"], doc["results"][1]["variant"] = "kern_a", "kern_b"
+            json.dump(doc, open(res, "w"))
+            sp = os.path.join(d, "spills.csv")
+            open(sp, "w").write("kernel,threads,cap,registers,stack_bytes,spill_store_bytes,spill_load_bytes\n"
+                                "kern_a,128,255,80,8,8,8\nkern_b,256,64,64,96,96,100\n")
+            r = subprocess.run([sys.executable, NCU_COMPARE, res, csvp, "--spills", sp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("| w1 | s1 | 1 | 1000 | 1600 | 1.60 | no | 96 |", r.stdout)
+            self.assertIn("1 of the 1 runs outside ±15% of the model spill; 0 of the 1 within it do.", r.stdout)
+            r = subprocess.run([sys.executable, NCU_COMPARE, res, csvp, "--spills", sp, "--spill-min", "8"],
+                               capture_output=True, text=True)
+            self.assertIn("1 of the 1 runs outside ±15% of the model spill; 1 of the 1 within it do.", r.stdout)
+            # A file that is not the spill table: one message, exit 2.
+            open(sp, "w").write("a,b\n1,2\n")
+            r = subprocess.run([sys.executable, NCU_COMPARE, res, csvp, "--spills", sp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("not a tools/kernel_spills.py table", r.stderr)
+
     def test_evictions_out_of_place(self):
         with tempfile.TemporaryDirectory() as d:
             ev = self._evict(0)
