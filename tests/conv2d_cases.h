@@ -71,6 +71,17 @@ inline bool selected_for_test(const std::string &name) {
     return false;
 }
 
+// Variants run against the reference in this process (all families). A narrowed run whose filter matches no
+// variant must not pass: the test binary's main checks it (narrowed_run_matched_nothing).
+inline int &variants_run_count() {
+    static int n = 0;
+    return n;
+}
+inline bool narrowed_run_matched_nothing() {
+    const char *env = std::getenv("BLOCKFUSE_TEST_VARIANTS");
+    return env && *env && variants_run_count() == 0;
+}
+
 inline void require_all_exercised(const std::string &family, Device device, const std::vector<DType> &dtypes,
                                   const std::set<std::string> &ran,
                                   const std::function<bool(const KernelVariant &)> &in_scope = nullptr) {
@@ -119,6 +130,7 @@ void check_every_variant(const std::string &family, Device device, const std::ve
                 CHECK(c.unwritten == 0);
                 CHECK(c.violations == 0);
                 ran.insert(v->name);
+                ++variants_run_count();
             }
         }
     if (const char *only = std::getenv("BLOCKFUSE_TEST_VARIANTS"); only && *only)  // a narrowed run says so

@@ -373,6 +373,17 @@ TEST_CASE("BLOCKFUSE_TEST_VARIANTS narrows the variant tests to names containing
     CHECK(test::selected_for_test("block_mbc10_fused_f32_opencl"));
     unsetenv("BLOCKFUSE_TEST_VARIANTS");
     CHECK(test::selected_for_test("block_mbc10_fused_f32_opencl"));
+    // A narrowed run that checked no variant is reported (the GPU test binary then fails), an unnarrowed one not.
+    const int before = test::variants_run_count();
+    test::variants_run_count() = 0;
+    setenv("BLOCKFUSE_TEST_VARIANTS", "no_such_variant", 1);
+    CHECK(test::narrowed_run_matched_nothing());
+    test::variants_run_count() = 1;
+    CHECK_FALSE(test::narrowed_run_matched_nothing());
+    unsetenv("BLOCKFUSE_TEST_VARIANTS");
+    test::variants_run_count() = 0;
+    CHECK_FALSE(test::narrowed_run_matched_nothing());
+    test::variants_run_count() = before;
 }
 
 // The knob space the autotuner will search (schedules/block_schedule.h) must contain every hand-written

@@ -35,5 +35,10 @@ int main(int argc, char **argv) {
     cuda::make_current();
     int rc = Catch::Session().run(argc, argv);
     cuda::release_halide_allocation_cache();  // so memcheck's leak check sees only real leaks
+    if (test::narrowed_run_matched_nothing()) {  // a typo in the filter would otherwise pass with nothing tested
+        std::cerr << "error: BLOCKFUSE_TEST_VARIANTS=" << std::getenv("BLOCKFUSE_TEST_VARIANTS")
+                  << " matched no variant of the selected test cases: nothing was checked\n";
+        return 1;
+    }
     return rc;
 }
