@@ -19,6 +19,17 @@ workload_key() {
   awk -v n="$n" '$1 == n {print $2}' "$f"
 }
 
+# blockfuse bench's --workload arguments for NAME... (as workload_key takes them); SUITE_OUT, unless "-", gets a
+# "name key" line per workload, the suite file pytorch_baseline.py reads: w=$(workload_args "$o/suite.txt" $names)
+workload_args() {
+  local out="$1" sn key; shift
+  for sn in "$@"; do
+    key=$(workload_key "$sn" | head -1)
+    printf ' --workload %s' "$key"
+    [ "$out" = - ] || echo "${sn#*:} $key" >> "$out"
+  done
+}
+
 # Nsight Compute's DRAM read and write bytes for every kernel of a suite (one profiled run each,
 # clocks untouched) against the model's bytes: OUT/ncu_dram.csv, OUT/single/, OUT/dram_validation.md.
 # Each profiled run sits between two read-only L2 evictions (kernel l2_evict_read, bench --single-run):

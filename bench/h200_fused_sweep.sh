@@ -14,10 +14,7 @@ o="${OUT:?set OUT}/sweep"; mkdir -p "$o"
 tags="${TAGS:-[blocks]}"
 bash bench/gpu_context.sh > "$o/gpu_context.txt" 2>&1
 timeout 150 "$bin/test_conv2d_gpu" "$tags" > "$o/gpu_tests.txt" 2>&1; echo "tests $tags rc=$?"; tail -2 "$o/gpu_tests.txt"
-w=""
-for name in ${NAMES:-mbconv-c16-112-n128 mbconv-c24-56-n128 mbconv-c40-28-n128 mbconv-c80-14-n128 mbconv-c24-56-n8}; do
-  w="$w --workload $(workload_key $name)"
-done
+w=$(workload_args - ${NAMES:-mbconv-c16-112-n128 mbconv-c24-56-n128 mbconv-c40-28-n128 mbconv-c80-14-n128 mbconv-c24-56-n8})
 for run in a b; do
   timeout 240 "$bin/blockfuse" bench $w --variants all ${VARIANTS:+--variant $VARIANTS} --min-seconds 0.2 \
       --out "$o/bench_$run" > "$o/bench_$run.txt" 2>&1

@@ -16,11 +16,7 @@ fi
 bash bench/gpu_context.sh > "$o/gpu_context.txt" 2>&1
 names="${NAMES:-conv2d:dw3x3-c144-56-n128 conv2d:dw5x5-c240-28-n128 blocks:mbconv-c24-56-n8 blocks:convfirst-c64-56-n8 blocks:mbconv-c24-56-n128}"
 variants="${VARIANTS:-k3fd k3fa k5fa k5fe fusednwi fusedspwi layer_by_layer block_cf64_fused_f16}"
-w=""; only=""; : > "$o/suite.txt"
-for sn in $names; do
-  key=$(workload_key "$sn"); w="$w --workload $key"
-  echo "${sn#*:} $key" >> "$o/suite.txt"
-done
+: > "$o/suite.txt"; w=$(workload_args "$o/suite.txt" $names)
 for run in new_a old_a new_b old_b; do
   b=$bin; [ "${run%_*}" = old ] && b=.carry/old
   timeout 100 "$b/blockfuse" bench $w --variants all --variant $variants --min-seconds 0.3 --out "$o/$run" \

@@ -11,11 +11,8 @@ bash bench/gpu_context.sh > "$o/gpu_context.txt" 2>&1
 BLOCKFUSE_TEST_VARIANTS=layer_by_layer_sfm timeout 90 "$san" --tool memcheck --error-exitcode 9 "$bin/test_conv2d_gpu" "[blocks]" \
     > "$o/gpu_tests_memcheck.txt" 2>&1
 echo "[blocks] sfm tests under memcheck rc=$?"; tail -3 "$o/gpu_tests_memcheck.txt"
-w=""
-for n in convfirst-c64-56-n8 convfirst-c64-56-n128 convfirst-c128-28-n128 convfirst-c256-14-n128 ffn-c256-p25088 \
-         fused-mbconv-c48-56 convnext-c96-56-n128 mbconv-c24-56-n8; do
-  w="$w --workload $(workload_key $n)"
-done
+w=$(workload_args - convfirst-c64-56-n8 convfirst-c64-56-n128 convfirst-c128-28-n128 convfirst-c256-14-n128 \
+      ffn-c256-p25088 fused-mbconv-c48-56 convnext-c96-56-n128 mbconv-c24-56-n8)
 for run in a b; do
   timeout 150 "$bin/blockfuse" bench $w --variants all --variant layer_by_layer_sf layer_by_layer_sx layer_by_layer_sg fusednwi \
       --min-seconds 0.3 --out "$o/bench_$run" > "$o/bench_$run.txt" 2>&1

@@ -18,10 +18,7 @@ else
   TAGS="${TAGS:?}" VARIANTS="${SAN_VARIANTS:?}" LIMIT="${SAN_LIMIT:-150}" bash bench/h200_sanitize.sh "$o/sanitize" > /dev/null 2>&1
   cat "$o/sanitize/summary.txt"
 fi
-w=""; : > "$o/suite.txt"
-for sn in ${NAMES:?}; do
-  key=$(workload_key "$sn" | head -1); w="$w --workload $key"; echo "${sn#*:} $key" >> "$o/suite.txt"
-done
+: > "$o/suite.txt"; w=$(workload_args "$o/suite.txt" ${NAMES:?})
 for run in a b; do
   timeout "${BENCH_LIMIT:-120}" "$bin/blockfuse" bench $w --variants all --variant ${BENCH_VARIANTS:?} --min-seconds 0.3 --out "$o/bench_$run" \
       > "$o/bench_$run.txt" 2>&1

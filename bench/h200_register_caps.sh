@@ -10,8 +10,7 @@ bash bench/gpu_context.sh > "$o/gpu_context.txt" 2>&1
 v=""
 for x in o op opw hp hpw nw npw jpw; do v="$v --variant block_mbc24_fused${x}_f16_cuda"; done
 for x in o opw hpw npw; do v="$v --variant block_mbc16_fused${x}_f16_cuda"; done
-w=""
-for name in mbconv-c16-112-n128 mbconv-c24-56-n128 mbconv-c24-56-n8; do w="$w --workload $(workload_key $name)"; done
+w=$(workload_args - mbconv-c16-112-n128 mbconv-c24-56-n128 mbconv-c24-56-n8)
 for cap in ${CAPS:-64 80 96 128}; do
   timeout 120 "$bin/blockfuse" bench $w $v --max-registers "$cap" --min-seconds 0.2 --out "$o/cap$cap" > "$o/cap$cap.txt" 2>&1
   echo "cap $cap rc=$?"
