@@ -203,9 +203,9 @@ std::vector<Candidate> block_candidates_for(const std::string &name, const Block
         if (keep && !keep(*v, i)) continue;
         auto t = tensors_for_candidate(shared, w, rng, make_block_tensors);
         // Squeeze-Excitation's global mean splits a fused block: the label says so (the kernels are
-        // in the row's accounting: se_pool, se_gate, block).
+        // in the row's accounting: se_pool, block).
         std::string label = strategy_label(v);
-        if (w.se && v->param("strategy") == "fused") label += " [split at SE: tile sums, gate, block]";
+        if (w.se && v->param("strategy") == "fused") label += " [split at SE: tile sums, then the block with the gate]";
         out.push_back(make_candidate(name, w, *v, label, i == 0, block_costs(w, v->param("strategy"), v->knob("tile_x", 8), v->knob("tile_y", 4)),
                                      [t, v, w] { run_block(*v, w, *t); },
                                      [v, chk, &rng] {

@@ -186,6 +186,14 @@ public:
             if (!spec.layers[i].hidden && (kn.full_vec < 1 || spec.layers[i].out_ch % kn.full_vec))
                 throw CompileError("full_vec = " + std::to_string(kn.full_vec) + " must divide the channels (" +
                                    std::to_string(spec.layers[i].out_ch) + ") of every full-width layer before the last");
+        if (get_target().has_gpu_feature()) {
+            const int threads = blockfuse::block_threads_per_block(spec, strategy, kn);
+            if (threads > blockfuse::kMaxThreadsPerBlock)
+                throw CompileError(std::to_string(threads) + " threads per block (the largest kernel of this mapping" +
+                                   std::string(spec.has_se() && strategy != blockfuse::BlockStrategy::layer_by_layer
+                                                   ? ", with SE's partial sums chunk x tile_x" : "") +
+                                   ") exceed " + std::to_string(blockfuse::kMaxThreadsPerBlock));
+        }
         blockfuse::schedule_stage(stage, spec, strategy, kn, get_target().has_gpu_feature());
         // Static channel counts: the runtime passes matching buffers (checked by Halide too).
         // Dense NHWC / (k, cg, kx, ky) buffers with static channel counts: every channel vector

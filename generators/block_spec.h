@@ -59,9 +59,11 @@ inline bool pointwise_hidden_layer(const LayerSpec &l) { return l.hidden && l.ks
 
 // A hidden layer whose chunk the fused GPU schedule may store as the next layer's padded f32 view
 // (stage_padded: zero outside the image, widened once per element), because the next layer reads
-// nothing else of it: no LayerNorm or Squeeze-Excitation in between.
+// nothing else of it: no LayerNorm in between (it needs every channel of a pixel, a chunk has some).
+// Squeeze-Excitation's gate is per channel and computed per tile before the chunks (se_gate_in_tile):
+// the staged view carries the gated value, multiplied once per element, not once per read.
 inline bool padded_view_stageable(const BlockSpec &b, size_t i) {
-    return b.layers[i].hidden && i + 1 < b.layers.size() && !b.layers[i].norm_after && b.se_after != int(i);
+    return b.layers[i].hidden && i + 1 < b.layers.size() && !b.layers[i].norm_after;
 }
 
 inline const char *block_family_name(BlockFamily f) {
@@ -116,6 +118,12 @@ inline BlockSpec make_block_spec(BlockFamily f, int c, int expansion, int ks, in
 // Threads per block of the fused GPU schedule: vec_k output channels x one pixel column per
 // thread, tile_x columns (schedules/block_schedule.cpp; the launch checker reads it too).
 inline int fused_block_threads(int cout, int vec_k, int tile_x) { return (cout + vec_k - 1) / vec_k * tile_x; }
+// The largest thread block a fused block launches: with Squeeze-Excitation its partial-sum kernel too,
+// chunk x tile_x threads (a chunk of channels by the tile's columns; schedules/block_schedule.cpp).
+inline int fused_kernel_threads(int cout, int vec_k, int tile_x, bool se, int chunk) {
+    const int block = fused_block_threads(cout, vec_k, tile_x);
+    return se && chunk * tile_x > block ? chunk * tile_x : block;
+}
 
 // The chunk the fused schedule uses: the largest divisor of the hidden width not above `chunk`.
 inline int effective_chunk(int hidden, int chunk) {
@@ -158,6 +166,9 @@ inline long long fused_block_shared_bytes(const BlockSpec &b, int tile_x, int ti
         }
         grow_through_layers(b, bx, by);
     }
+    // Squeeze-Excitation: the block's mean, reduce and gate; and, counted on top though they live in the other kernel
+    // (which holds the same hidden chunks and fewer weights), the partial-sum kernel's column and tile sums.
+    if (b.has_se()) bytes += 4LL * (2 * b.layers[b.se_after].out_ch + b.se_ch) + 4LL * (chunk * tile_x + b.layers[b.se_after].out_ch);
     if (stage_weights) {  // the last block's chunk of weights of every chunked layer, f32 (2: every layer's)
         for (size_t i = 0; i < b.layers.size(); ++i) {
             if (!chunked_layer(b, i) && stage_weights < 2) continue;

@@ -398,7 +398,7 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
         return c;
     };
     if (strategy == "depth_first") return {fused_kernel("stage", w.blocks)};
-    if (w.se) {  // se_fused: split around the global mean
+    if (w.se) {  // se_fused: split around the global mean into two kernels (schedules/block_schedule.cpp)
         const double E = spec.layers[spec.se_after].out_ch;
         const auto &se_layer = layers[spec.se_after];
         const double tiles = double((se_layer.out_w() + tile_x - 1) / tile_x) * ((se_layer.out_h() + tile_y - 1) / tile_y);
@@ -411,16 +411,14 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
             const auto &l = layers[i];
             pool.bytes += e * double(l.k) * (l.c / l.groups) * l.r * l.s + 4.0 * l.k;
         }
-        // The gate kernel sums the partial sums per image and computes reduce and gate inside: their
-        // flops and weights, the partial sums in and the gate out.
-        KernelCost se_gate{"se_gate", 2.0 * w.n * 2 * E * spec.se_ch,
-                           partials + e * 2 * E * spec.se_ch + 4.0 * (E + spec.se_ch) + 4.0 * w.n * E};
+        // The block: each tile first sums its image's partial sums and computes the reduce and gate
+        // layers (recomputed per tile: counted once, as the tensor machine counts each op), then the
+        // fused block. Compulsory bytes: the partial sums and the SE weights, read once.
         KernelCost block = fused_kernel("block", 1);
-        block.bytes += 4.0 * w.n * E;  // the gate
-        pool.rereads = {partials};  // zeroed by the first kernel
-        se_gate.rereads = {partials};
-        block.rereads = {block_io, 4.0 * w.n * E};  // the block input (read by se_pool), the gate
-        return {{"se_partial_init", 0, partials}, pool, se_gate, block};
+        block.flops += 2.0 * w.n * 2 * E * spec.se_ch;
+        block.bytes += partials + e * 2 * E * spec.se_ch + 4.0 * (E + spec.se_ch);
+        block.rereads = {block_io, partials};  // the block input and the partial sums (written by se_pool)
+        return {pool, block};
     }
     for (int blk = 0; blk < w.blocks; ++blk) {
         out.push_back(fused_kernel(block_name(blk) + "block", 1));

@@ -21,7 +21,8 @@ const char *device_name(Device d) {
 int KernelVariant::threads_per_block() const {
     if (device == Device::cpu) return 0;
     if (family == "block" && param("strategy") != "layer_by_layer")  // defaults: generators/block_generator.cpp
-        return fused_block_threads(knob("channels", 24), knob("vec_k", 4), knob("tile_x", 8));
+        return fused_kernel_threads(knob("channels", 24), knob("vec_k", 4), knob("tile_x", 8), knob("se", 0) == 1,
+                                    knob("chunk", 8));
     if (family == "stem")  // pool tile threads (generators/stem_generator.cpp); layer-by-layer conv uses the conv2d defaults
         return std::max(fused_block_threads(knob("out_channels", 64), knob("vec_k", 4), knob("tile_x", 8)),
                         conv2d_defaults::threads_k * conv2d_defaults::threads_x);

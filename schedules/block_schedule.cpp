@@ -35,22 +35,22 @@ void layer_norm_own_kernels(NormFuncs nf, bool gpu) {
     }
 }
 
-// Squeeze-Excitation's gate from the global mean: the gate (one thread block per image on the
-// GPU) with the reduce layer and the mean of the partial sums computed inside it.
-void se_gate(SEFuncs se, bool gpu) {
-    Func gate = se.gate, reduced = se.reduced, pooled = se.pooled;
-    Var e = gate.args()[0], n = gate.args()[1], j = reduced.args()[0], pe = pooled.args()[0];
-    Var eo("ge_o"), ei("ge_i"), jo("gj_o"), ji("gj_i"), po("gp_o"), pi("gp_i");
-    gate.compute_root();
-    reduced.compute_at(gate, n);
-    pooled.compute_at(gate, n);
-    if (gpu) {
-        gate.split(e, eo, ei, 32, guard).reorder(ei, eo, n).gpu_blocks(n).gpu_threads(ei);
-        reduced.split(j, jo, ji, 32, guard).gpu_threads(ji);
-        pooled.split(pe, po, pi, 32, guard).gpu_threads(pi);
-        pooled.update().split(pe, po, pi, 32, guard).gpu_threads(pi);
-    } else {
-        gate.parallel(n);
+// Squeeze-Excitation's gate inside a fused block's tile (`root` at `xo`): each tile sums its image's
+// partial sums into the mean, then the reduce and gate layers (2 E R multiply-adds: a few thousand,
+// against the tile's millions), into shared memory on the GPU, spread over the block's
+// threads_x x threads_y threads. Recomputed per tile instead of a gate kernel between the partial
+// sums and the block: the global mean costs one kernel boundary, not three.
+void se_gate_in_tile(SEFuncs se, Func root, Var xo, int threads_x, int threads_y, bool gpu) {
+    for (Func g : {se.pooled, se.reduced, se.gate}) {
+        g.compute_at(root, xo);
+        if (!gpu) continue;
+        Var a = g.args()[0], ao("sg_o"), ai("sg_i"), ab("sg_b"), aa("sg_a");
+        auto spread = [&](Stage st) {
+            st.split(a, ao, ai, threads_x * threads_y, guard).split(ai, ab, aa, threads_x).gpu_threads(aa, ab);
+        };
+        g.store_in(MemoryType::GPUShared);
+        spread(g);
+        if (g.has_update_definition()) spread(g.update());
     }
 }
 
@@ -72,51 +72,6 @@ void se_layer_by_layer(SEFuncs se, bool gpu) {
         Var a = g.args()[0], b = g.args()[1], ao("sg_o"), ai("sg_i");
         if (gpu) g.split(a, ao, ai, 32, guard).gpu_blocks(ao, b).gpu_threads(ai);
     }
-}
-
-// Squeeze-Excitation in a fused block: the mean needs every pixel of the layer before any output
-// can be finished, so the block is split around it into three kernels (plus a zero-fill of the
-// partial sums): (1) per output tile, the layers up to SE recomputed as clones (hidden chunks in
-// shared memory, never in DRAM) and summed into per-tile partial sums (rfactor of the mean);
-// (2) the gate, one thread block per image; (3) the fused block, reading the gate.
-void se_fused(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, bool gpu) {
-    SEFuncs se = f.se;
-    RVar rxo("se_rxo"), rxi("se_rxi"), ryo("se_ryo"), ryi("se_ryi");
-    Var u("se_u"), v("se_v");
-    Func partial = se.pooled.update()
-                       .split(se.r.x, rxo, rxi, kn.tile_x)
-                       .split(se.r.y, ryo, ryi, kn.tile_y)
-                       .rfactor({{rxo, u}, {ryo, v}});
-    // The layers up to SE, cloned for the partial sums (Halide computes one Func at one place).
-    std::vector<Conv2dFuncs> c(spec.se_after + 1);
-    Func consumer = partial;
-    for (int i = spec.se_after; i >= 0; --i) {
-        c[i].output = f.layers[i].output.clone_in(consumer);
-        c[i].accum = f.layers[i].accum.clone_in(c[i].output);
-        c[i].padded = f.layers[i].padded.clone_in(c[i].accum);
-        consumer = c[i].padded;
-    }
-    // rfactor puts the new pure Vars last: partial(e, n, u, v).
-    Var e = partial.args()[0], n = partial.args()[1], eo("sp_eo"), ei("sp_ei"), vn("sp_vn");
-    partial.compute_root();
-    Stage upd = partial.update();
-    upd.split(e, eo, ei, kn.chunk, guard).reorder(rxi, ryi, ei, eo, u, v, n).fuse(v, n, vn);
-    if (gpu) {
-        Var eu("sz_eu"), euv("sz_euv"), zo("sz_o"), zi("sz_i");
-        partial.reorder(e, u, v, n).fuse(e, u, eu).fuse(eu, v, euv).split(euv, zo, zi, 64, guard).gpu_blocks(zo, n).gpu_threads(zi);
-        upd.gpu_blocks(u, vn).gpu_threads(ei);
-        for (int i = 0; i <= spec.se_after; ++i) {
-            c[i].output.compute_at(partial, eo);
-            accumulate_in_register(c[i].accum, c[i].output, spread_over_block(c[i].output, kn.chunk, 1), 1);
-        }
-    } else {
-        upd.parallel(vn);
-        for (int i = 0; i <= spec.se_after; ++i) {
-            c[i].output.compute_at(partial, eo);
-            c[i].accum.compute_at(c[i].output, c[i].output.args()[1]);
-        }
-    }
-    se_gate(se, gpu);
 }
 
 // Layer by layer: every layer its own kernel (GPU) / loop nest (CPU), through memory; only the
@@ -206,29 +161,52 @@ void input_pixel_in_registers(Conv2dFuncs &L, Func h, Var thread, int in_ch, int
     L.accum.update().unroll(RVar(L.r.x));
 }
 
+// stage_weights: the chunk's weights of every chunked layer among `layers` (the hidden ones and the
+// block's last), widened to f32 once per thread block into shared memory at the chunk loop (`acc` at
+// `eo`): otherwise every thread loads and converts each weight it uses (in MBConv c=24 k's expand
+// loop, 72 converts per 64 FFMA; sm_90 SASS). stage_weights = 2: the full-width layers' weights too,
+// once per tile (`root` at `xo`; ConvFirst's grouped 3x3 layer converted each of its 64 weights per
+// tap and pixel: 212 instructions per 64 FFMA, sm_90 SASS).
+void stage_layer_weights(const std::vector<Conv2dFuncs> &layers, const BlockSpec &spec, const BlockKnobs &kn,
+                         const LoopLevel &chunk_loop, Func root, Var xo, int threads_x, int threads_y) {
+    if (!kn.stage_weights) return;
+    for (size_t i = 0; i < layers.size(); ++i) {
+        const bool chunked = chunked_layer(spec, i);
+        if (!chunked && kn.stage_weights < 2) continue;
+        Func w = layers[i].weights;
+        if (chunked) {
+            w.compute_at(chunk_loop);
+        } else {
+            w.compute_at(root, xo);
+        }
+        spread_over_block(w, threads_x, threads_y, 1, kn.unroll_staging != 0);
+    }
+}
+
 // The hidden layers of a fused block inside the thread block of `root` at `xo` (threads_x x
 // threads_y threads): each chunk of every hidden layer produced into shared memory at the
-// accumulator's chunk loop `eo`, full-width layers and LayerNorm on the tile. The block's output
+// chunk loop `chunk_loop` (the accumulator's, or SE's partial sums'), full-width layers and LayerNorm on the tile. The block's output
 // region is rx x ry pixels; each layer's stored region gets its constant extent (the region grown
 // by the halos of the layers after it, bound_extent). With the extents Halide infers, clipped at
 // image borders, the stored region's width was a run-time value, and spreading its points over the
 // threads divided by it: in MBConv c=24's expand loop (sm_90 SASS), 350 instructions per 96 FFMA.
 // Points past the image read clamped inputs (the padded views are zero there) and are never used.
-void hidden_layers_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, Func root, Var xo, RVar eo,
+void hidden_layers_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, Func root, Var xo, const LoopLevel &chunk_loop,
                        int threads_x, int threads_y, int rx, int ry) {
-    Func acc = f.layers.back().accum;
     for (size_t i = 0; i + 1 < f.layers.size(); ++i) {
         Conv2dFuncs &L = f.layers[i];
         Func h = L.output;
         // stage_padded: store the next layer's padded view of the chunk instead (the layer's output
         // inlined into it): the zero padding, clamp and widening to f32 happen once per stored
         // element, not once per read (a 3x3 depthwise reads each element up to 9 times).
-        if (kn.stage_padded && padded_view_stageable(spec, i)) h = f.layers[i + 1].padded;
+        // (Not where the next "layer" is SE's sums: se_partial_sums' clones end in an empty entry.)
+        if (kn.stage_padded && padded_view_stageable(spec, i) && f.layers[i + 1].padded.defined())
+            h = f.layers[i + 1].padded;
         long long lx = rx, ly = ry;
         grow_through_layers(spec, lx, ly, i + 1);
         h.bound_extent(h.args()[1], int(lx)).bound_extent(h.args()[2], int(ly));
         if (spec.layers[i].hidden) {
-            h.compute_at(acc, eo);
+            h.compute_at(chunk_loop);
         } else {
             h.compute_at(root, xo);
         }
@@ -280,7 +258,7 @@ void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs
         .split(ti, tb, ta, threads_x)
         .reorder({ei, RVar(last.r.y), RVar(last.r.z), ta, tb, to, eo})
         .gpu_threads(ta, tb);
-    hidden_layers_gpu(f, spec, kn, root, xo, eo, threads_x, threads_y, rx, ry);
+    hidden_layers_gpu(f, spec, kn, root, xo, LoopLevel(acc, eo), threads_x, threads_y, rx, ry);
 }
 
 // Block fusion on the GPU: one kernel. A thread block owns a tile of output pixels and all
@@ -346,27 +324,90 @@ Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     }
     upd.gpu_threads(akt, ax).unroll(akv).unroll(ay);
     const int threads = fused_block_threads(spec.cout, vk, kn.tile_x);
-    hidden_layers_gpu(f, spec, kn, out, xo, eo, threads / kn.tile_x, kn.tile_x, kn.tile_x, kn.tile_y);
-    if (kn.stage_weights) {
-        // The chunk's weights of every chunked layer (the hidden ones and the last), widened to f32
-        // once per thread block into shared memory: otherwise every thread loads and converts each
-        // weight it uses (in MBConv c=24 k's expand loop, 72 converts per 64 FFMA; sm_90 SASS).
-        // stage_weights = 2: the full-width layers' weights too, once per tile (ConvFirst's grouped 3x3 layer
-        // converted each of its 64 weights per tap and pixel: 212 instructions per 64 FFMA, sm_90 SASS).
-        for (size_t i = 0; i < f.layers.size(); ++i) {
-            const bool chunked = chunked_layer(spec, i);
-            if (!chunked && kn.stage_weights < 2) continue;
-            Func w = f.layers[i].weights;
-            if (chunked) {
-                w.compute_at(acc, eo);
-            } else {
-                w.compute_at(out, xo);
-            }
-            spread_over_block(w, threads / kn.tile_x, kn.tile_x, 1, kn.unroll_staging != 0);
-        }
-    }
+    hidden_layers_gpu(f, spec, kn, out, xo, LoopLevel(acc, eo), threads / kn.tile_x, kn.tile_x, kn.tile_x, kn.tile_y);
+    stage_layer_weights(f.layers, spec, kn, LoopLevel(acc, eo), out, xo, threads / kn.tile_x, kn.tile_x);
     return xo;
 }
+// Squeeze-Excitation in a fused block: the mean needs every pixel of the layer before any output
+// can be finished, so the block is split around it into the fewest kernels a grid-wide reduction
+// allows, two: (1) per output tile, the layers up to SE recomputed as clones (hidden chunks in shared
+// memory, never in DRAM) and summed into the tile's partial sums (rfactor of the mean), zeroed and
+// summed in shared memory and stored once; (2) the fused block, each tile computing its image's gate
+// from the partial sums first (se_gate_in_tile, called once the block's tile Var exists).
+void se_partial_sums(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, bool gpu) {
+    SEFuncs se = f.se;
+    RVar rxo("se_rxo"), rxi("se_rxi"), ryo("se_ryo"), ryi("se_ryi");
+    Var u("se_u"), v("se_v");
+    Func partial = se.pooled.update()
+                       .split(se.r.x, rxo, rxi, kn.tile_x)
+                       .split(se.r.y, ryo, ryi, kn.tile_y)
+                       .rfactor({{rxo, u}, {ryo, v}});
+    // GPU: the tile's column sums first (colsum, the rfactor of the sum over rows; below).
+    Var cx("se_cx");
+    Func colsum = gpu ? partial.update().rfactor(rxi, cx) : Func();  // colsum(e, n, u, v, cx)
+    // The layers up to SE, cloned for the partial sums (Halide computes one Func at one place).
+    std::vector<Conv2dFuncs> c(spec.se_after + 1);
+    Func consumer = gpu ? colsum : partial;
+    for (int i = spec.se_after; i >= 0; --i) {
+        c[i].output = f.layers[i].output.clone_in(consumer);
+        c[i].accum = f.layers[i].accum.clone_in(c[i].output);
+        c[i].padded = f.layers[i].padded.clone_in(c[i].accum);
+        // The weights too: the block's own may be staged per chunk in its kernel (stage_weights).
+        c[i].weights = f.layers[i].weights.clone_in(c[i].accum);
+        c[i].r = f.layers[i].r;  // a clone reduces over the same RDom
+        consumer = c[i].padded;
+    }
+    // rfactor puts the new pure Vars last: partial(e, n, u, v).
+    Var e = partial.args()[0], n = partial.args()[1], eo("sp_eo"), ei("sp_ei"), vn("sp_vn");
+    Stage upd = partial.update();
+    if (!gpu) {
+        partial.compute_root();
+        upd.split(e, eo, ei, kn.chunk, guard).reorder(rxi, ryi, ei, eo, u, v, n).fuse(v, n, vn).parallel(vn);
+        for (int i = 0; i <= spec.se_after; ++i) {
+            c[i].output.compute_at(partial, eo);
+            c[i].accum.compute_at(c[i].output, c[i].output.args()[1]);
+        }
+        return;
+    }
+    // GPU, one kernel: a thread block per tile (u, v) and image. Per chunk of channels the clones
+    // produce the chunk on the tile with the block kernel's mapping (hidden_layers_gpu: the same
+    // threads, hidden_vec, staged f32 weights and padded chunks, the expand's input pixel in registers);
+    // chunk x tile_x threads then sum a column of the tile each (colsum, the rfactor of the sum over
+    // rows), chunk threads add the tile_x column sums into the tile's sums in shared memory, and the
+    // copy-out stores them once. (The sums as a root Func made their zero-fill a kernel of its own; with
+    // one hidden channel per thread on chunk x tile_x threads and nothing staged, this kernel took 2.2x the
+    // block kernel's time. H200, c=24 N=128, Nsight Compute (bench/results/h200/se-two-kernels/): spwi's
+    // 1565 -> 540 us with the block's mapping, tpwi 466 + 635 us for both kernels, 1.104 ms in all against
+    // 1.947 layer by layer.)
+    Var ceo("sc_o"), cei("sc_i");
+    const int tx = fused_block_threads(spec.cout, kn.vec_k, kn.tile_x) / kn.tile_x, ty = kn.tile_x;
+    upd.split(e, eo, ei, kn.chunk, guard).reorder(rxi, ei, eo, u, v, n).gpu_threads(ei);
+    Var ce = colsum.args()[0], cxv = colsum.args().back();
+    colsum.compute_at(partial, eo).store_in(MemoryType::GPUShared);
+    colsum.split(ce, ceo, cei, kn.chunk, guard).reorder(cei, cxv, ceo).gpu_threads(cei, cxv);
+    colsum.update().split(ce, ceo, cei, kn.chunk, guard).reorder(ryi, cei, cxv, ceo).gpu_threads(cei, cxv);
+    Func stored = partial.in();
+    Var se_ = stored.args()[0], sn = stored.args()[1], su = stored.args()[2], sv = stored.args()[3];
+    Var so("so_o"), si("so_i");
+    stored.compute_root()
+        .reorder(se_, su, sv, sn)
+        .fuse(sv, sn, vn)
+        .split(se_, so, si, kn.chunk, guard)
+        .reorder(si, so, su, vn)
+        .gpu_blocks(su, vn)
+        .gpu_threads(si);
+    Var po("sz_o"), pi("sz_i");
+    partial.compute_at(stored, su).store_in(MemoryType::GPUShared).split(e, po, pi, kn.chunk, guard).gpu_threads(pi);
+    // The clones as the hidden layers of a block whose chunk loop is the sums' (partial at eo); the
+    // empty last entry stands for the layer they feed (hidden_layers_gpu schedules all but the last).
+    BlockFuncs clones;
+    clones.layers = c;
+    clones.layers.emplace_back();
+    clones.norms.resize(clones.layers.size());
+    hidden_layers_gpu(clones, spec, kn, stored, su, LoopLevel(partial, eo), tx, ty, kn.tile_x, kn.tile_y);
+    stage_layer_weights(c, spec, kn, LoopLevel(partial, eo), stored, su, tx, ty);
+}
+
 }  // namespace
 
 void schedule_stage(const std::vector<BlockFuncs> &stage, const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn,
@@ -396,12 +437,13 @@ void schedule_stage(const std::vector<BlockFuncs> &stage, const BlockSpec &spec,
         if (s == BlockStrategy::layer_by_layer) {
             layer_by_layer(stage[b], spec, kn, gpu);
         } else {
-            // SE first: its clones must be made before the originals get their schedules.
-            if (stage[b].se.defined()) se_fused(stage[b], spec, kn, gpu);
-            if (gpu) {
-                fused_gpu(stage[b], spec, kn);
-            } else {
-                fused_cpu(stage[b], spec, kn);
+            // SE's partial sums first: their clones must be made before the originals get their schedules.
+            const bool se = stage[b].se.defined();
+            if (se) se_partial_sums(stage[b], spec, kn, gpu);
+            const Var xo = gpu ? fused_gpu(stage[b], spec, kn) : fused_cpu(stage[b], spec, kn);
+            if (se) {
+                const int threads = fused_block_threads(spec.cout, kn.vec_k, kn.tile_x);
+                se_gate_in_tile(stage[b].se, stage[b].layers.back().output, xo, threads / kn.tile_x, kn.tile_x, gpu);
             }
         }
     }
@@ -411,7 +453,7 @@ int block_threads_per_block(const BlockSpec &spec, BlockStrategy s, const BlockK
     if (s == BlockStrategy::layer_by_layer)
         return std::max({kn.layer_gpu.threads_per_block(), kn.pointwise_gpu.threads_per_block(),
                          kn.full_gpu.threads_per_block()});
-    return fused_block_threads(spec.cout, kn.vec_k, kn.tile_x);
+    return fused_kernel_threads(spec.cout, kn.vec_k, kn.tile_x, spec.has_se(), kn.chunk);
 }
 
 }  // namespace blockfuse

@@ -26,6 +26,9 @@ common="${common/family=mbconv/family=convfirst}" expect "full_vec = 5 must divi
 expect "unroll_staging needs stage_weights" strategy=fused unroll_staging=1
 expect "stage_weights = 3 must be 0, 1 or 2" strategy=fused stage_weights=3
 expect "stage_padded applies to the fused strategy only" strategy=depth_first blocks=3 stage_padded=1
+# SE's partial-sum kernel: chunk x tile_x threads (48 x 32), past the 1024 a block may have
+expect "1536 threads per block (the largest kernel of this mapping, with SE's partial sums chunk x tile_x) exceed 1024" \
+    strategy=fused se=1 chunk=48 tile_x=32 tile_y=4 vec_k=4
 # and a valid one still generates, so the cases above fail for their knob, not for the command line
 # shellcheck disable=SC2086
 "$gen" $common strategy=fused input_vec=8 stage_padded=1 > /dev/null 2>&1 || { echo "FAIL: a valid input_vec=8 did not generate"; fail=1; }
