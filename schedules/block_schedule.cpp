@@ -162,8 +162,8 @@ void input_pixel_in_registers(Conv2dFuncs &L, Func h, Var thread, int in_ch, int
 }
 
 // stage_weights: the chunk's weights of every chunked layer among `layers` (the hidden ones and the
-// block's last), widened to f32 once per thread block into shared memory at the chunk loop (`acc` at
-// `eo`): otherwise every thread loads and converts each weight it uses (in MBConv c=24 k's expand
+// block's last), widened to f32 once per thread block into shared memory at the chunk loop
+// (`chunk_loop`): otherwise every thread loads and converts each weight it uses (in MBConv c=24 k's expand
 // loop, 72 converts per 64 FFMA; sm_90 SASS). stage_weights = 2: the full-width layers' weights too,
 // once per tile (`root` at `xo`; ConvFirst's grouped 3x3 layer converted each of its 64 weights per
 // tap and pixel: 212 instructions per 64 FFMA, sm_90 SASS).
@@ -184,15 +184,15 @@ void stage_layer_weights(const std::vector<Conv2dFuncs> &layers, const BlockSpec
 }
 
 // The hidden layers of a fused block inside the thread block of `root` at `xo` (threads_x x
-// threads_y threads): each chunk of every hidden layer produced into shared memory at the
-// chunk loop `chunk_loop` (the accumulator's, or SE's partial sums'), full-width layers and LayerNorm on the tile. The block's output
-// region is rx x ry pixels; each layer's stored region gets its constant extent (the region grown
+// threads_y threads): each chunk of every hidden layer produced into shared memory at the chunk
+// loop `chunk_loop` (the accumulator's, or SE's partial sums'), full-width layers and LayerNorm on
+// the tile. The block's output region is rx x ry pixels; each layer's stored region gets its constant extent (the region grown
 // by the halos of the layers after it, bound_extent). With the extents Halide infers, clipped at
 // image borders, the stored region's width was a run-time value, and spreading its points over the
 // threads divided by it: in MBConv c=24's expand loop (sm_90 SASS), 350 instructions per 96 FFMA.
 // Points past the image read clamped inputs (the padded views are zero there) and are never used.
-void hidden_layers_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, Func root, Var xo, const LoopLevel &chunk_loop,
-                       int threads_x, int threads_y, int rx, int ry) {
+void hidden_layers_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, Func root, Var xo,
+                       const LoopLevel &chunk_loop, int threads_x, int threads_y, int rx, int ry) {
     for (size_t i = 0; i + 1 < f.layers.size(); ++i) {
         Conv2dFuncs &L = f.layers[i];
         Func h = L.output;
@@ -328,6 +328,7 @@ Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     stage_layer_weights(f.layers, spec, kn, LoopLevel(acc, eo), out, xo, threads / kn.tile_x, kn.tile_x);
     return xo;
 }
+
 // Squeeze-Excitation in a fused block: the mean needs every pixel of the layer before any output
 // can be finished, so the block is split around it into the fewest kernels a grid-wide reduction
 // allows, two: (1) per output tile, the layers up to SE recomputed as clones (hidden chunks in shared
