@@ -102,8 +102,9 @@ def load_results(folder):
                 raise InputError(f"{where}: 'kernels' must be a non-empty list")
             for j, k in enumerate(r["kernels"]):
                 _check_fields(k, KERNEL_FIELDS, f"{where} kernels[{j}]")
-                if "runtime_ms" in k:
-                    _check_fields(k, {"runtime_ms": float}, f"{where} kernels[{j}]")
+                for opt in ("runtime_ms", "executed_flops"):
+                    if opt in k:
+                        _check_fields(k, {opt: float}, f"{where} kernels[{j}]")
     ctx = doc.get("context")
     return (ctx if isinstance(ctx, dict) else {}), rows
 
@@ -147,6 +148,7 @@ class Unit:
     t_a: float  # measured seconds
     torch: dict = None
     m: dict = field(default_factory=dict)  # model quantities, empty without ceilings
+    executed: float = None  # flops the kernels execute, recomputation included (None: not in the results)
 
     @property
     def n(self):
@@ -189,15 +191,18 @@ def analyse(rows, R, B, torch_index):
             continue
         best = min(ok, key=lambda r: r["runtime_ms"])
         label = name if names.count(name) == 1 else f"{name} [{best.get('dtype', key)}]"
+        executed = None
         if "kernels" in best:
             ks = [(k["name"], k["flops"], k["bytes"], k["runtime_ms"] * 1e-3 if "runtime_ms" in k else None)
                   for k in best["kernels"]]
+            if any("executed_flops" in k for k in best["kernels"]):  # results from before the field: n/a
+                executed = sum(k.get("executed_flops", k["flops"]) for k in best["kernels"])
             if abs(sum(k[1] for k in ks) - best["flops"]) > 0.01 * best["flops"]:
                 notes.append(f"{label}: row flops {best['flops']:.4g} differ from its kernels' sum "
                              f"{sum(k[1] for k in ks):.4g}; the model uses the kernels (Eq. 14)")
         else:
             ks = [(best["strategy"], best["flops"], best["bytes"], best["runtime_ms"] * 1e-3)]
-        u = Unit(len(units) + 1, label, best, len(ok), ks, best["runtime_ms"] * 1e-3)
+        u = Unit(len(units) + 1, label, best, len(ok), ks, best["runtime_ms"] * 1e-3, executed=executed)
         if torch_index is not None:
             u.torch = torch_index.get((name, key))
             if u.torch is None:
@@ -460,10 +465,14 @@ def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, ha
           + (" t_i = n/R (Eq. 1, 8); T_min = waterline (Eq. 12, = t_min of Eq. 11 for one kernel); C = t_i/t_a "
              "(Eq. 7, 8); C_max = N/(T_min·R) (Eq. 13); floor = which bound of Eq. 11 binds. # numbers the bars of "
              "waterline.png." if R else "")
+          + " executed/n = the flops the kernels execute (a fused tile's hidden layers on the later layers' halo, "
+            "the layers before a Squeeze-Excitation split again) over the tensor machine's n, which counts each op "
+            "once; 1.00 where nothing is recomputed, n/a where the results do not say (rows without per-kernel "
+            "executed_flops)."
           + (" Ratios are torch time / ours (> 1: ours is faster); host µs = call latency as a caller feels it "
              "(host clock around the call + synchronize, GPU idle before it; device time above excludes the launch "
              "path)." if have_torch else ""), ""]
-    cols = ["#", "workload", "dtype", "best strategy (passing variants)", "n/b FLOP/B", "t_a µs"]
+    cols = ["#", "workload", "dtype", "best strategy (passing variants)", "n/b FLOP/B", "executed/n", "t_a µs"]
     cols += ["t_i µs", "T_min µs", "C", "C_max", "T_min/t_a", "floor"] if R else ["GFLOP/s"]
     cols += ["torch eager µs", "torch.compile µs", "eager/ours", "compile/ours"] if have_torch else []
     cols += ["host µs ours / eager", "eager/ours host"] if have_torch else []
@@ -472,7 +481,8 @@ def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, ha
         ["No workload has a passing row."]
     for u in units:
         row = [str(u.index), u.label, str(u.best.get("dtype", "n/a")), f"`{u.best['strategy']}` ({u.n_rows})",
-               f"{model.operational_intensity(u.n, u.b):.1f}", _us(u.t_a)]
+               f"{model.operational_intensity(u.n, u.b):.1f}",
+               f"{u.executed / u.n:.2f}" if u.executed is not None and u.n > 0 else "n/a", _us(u.t_a)]
         if R:
             row += [_us(u.m["t_i"]), _us(u.m["T_min"]), _pct(u.m["C"]), _pct(u.m["C_max"]),
                     _pct(u.m["T_min"] / u.t_a), u.m["floor"]]

@@ -385,6 +385,26 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
         }
         return out;
     }
+    // Executed flops of layers [0, upto) of `nb` consecutive blocks computed tile by tile: each
+    // layer on its tile region grown by the halos of the layers (and blocks) after it, the constant
+    // extents of schedules/block_schedule.cpp (hidden_layers_gpu, depth_first_block_gpu), on every
+    // output tile, the image border's included.
+    const auto &last = layers.back();
+    const double tiles = double(w.n) * ((last.out_w() + tile_x - 1) / tile_x) * ((last.out_h() + tile_y - 1) / tile_y);
+    auto executed = [&](int nb, size_t upto) {
+        double f = 0;
+        long long bx = tile_x, by = tile_y;  // the region of the current block's output
+        for (int blk = nb - 1; blk >= 0; --blk) {
+            for (size_t i = 0; i < upto; ++i) {
+                long long rx = bx, ry = by;
+                grow_through_layers(spec, rx, ry, i + 1);
+                const double per_pixel = conv2d_flops(layers[i]) / (double(w.n) * layers[i].out_h() * layers[i].out_w());
+                f += per_pixel * double(rx) * double(ry) * tiles;
+            }
+            grow_through_layers(spec, bx, by);
+        }
+        return f;
+    };
     // One fused kernel: `nb` blocks' flops and weights, its input and output once (the residual
     // re-read is not compulsory).
     auto fused_kernel = [&](const std::string &name, int nb) {
@@ -395,6 +415,7 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
         }
         c.bytes += block_io;
         c.bytes += e * double(w.n) * layers.back().k * layers.back().out_h() * layers.back().out_w();
+        c.executed_flops = executed(nb, layers.size());
         return c;
     };
     if (strategy == "depth_first") return {fused_kernel("stage", w.blocks)};
@@ -411,11 +432,13 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
             const auto &l = layers[i];
             pool.bytes += e * double(l.k) * (l.c / l.groups) * l.r * l.s + 4.0 * l.k;
         }
+        pool.executed_flops = executed(1, spec.se_after + 1);  // the layers up to SE, again
         // The block: each tile first sums its image's partial sums and computes the reduce and gate
         // layers (recomputed per tile: counted once, as the tensor machine counts each op), then the
         // fused block. Compulsory bytes: the partial sums and the SE weights, read once.
         KernelCost block = fused_kernel("block", 1);
         block.flops += 2.0 * w.n * 2 * E * spec.se_ch;
+        block.executed_flops += 2.0 * w.n * tiles * 2 * E * spec.se_ch;  // the gate, once per tile
         block.bytes += partials + e * 2 * E * spec.se_ch + 4.0 * (E + spec.se_ch);
         block.rereads = {block_io, partials};  // the block input and the partial sums (written by se_pool)
         return {pool, block};

@@ -80,6 +80,12 @@ struct KernelCost {
     // each read once). The tensor machine charges them to DRAM; on a GPU whose L2 still holds such
     // a tensor they come from the L2 (bench/ncu_compare.py's L2-aware column).
     std::vector<double> rereads;
+    // The flops the kernel executes, recomputation included (< 0: the same as `flops`; NaN: not
+    // modelled). The tensor machine counts each op once (`flops`); a fused tile recomputes its hidden
+    // layers on the halo the later layers need, and a split at Squeeze-Excitation recomputes the
+    // layers before it.
+    double executed_flops = -1;
+    double executed() const { return executed_flops < 0 ? flops : executed_flops; }
 };
 // tile_x, tile_y: the fused variant's output tile (the SE split keeps partial sums per tile).
 std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy, int tile_x = 8, int tile_y = 4);

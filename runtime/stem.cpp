@@ -151,7 +151,11 @@ std::vector<KernelCost> stem_costs(const StemWorkload &w, const std::string &str
     const double out = e * double(w.n) * w.k * w.out_h() * w.out_w();
     const double mid = e * double(w.n) * w.k * c.out_h() * c.out_w();
     if (strategy == "layer_by_layer") return {{"conv", conv2d_flops(c), conv2d_bytes(c)}, {"pool", 0, mid + out, {mid}}};
-    return {{"stem", conv2d_flops(c), conv2d_bytes(c) - mid + out}};
+    // Depth-first: each pool tile recomputes the conv rows and columns it shares with its neighbours; how many
+    // is not modelled here, so the executed flops are left unknown (NaN: the results leave the field out).
+    KernelCost stem{"stem", conv2d_flops(c), conv2d_bytes(c) - mid + out};
+    stem.executed_flops = std::nan("");
+    return {stem};
 }
 
 }  // namespace blockfuse

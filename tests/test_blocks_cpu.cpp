@@ -352,6 +352,37 @@ TEST_CASE("Squeeze-Excitation accounting: the kernels as launched, split around 
     CHECK(lbl[5].bytes == Approx(2 * R * E + 4 * E + 4 * 2 * (R + E)));
 }
 
+TEST_CASE("executed flops: a fused tile recomputes its hidden layers on the later layers' halo", "[blocks][model]") {
+    // MBConv c=8 e=2 k=3 on a 7 x 9 image, tiles of 8 x 4: 1 x 3 tiles; the expand on (8+2) x (4+2) pixels per
+    // tile, the depthwise and the projection on 8 x 4 (the extents are constant, past the image's edge included).
+    BlockWorkload w = parse_block("mbconv:n=1,c=8,h=9,w=7,e=2,k=3,stride=1,act=relu6,dtype=f32");
+    const auto L = w.layers();
+    REQUIRE(L.size() == 3);
+    auto per_pixel = [&](int i) { return conv2d_flops(L[i]) / (7.0 * 9.0); };
+    const double tiles = 1 * 3;
+    auto fused = block_costs(w, "fused", 8, 4);
+    REQUIRE(fused.size() == 1);
+    CHECK(fused[0].flops == Approx((per_pixel(0) + per_pixel(1) + per_pixel(2)) * 63));  // compulsory: once each
+    CHECK(fused[0].executed() == Approx(tiles * (per_pixel(0) * 10 * 6 + (per_pixel(1) + per_pixel(2)) * 8 * 4)));
+    for (const auto &k : block_costs(w, "layer_by_layer")) CHECK(k.executed() == k.flops);  // nothing recomputed
+    // Squeeze-Excitation: the partial-sum kernel executes the expand and the depthwise again, the block kernel
+    // the gate once per tile (2 x 2 E R flops, E = 16, R = 2).
+    BlockWorkload se = parse_block("mbconv:n=1,c=8,h=9,w=7,e=2,k=3,stride=1,se=1,act=relu6,dtype=f32");
+    auto split = block_costs(se, "fused", 8, 4);
+    REQUIRE(split.size() == 2);
+    CHECK(split[0].flops == 0);
+    CHECK(split[0].executed() == Approx(tiles * (per_pixel(0) * 10 * 6 + per_pixel(1) * 8 * 4)));
+    CHECK(split[1].executed() == Approx(fused[0].executed() + tiles * 2 * 2 * 16 * 2));
+    // Depth-first, three blocks: block 0's layers on the tile grown by two more blocks' 3x3 halos.
+    BlockWorkload st = parse_block("mbconv:n=1,c=8,h=9,w=7,e=2,k=3,stride=1,blocks=3,act=relu6,dtype=f32");
+    auto df = block_costs(st, "depth_first", 8, 4);
+    REQUIRE(df.size() == 1);
+    const double block2 = per_pixel(0) * 10 * 6 + (per_pixel(1) + per_pixel(2)) * 8 * 4;
+    const double block1 = per_pixel(0) * 12 * 8 + (per_pixel(1) + per_pixel(2)) * 10 * 6;
+    const double block0 = per_pixel(0) * 14 * 10 + (per_pixel(1) + per_pixel(2)) * 12 * 8;
+    CHECK(df[0].executed() == Approx(tiles * (block0 + block1 + block2)));
+}
+
 TEST_CASE("LayerNorm accounting: three kernels, each reading the layer's output", "[blocks][model]") {
     BlockWorkload w = parse_block("convnext:n=2,c=16,h=9,w=9,e=4,k=7,stride=1,act=gelu,dtype=f16");
     auto lbl = block_costs(w, "layer_by_layer");

@@ -99,7 +99,7 @@ ROWS = [
     row("conv-big", "conv2d_general_f16_cuda", 65e9, 0.1e9, 4.0),
     row("conv-big", "conv2d_general_a_f16_cuda", 65e9, 0.1e9, 3.0),
     row("block-fused", "blockfuse_mbconv_f16_cuda", 66e9, 1.1e9, 2.0,
-        kernels=[{"name": "expand+dw", "flops": 1e9, "bytes": 1e9, "runtime_ms": 0.5},
+        kernels=[{"name": "expand+dw", "flops": 1e9, "executed_flops": 2e9, "bytes": 1e9, "runtime_ms": 0.5},
                  {"name": "project", "flops": 65e9, "bytes": 0.1e9}]),
     row("all-fail", "conv2d_general_b_f16_cuda", 1e9, 1e8, 1.0, ok=False),
 ]
@@ -161,6 +161,10 @@ class ReportTest(unittest.TestCase):
         self.assertIn("conv2d_depthwise_k3b_f16_cuda", failed)  # the failing dw variant, faster or not
         self.assertIn("3 beyond tolerance", failed)
         self.assertIn("| 3.1 | expand+dw |", md)  # kernels of the multi-kernel row
+        # executed/n: block-fused's first kernel executes its 1e9 flops twice (a halo), so (2 + 65) / 66 = 1.02;
+        # a row without per-kernel executed_flops does not say (n/a).
+        self.assertIn("| 60.0 | 1.02 | 2000 |", md)
+        self.assertIn("| 650.0 | n/a | 3000 |", md)
         # block-fused (#3): t_i = 66e9/65e12 = 1015 µs, T_min = 250 + 1000 = 1250 µs; C = 1015.4/2000 = 50.8%,
         # C_max = 66/81.25 = 81.2%, T_min/t_a = 62.5%; 250/1250 = 20% of T_min is memory-bound.
         self.assertIn("| 1015 | 1250 | 50.8% | 81.2% | 62.5% | mixed (20% of T_min memory-bound) |", md)
@@ -204,6 +208,10 @@ class ReportTest(unittest.TestCase):
         err = self.expect_error([self.dir], "results.json")
         self.assertIn("results[1]", err)
         self.assertIn("'runtime_ms'", err)
+        bad = json.loads(json.dumps(ROWS[4]))
+        bad["kernels"][1]["executed_flops"] = "many"
+        write_json(self.dir, {"results": [bad]})
+        self.assertIn("'executed_flops' must be a finite non-negative number", self.expect_error([self.dir], "kernels[1]"))
         write_json(self.dir, {"results": ROWS})
         torch = write_json(self.tmp.name, "[1, 2", "pytorch.json")
         self.expect_error([self.dir, "--torch", torch], "pytorch.json")
