@@ -285,7 +285,7 @@ nlohmann::json kernels_json(const Row &r) {
 }
 
 // A CSV field as RFC 4180 has it: quoted when it holds a comma, a quote or a line break (a strategy label such as
-// "fused (...) [split at SE: tile sums, gate, block]", a workload key), quotes doubled.
+// "fused (...) [split at SE: tile sums, then the block with the gate]", a workload key), quotes doubled.
 std::string csv_field(const std::string &s) {
     if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
     std::string q = "\"";
