@@ -116,8 +116,10 @@ inline BlockSpec make_block_spec(BlockFamily f, int c, int expansion, int ks, in
 }
 
 // Threads per block of the fused GPU schedule: vec_k output channels x one pixel column per
-// thread, tile_x columns (schedules/block_schedule.cpp; the launch checker reads it too).
-inline int fused_block_threads(int cout, int vec_k, int tile_x) { return (cout + vec_k - 1) / vec_k * tile_x; }
+// thread, tile_x columns (schedules/block_schedule.cpp; the launch checker reads it too). The
+// block's threads are fused_threads_k(...) along the channels by tile_x along the columns.
+inline int fused_threads_k(int cout, int vec_k) { return (cout + vec_k - 1) / vec_k; }
+inline int fused_block_threads(int cout, int vec_k, int tile_x) { return fused_threads_k(cout, vec_k) * tile_x; }
 // The largest thread block a fused block launches: with Squeeze-Excitation its partial-sum kernel too,
 // chunk x tile_x threads (a chunk of channels by the tile's columns; schedules/block_schedule.cpp).
 inline int fused_kernel_threads(int cout, int vec_k, int tile_x, bool se, int chunk) {

@@ -422,8 +422,9 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
     if (w.se) {  // se_fused: split around the global mean into two kernels (schedules/block_schedule.cpp)
         const double E = spec.layers[spec.se_after].out_ch;
         const auto &se_layer = layers[spec.se_after];
-        const double tiles = double((se_layer.out_w() + tile_x - 1) / tile_x) * ((se_layer.out_h() + tile_y - 1) / tile_y);
-        const double partials = 4.0 * w.n * E * tiles;  // f32 sum per channel, image and output tile
+        // the partial sums' tiles per image, over the SE layer's output
+        const double se_tiles = double((se_layer.out_w() + tile_x - 1) / tile_x) * ((se_layer.out_h() + tile_y - 1) / tile_y);
+        const double partials = 4.0 * w.n * E * se_tiles;  // f32 sum per channel, image and output tile
         // The layers up to SE recomputed per tile and summed into the partial sums: their ops are
         // not counted (the tensor machine counts each op once, as for the depth-first halos); its
         // bytes are the block input, the weights it reads and the partial sums.
@@ -438,7 +439,7 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
         // fused block. Compulsory bytes: the partial sums and the SE weights, read once.
         KernelCost block = fused_kernel("block", 1);
         block.flops += 2.0 * w.n * 2 * E * spec.se_ch;
-        block.executed_flops += 2.0 * w.n * tiles * 2 * E * spec.se_ch;  // the gate, once per tile
+        block.executed_flops += 2.0 * tiles * 2 * E * spec.se_ch;  // the gate, once per block tile (all images)
         block.bytes += partials + e * 2 * E * spec.se_ch + 4.0 * (E + spec.se_ch);
         block.rereads = {block_io, partials};  // the block input and the partial sums (written by se_pool)
         return {pool, block};

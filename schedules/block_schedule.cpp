@@ -44,13 +44,9 @@ void se_gate_in_tile(SEFuncs se, Func root, Var xo, int threads_x, int threads_y
     for (Func g : {se.pooled, se.reduced, se.gate}) {
         g.compute_at(root, xo);
         if (!gpu) continue;
-        Var a = g.args()[0], ao("sg_o"), ai("sg_i"), ab("sg_b"), aa("sg_a");
-        auto spread = [&](Stage st) {
-            st.split(a, ao, ai, threads_x * threads_y, guard).split(ai, ab, aa, threads_x).gpu_threads(aa, ab);
-        };
         g.store_in(MemoryType::GPUShared);
-        spread(g);
-        if (g.has_update_definition()) spread(g.update());
+        spread_var_over_block(g, g.args()[0], threads_x, threads_y);
+        if (g.has_update_definition()) spread_var_over_block(g.update(), g.args()[0], threads_x, threads_y);
     }
 }
 
@@ -191,17 +187,16 @@ void stage_layer_weights(const std::vector<Conv2dFuncs> &layers, const BlockSpec
 // image borders, the stored region's width was a run-time value, and spreading its points over the
 // threads divided by it: in MBConv c=24's expand loop (sm_90 SASS), 350 instructions per 96 FFMA.
 // Points past the image read clamped inputs (the padded views are zero there) and are never used.
-void hidden_layers_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, Func root, Var xo,
+void hidden_layers_gpu(BlockFuncs f, size_t count, const BlockSpec &spec, const BlockKnobs &kn, Func root, Var xo,
                        const LoopLevel &chunk_loop, int threads_x, int threads_y, int rx, int ry) {
-    for (size_t i = 0; i + 1 < f.layers.size(); ++i) {
+    for (size_t i = 0; i < count; ++i) {
         Conv2dFuncs &L = f.layers[i];
         Func h = L.output;
         // stage_padded: store the next layer's padded view of the chunk instead (the layer's output
         // inlined into it): the zero padding, clamp and widening to f32 happen once per stored
         // element, not once per read (a 3x3 depthwise reads each element up to 9 times).
-        // (Not where the next "layer" is SE's sums: se_partial_sums' clones end in an empty entry.)
-        if (kn.stage_padded && padded_view_stageable(spec, i) && f.layers[i + 1].padded.defined())
-            h = f.layers[i + 1].padded;
+        // (Only where the next layer is among `f`'s: SE's clones feed its sums, not a layer.)
+        if (kn.stage_padded && padded_view_stageable(spec, i) && i + 1 < f.layers.size()) h = f.layers[i + 1].padded;
         long long lx = rx, ly = ry;
         grow_through_layers(spec, lx, ly, i + 1);
         h.bound_extent(h.args()[1], int(lx)).bound_extent(h.args()[2], int(ly));
@@ -258,7 +253,7 @@ void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs
         .split(ti, tb, ta, threads_x)
         .reorder({ei, RVar(last.r.y), RVar(last.r.z), ta, tb, to, eo})
         .gpu_threads(ta, tb);
-    hidden_layers_gpu(f, spec, kn, root, xo, LoopLevel(acc, eo), threads_x, threads_y, rx, ry);
+    hidden_layers_gpu(f, f.layers.size() - 1, spec, kn, root, xo, LoopLevel(acc, eo), threads_x, threads_y, rx, ry);
 }
 
 // Block fusion on the GPU: one kernel. A thread block owns a tile of output pixels and all
@@ -323,9 +318,9 @@ Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
         upd.split(ak, akt, akv, vk, guard).reorder(akv, ay, ei, akt, ax, eo);
     }
     upd.gpu_threads(akt, ax).unroll(akv).unroll(ay);
-    const int threads = fused_block_threads(spec.cout, vk, kn.tile_x);
-    hidden_layers_gpu(f, spec, kn, out, xo, LoopLevel(acc, eo), threads / kn.tile_x, kn.tile_x, kn.tile_x, kn.tile_y);
-    stage_layer_weights(f.layers, spec, kn, LoopLevel(acc, eo), out, xo, threads / kn.tile_x, kn.tile_x);
+    const int tk = fused_threads_k(spec.cout, vk);
+    hidden_layers_gpu(f, f.layers.size() - 1, spec, kn, out, xo, LoopLevel(acc, eo), tk, kn.tile_x, kn.tile_x, kn.tile_y);
+    stage_layer_weights(f.layers, spec, kn, LoopLevel(acc, eo), out, xo, tk, kn.tile_x);
     return xo;
 }
 
@@ -381,7 +376,7 @@ void se_partial_sums(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, 
     // 1565 -> 540 us with the block's mapping, tpwi 466 + 635 us for both kernels, 1.104 ms in all against
     // 1.947 layer by layer.)
     Var ceo("sc_o"), cei("sc_i");
-    const int tx = fused_block_threads(spec.cout, kn.vec_k, kn.tile_x) / kn.tile_x, ty = kn.tile_x;
+    const int tx = fused_threads_k(spec.cout, kn.vec_k), ty = kn.tile_x;
     upd.split(e, eo, ei, kn.chunk, guard).reorder(rxi, ei, eo, u, v, n).gpu_threads(ei);
     Var ce = colsum.args()[0], cxv = colsum.args().back();
     colsum.compute_at(partial, eo).store_in(MemoryType::GPUShared);
@@ -399,13 +394,11 @@ void se_partial_sums(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, 
         .gpu_threads(si);
     Var po("sz_o"), pi("sz_i");
     partial.compute_at(stored, su).store_in(MemoryType::GPUShared).split(e, po, pi, kn.chunk, guard).gpu_threads(pi);
-    // The clones as the hidden layers of a block whose chunk loop is the sums' (partial at eo); the
-    // empty last entry stands for the layer they feed (hidden_layers_gpu schedules all but the last).
+    // The clones, all of them, as the hidden layers of a block whose chunk loop is the sums' (partial at eo).
     BlockFuncs clones;
     clones.layers = c;
-    clones.layers.emplace_back();
-    clones.norms.resize(clones.layers.size());
-    hidden_layers_gpu(clones, spec, kn, stored, su, LoopLevel(partial, eo), tx, ty, kn.tile_x, kn.tile_y);
+    clones.norms.resize(c.size());
+    hidden_layers_gpu(clones, c.size(), spec, kn, stored, su, LoopLevel(partial, eo), tx, ty, kn.tile_x, kn.tile_y);
     stage_layer_weights(c, spec, kn, LoopLevel(partial, eo), stored, su, tx, ty);
 }
 
@@ -418,12 +411,12 @@ void schedule_stage(const std::vector<BlockFuncs> &stage, const BlockSpec &spec,
         // The last block fused as usual; the earlier ones inside its tiles, last to first.
         Func root = stage.back().layers.back().output;
         Var xo = gpu ? fused_gpu(stage.back(), spec, kn) : fused_cpu(stage.back(), spec, kn);
-        const int threads = fused_block_threads(spec.cout, kn.vec_k, kn.tile_x);
+        const int tk = fused_threads_k(spec.cout, kn.vec_k);
         long long rx = kn.tile_x, ry = kn.tile_y;  // output region of block b: grown by the blocks after it
         for (size_t b = B - 1; b-- > 0;) {
             grow_through_layers(spec, rx, ry);
             if (gpu) {
-                depth_first_block_gpu(stage[b], spec, kn, root, xo, threads / kn.tile_x, kn.tile_x, int(rx), int(ry));
+                depth_first_block_gpu(stage[b], spec, kn, root, xo, tk, kn.tile_x, int(rx), int(ry));
             } else {
                 Func bout = stage[b].layers.back().output;
                 bout.compute_at(root, xo).vectorize(bout.args()[0], 8, guard);
@@ -442,10 +435,9 @@ void schedule_stage(const std::vector<BlockFuncs> &stage, const BlockSpec &spec,
             const bool se = stage[b].se.defined();
             if (se) se_partial_sums(stage[b], spec, kn, gpu);
             const Var xo = gpu ? fused_gpu(stage[b], spec, kn) : fused_cpu(stage[b], spec, kn);
-            if (se) {
-                const int threads = fused_block_threads(spec.cout, kn.vec_k, kn.tile_x);
-                se_gate_in_tile(stage[b].se, stage[b].layers.back().output, xo, threads / kn.tile_x, kn.tile_x, gpu);
-            }
+            if (se)
+                se_gate_in_tile(stage[b].se, stage[b].layers.back().output, xo, fused_threads_k(spec.cout, kn.vec_k),
+                                kn.tile_x, gpu);
         }
     }
 }

@@ -11,17 +11,25 @@ namespace blockfuse {
 // of the block over the points unrolled (a copy's loads all in flight before its stores; the
 // extent must be constant). Returns the innermost thread Var (for compute_at of the Func's own
 // reduction, in registers).
+// One loop `v` of a stage spread over a threads_x x threads_y block: rounds of the whole block (the
+// outer loop, returned) over threads_x x threads_y threads, the tail guarded; *thread: the inner thread Var.
+inline Halide::Var spread_var_over_block(Halide::Stage s, const Halide::Var &v, int threads_x, int threads_y,
+                                         Halide::Var *thread = nullptr) {
+    using namespace Halide;
+    Var ho("ho"), hi("hi"), ha("ha"), hb("hb");
+    s.split(v, ho, hi, threads_x * threads_y, TailStrategy::GuardWithIf).split(hi, hb, ha, threads_x).gpu_threads(ha, hb);
+    if (thread) *thread = ha;
+    return ho;
+}
+
 inline Halide::Var spread_over_block(Halide::Func h, int threads_x, int threads_y, int vec = 1, bool unroll_rounds = false) {
     using namespace Halide;
     Var hk = h.args()[0], hx = h.args()[1], hy = h.args()[2];
-    Var hxy("hxy"), ho("ho"), hi("hi"), ha("ha"), hb("hb"), hkv("hkv");
+    Var hxy("hxy"), hi("hi"), hkv("hkv"), ha;
     h.store_in(MemoryType::GPUShared);
     if (vec > 1) h.split(hk, hk, hkv, vec, TailStrategy::RoundUp).vectorize(hkv);
-    h.fuse(hx, hy, hxy)
-        .fuse(hk, hxy, hi)
-        .split(hi, ho, hi, threads_x * threads_y, TailStrategy::GuardWithIf)
-        .split(hi, hb, ha, threads_x)
-        .gpu_threads(ha, hb);
+    h.fuse(hx, hy, hxy).fuse(hk, hxy, hi);
+    const Var ho = spread_var_over_block(h, hi, threads_x, threads_y, &ha);
     if (unroll_rounds) h.unroll(ho);
     return ha;
 }
