@@ -17,6 +17,7 @@ inline std::vector<std::string> block_shapes() {
         "mbconv:n=1,c=10,h=13,w=11,e=3,k=3,stride=1,act=relu6",
         "mbconv:n=1,c=8,h=9,w=11,e=2,k=5,stride=2,act=silu",
         "mbconv:n=2,c=8,h=7,w=7,e=2,k=5,stride=2,act=silu",
+        "mbconv:n=1,c=8,h=17,w=19,e=2,k=5,stride=2,act=silu",  // outputs of at least one flat 1x1 tile (7)
         "fused_mbconv:n=2,c=8,h=7,w=9,e=2,k=3,stride=1,act=silu",
         "fused_mbconv:n=1,c=8,h=1,w=1,e=2,k=3,stride=1,act=silu",
         "ffn:n=1,c=12,h=5,w=7,e=4,act=relu",
