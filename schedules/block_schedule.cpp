@@ -93,8 +93,8 @@ void se_layer_by_layer(SEFuncs se, bool gpu) {
 // instructions are FFMA; the default mapping took 1.93 and 1.87-2.00 ms). Dense 3x3 layers on the conv2d
 // general "c" mapping (full_*): FusedMBConv c=48 e=4 3.43 ms against 4.50; ConvNeXt's 7x7 depthwise on the
 // flat mapping (layer_*, no spills): 2.68 ms against 3.34 (bench/results/h200/convnext-sd/). MBConv with the flat 1x1
-// mappings in 32-thread blocks and the flat depthwise one ("sfsd", "sfqd"; bench/results/h200/mbconv-lbl-flat/): c=24
-// 56x56 0.321 ms (1.212 on the default), c=16 0.601 (2.58 on "u"), c=40 0.274, c=80 0.221; 28-32% of FFMA.
+// mappings in 32-thread blocks and the flat depthwise one ("sfyd", "sfqd"; bench/results/h200/mbconv-lbl-flat/): c=24
+// 56x56 0.322 ms (1.212 on the default), c=16 0.601 (2.58 on "u"), c=40 0.255, c=80 0.205; 28-32% of FFMA.
 void layer_by_layer(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, bool gpu) {
     for (size_t i = 0; i < f.layers.size(); ++i) {
         Conv2dFuncs &L = f.layers[i];
@@ -287,7 +287,7 @@ void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs
 // then (bench/results/h200/input-vec/, ninth session, two runs): constant extents of the stored chunks and
 // input_vec made c=24 spwi 0.535-0.541 ms (2.27x layer by layer), c=16 tpwi 1.02-1.03 (2.52x), c=40 xpwi
 // 0.500 (1.20x), c=80 wpw16i 0.40 (still 0.75x). Those ratios are against the 2-D layer-by-layer mappings; on the flat
-// ones (MBConv sfsd/sfqd, bench/results/h200/mbconv-lbl-flat/) layer by layer is 1.4-1.8x faster than every fused
+// ones (MBConv sfyd/sfqd, bench/results/h200/mbconv-lbl-flat/) layer by layer is 1.4-1.9x faster than every fused
 // mapping: these kernels run at 18-19% of the FFMA ceiling, layer by layer at 28-32%.
 Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     Conv2dFuncs &last = f.layers.back();
