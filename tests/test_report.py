@@ -169,6 +169,28 @@ class ReportTest(unittest.TestCase):
         # C_max = 66/81.25 = 81.2%, T_min/t_a = 62.5%; 250/1250 = 20% of T_min is memory-bound.
         self.assertIn("| 1015 | 1250 | 50.8% | 81.2% | 62.5% | mixed (20% of T_min memory-bound) |", md)
         self.assertIn("less than the waterline", md)
+        self.assertNotIn("What fusion can gain at most", md)  # no workload with both strategies
+
+    def test_fusion_bound(self):
+        # One block workload in both strategies (B = 4 TB/s, R = 65 TFLOP/s). Layer by layer: two kernels, 1e9 bytes
+        # each and no flops (250 µs each), then 65e9 flops on 0.1e9 bytes (1000 µs): T_min = 1500 µs. Fused: one
+        # kernel, 65e9 flops on 0.2e9 bytes: T_min = 1000 µs. The most fusion gains: 1.50x. Measured: layer by
+        # layer's best 2.0 ms (a slower 2.4 ms variant too), fused 2.5 ms: 0.80x. A failing fused row (0.1 ms) is
+        # left out.
+        lbl = [{"name": "a", "flops": 0, "bytes": 1e9}, {"name": "b", "flops": 0, "bytes": 1e9},
+               {"name": "c", "flops": 65e9, "bytes": 0.1e9}]
+        rows = [row("blk", "layer_by_layer (block_x_layer_by_layer_f16_cuda)", 65e9, 2.1e9, 2.4, kernels=lbl),
+                row("blk", "layer_by_layer (block_x_layer_by_layer_s_f16_cuda)", 65e9, 2.1e9, 2.0, kernels=lbl),
+                row("blk", "fused (block_x_fused_f16_cuda)", 65e9, 0.2e9, 2.5,
+                    kernels=[{"name": "block", "flops": 65e9, "bytes": 0.2e9}]),
+                row("blk", "fused (block_x_fusedb_f16_cuda)", 65e9, 0.2e9, 0.1, ok=False,
+                    kernels=[{"name": "block", "flops": 65e9, "bytes": 0.2e9}])]
+        write_json(self.dir, {"context": {"device": "cuda", "ceilings": CEIL}, "results": rows})
+        p = run_report(self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        md = read(os.path.join(self.dir, "report", "summary.md"))
+        self.assertIn("## What fusion can gain at most", md)
+        self.assertIn("| blk | fused | 1500 | 1000 | 1.50x | 0.80x |", md)
 
     def test_no_ceilings(self):
         write_json(self.dir, {"context": {"device": "cpu"}, "results": ROWS[:4]})
@@ -216,18 +238,19 @@ class ReportTest(unittest.TestCase):
         torch = write_json(self.tmp.name, "[1, 2", "pytorch.json")
         self.expect_error([self.dir, "--torch", torch], "pytorch.json")
 
-    @unittest.skipUnless(os.path.exists(os.path.join(ROOT, "bench/results/h200/conv2d/results.json")),
-                         "committed H200 example not present")
-    def test_committed_h200_example(self):
-        src = os.path.join(ROOT, "bench/results/h200/conv2d")
-        out = os.path.join(self.tmp.name, "h200")
-        p = run_report(src, "--torch", os.path.join(src, "pytorch.json"), "--out", out)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        md = read(os.path.join(out, "summary.md"))
-        self.assertIn("NVIDIA H200", md)
-        self.assertIn("dw3x3-c144-56-n128", md)
-        self.assertIn("mediant roofline", md)
-
+    def test_committed_h200_reports(self):
+        # The committed H200 report folders (bench/results/h200/report/): the report runs on them as they are.
+        for suite, expect in (("conv2d", ["dw3x3-c144-56-n128", "mediant roofline"]),
+                              ("blocks", ["mbconv-c24-56-n128", "## What fusion can gain at most",
+                                          # c=24: T_min 140.2 µs layer by layer, 101.2 fused
+                                          "| mbconv-c24-56-n128 | fused | 140.2 | 101.2 | 1.39x | 0.61x |"])):
+            src = os.path.join(ROOT, "bench/results/h200/report", suite)
+            out = os.path.join(self.tmp.name, suite)
+            p = run_report(src, "--torch", os.path.join(src, "pytorch.json"), "--out", out)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            md = read(os.path.join(out, "summary.md"))
+            for text in ["NVIDIA H200"] + expect:
+                self.assertIn(text, md, suite)
 
 
 NCU_COMPARE = os.path.join(ROOT, "bench", "ncu_compare.py")
