@@ -177,11 +177,23 @@ def legend_family(strategy):
     return family(m.group(1) if m else strategy)
 
 
-def analyse(rows, R, B, torch_index):
-    """Units in order of first appearance, failed rows, notes."""
+def workload_groups(rows):
+    """Rows by workload (name and canonical key), in order of first appearance."""
     groups = {}
     for r in rows:
         groups.setdefault((r["workload"], canonical_key(str(r.get("key", "")))), []).append(r)
+    return groups
+
+
+def row_waterline(r, R, B):
+    """Eq. 12 over a row's modelled kernels (the row itself where it lists none)."""
+    ks = [(k["flops"], k["bytes"]) for k in r.get("kernels", [])] or [(r["flops"], r["bytes"])]
+    return model.waterline_latency(ks, R, B), ks
+
+
+def analyse(rows, R, B, torch_index):
+    """Units in order of first appearance, failed rows, notes."""
+    groups = workload_groups(rows)
     names = [w for w, _ in groups]
     units, notes = [], []
     for (name, key), grp in groups.items():
@@ -413,17 +425,13 @@ def strategy_lines(rows, R, B):
     """Every passing row of every workload: its kernels' waterline (Eq. 12) beside the measured
     time, so strategies of one workload (layer by layer, fused, depth first, variants) compare
     on the model and on the clock."""
-    groups = {}
-    for r in rows:
-        if r["check_ok"]:
-            groups.setdefault((r["workload"], canonical_key(str(r.get("key", "")))), []).append(r)
+    groups = workload_groups([r for r in rows if r["check_ok"]])
     L = ["| workload | strategy | kernels | modelled bytes | waterline T_min µs | t_a µs | T_min/t_a | t_a / best t_a |",
          "|---|---|---:|---:|---:|---:|---:|---:|"]
     for (name, _), grp in groups.items():
         best = min(r["runtime_ms"] for r in grp) * 1e-3
         for r in sorted(grp, key=lambda r: r["runtime_ms"]):
-            ks = [(k["flops"], k["bytes"]) for k in r.get("kernels", [])] or [(r["flops"], r["bytes"])]
-            T = model.waterline_latency(ks, R, B)
+            T, ks = row_waterline(r, R, B)
             t_a = r["runtime_ms"] * 1e-3
             L.append(f"| {name} | `{r['strategy']}` | {len(ks)} | {sum(b for _, b in ks):.4g} | {_us(T)} | {_us(t_a)} "
                      f"| {_pct(T / t_a)} | {t_a / best:.2f} |")
@@ -442,17 +450,13 @@ def fusion_bound_lines(rows, R, B):
     a layer by layer that reaches its own floor, T_min(layer by layer) / T_min(strategy) (Eq. 12 over each strategy's
     kernels, the lowest over its passing rows), beside the measured best layer-by-layer time over the strategy's best.
     Empty where no workload has both."""
-    groups = {}
-    for r in rows:
-        kind = strategy_kind(r["strategy"])
-        if r["check_ok"] and kind:
-            ks = [(k["flops"], k["bytes"]) for k in r.get("kernels", [])] or [(r["flops"], r["bytes"])]
-            g = groups.setdefault((r["workload"], canonical_key(str(r.get("key", "")))), {})
-            T, t_a = model.waterline_latency(ks, R, B), r["runtime_ms"] * 1e-3
+    L = []
+    for (name, _), grp in workload_groups([r for r in rows if r["check_ok"] and strategy_kind(r["strategy"])]).items():
+        g = {}  # strategy -> (lowest T_min, best measured time) over its passing rows
+        for r in grp:
+            kind, T, t_a = strategy_kind(r["strategy"]), row_waterline(r, R, B)[0], r["runtime_ms"] * 1e-3
             old = g.get(kind)
             g[kind] = (min(T, old[0]), min(t_a, old[1])) if old else (T, t_a)
-    L = []
-    for (name, _), g in groups.items():
         if "layer_by_layer" not in g:
             continue
         T_l, t_l = g["layer_by_layer"]
