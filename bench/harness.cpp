@@ -78,8 +78,23 @@ nlohmann::json run_context(const std::string &command_line) {
                       {"mem_clock_mhz", d.mem_clock_khz / 1000},
                       {"bus_width_bits", d.bus_width_bits},
                       {"l2_bytes", d.l2_bytes}};
+        record_gpu_state(ctx, "start");
     }
     return ctx;
+}
+
+void record_gpu_state(nlohmann::json &ctx, const std::string &when) {
+    if (!cuda::device().available) return;
+    const cuda::GpuState st = cuda::gpu_state();
+    auto &gpu = ctx["gpu"];
+    if (!st.available) {
+        gpu["nvml"] = st.reason;
+        return;
+    }
+    gpu["driver_version"] = st.driver_version;
+    gpu["sm_clock_mhz_board_max"] = st.sm_clock_max_mhz;
+    gpu["sm_clock_mhz_at_" + when] = st.sm_clock_mhz;
+    gpu["mem_clock_mhz_at_" + when] = st.mem_clock_mhz;
 }
 
 namespace {
@@ -412,6 +427,13 @@ int run_bench(const BenchOptions &opt) {
         std::cout << "registers per thread (CUDA JIT): " << register_policy_description() << "\n";
         cuda::install_halide_hooks();
         cuda::make_current();
+        const auto &gpu = ctx["gpu"];
+        std::cout << (gpu.contains("driver_version")
+                          ? fmt::format("GPU: {}, driver {}, SM clock {} MHz now (board max {}), memory {} MHz\n",
+                                        gpu.value("name", ""), gpu.value("driver_version", ""),
+                                        gpu.value("sm_clock_mhz_at_start", 0u), gpu.value("sm_clock_mhz_board_max", 0u),
+                                        gpu.value("mem_clock_mhz_at_start", 0u))
+                          : fmt::format("GPU: {} ({})\n", gpu.value("name", ""), gpu.value("nvml", "")));
         if (opt.ceilings) {
             ceil = measure_ceilings();
             std::cout << fmt::format("ceilings (measured now): copy {:.0f} GB/s, FFMA f32 {:.1f} TFLOP/s, HFMA2 f16 "
@@ -524,6 +546,7 @@ int run_bench(const BenchOptions &opt) {
         if (!opt.out_dir.empty()) write_outputs(opt.out_dir, ctx, rows, ceil, dev);
         return 0;
     }
+    if (dev == Device::cuda) record_gpu_state(ctx, "end");
     print_table(rows, ceil, dev, topt.l2_flush);
     if (!opt.out_dir.empty()) {
         write_outputs(opt.out_dir, ctx, rows, ceil, dev);

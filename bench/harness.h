@@ -83,5 +83,8 @@ std::string resolve_suite(const std::string &suite);
 Device pick_device(const std::string &requested, std::string *why);
 
 nlohmann::json run_context(const std::string &command_line);
+// Adds the driver version and the clocks now (NVML) to ctx["gpu"] as <clock>_at_<when>; a line says why not where
+// NVML is missing. No-op without a GPU.
+void record_gpu_state(nlohmann::json &ctx, const std::string &when);
 
 }  // namespace blockfuse

@@ -60,6 +60,7 @@ struct Api {
                                unsigned, unsigned, CUstream, void **, void **);
     CUresult (*cuGetErrorString)(CUresult, const char **);
     CUresult (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;  // optional (CUDA 9+)
+    CUresult (*cuDeviceGetPCIBusId)(char *, int, CUdevice) = nullptr;  // optional: matches NVML's device
     CUcontext ctx = nullptr;
     CUdevice dev = 0;
 };
@@ -109,6 +110,7 @@ DeviceInfo probe() {
         return info;
     }
     load(a.lib, &a.cuFuncSetAttribute, "cuFuncSetAttribute");
+    load(a.lib, &a.cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId");
     if (int r = a.cuInit(0); r != 0) {
         info.reason = "CUDA driver present but cuInit failed (error " + std::to_string(r) + "): no usable GPU";
         return info;
@@ -175,6 +177,56 @@ int release_context(void *) { return 0; }
 const DeviceInfo &device() {
     static const DeviceInfo info = probe();
     return info;
+}
+
+GpuState gpu_state() {
+    GpuState st;
+    if (!device().available) {
+        st.reason = "no CUDA device: " + device().reason;
+        return st;
+    }
+    // NVML's ABI: opaque device handle, nvmlReturn_t (0 = success), clock type 0 = graphics, 1 = SM, 2 = memory.
+    using NvmlDevice = void *;
+    static void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        st.reason = "libnvidia-ml.so.1 not found: driver version and current clocks not recorded";
+        return st;
+    }
+    int (*init)() = nullptr;
+    int (*driver_version)(char *, unsigned) = nullptr;
+    int (*by_bus)(const char *, NvmlDevice *) = nullptr;
+    int (*by_index)(unsigned, NvmlDevice *) = nullptr;
+    int (*clock)(NvmlDevice, int, unsigned *) = nullptr;
+    int (*max_clock)(NvmlDevice, int, unsigned *) = nullptr;
+    if (!load(lib, &init, "nvmlInit_v2") || !load(lib, &driver_version, "nvmlSystemGetDriverVersion") ||
+        !load(lib, &by_index, "nvmlDeviceGetHandleByIndex_v2") || !load(lib, &clock, "nvmlDeviceGetClockInfo") ||
+        !load(lib, &max_clock, "nvmlDeviceGetMaxClockInfo")) {
+        st.reason = "libnvidia-ml.so.1 lacks the NVML calls used here";
+        return st;
+    }
+    load(lib, &by_bus, "nvmlDeviceGetHandleByPciBusId_v2");
+    if (int r = init(); r != 0) {
+        st.reason = "nvmlInit failed (NVML error " + std::to_string(r) + ")";
+        return st;
+    }
+    char version[96] = {0};
+    if (driver_version(version, sizeof version) == 0) st.driver_version = version;
+    NvmlDevice dev = nullptr;
+    char bus[64] = {0};
+    Api &a = api();
+    const bool matched = a.cuDeviceGetPCIBusId && by_bus && a.cuDeviceGetPCIBusId(bus, sizeof bus, a.dev) == 0 &&
+                         by_bus(bus, &dev) == 0;
+    if (!matched && by_index(0, &dev) != 0) {
+        st.reason = "NVML found no device matching CUDA device 0";
+        return st;
+    }
+    clock(dev, 1, &st.sm_clock_mhz);
+    clock(dev, 2, &st.mem_clock_mhz);
+    max_clock(dev, 1, &st.sm_clock_max_mhz);
+    st.available = true;
+    st.reason = matched ? "NVML, the device with CUDA device 0's PCI bus id " + std::string(bus)
+                        : "NVML device 0 (no PCI bus id match available)";
+    return st;
 }
 
 void make_current() {

@@ -23,6 +23,19 @@ struct DeviceInfo {
 // Probes once: libcuda.so.1 present, cuInit ok, at least one device. Never throws.
 const DeviceInfo &device();
 
+// What a result must record of the GPU's state beside the device attributes: the driver's version
+// (the driver API gives only the CUDA version it supports) and the clocks at the moment of the call,
+// from NVML (libnvidia-ml.so.1, loaded with dlopen; it ships with the driver). device 0 of the driver
+// API is matched to NVML's device by PCI bus id. Never throws: `available` false and `reason` say why.
+struct GpuState {
+    bool available = false;
+    std::string reason;
+    std::string driver_version;  // e.g. "580.159.04"
+    unsigned sm_clock_mhz = 0, mem_clock_mhz = 0;    // now
+    unsigned sm_clock_max_mhz = 0;                   // the board's maximum
+};
+GpuState gpu_state();
+
 // Everything below requires device().available; failures throw std::runtime_error naming
 // the CUDA call and its error string.
 void make_current();           // primary context of device 0 current on this thread
