@@ -306,22 +306,35 @@ def plot_waterline(units, R, B, outdir):
     _save(fig, outdir, "waterline")
 
 
+def roofline_group(strategy):
+    """What a roofline point is coloured by: the block strategy (layer_by_layer, fused, depth_first), else the conv2d
+    kind ('conv2d_depthwise_k3fd_f16_cuda' -> 'conv2d_depthwise')."""
+    kind = strategy_kind(strategy)
+    if kind:
+        return kind
+    fam = legend_family(strategy)
+    return "_".join(fam.split("_")[:2]) if fam.startswith("conv2d_") else fam  # 'conv2d_general_cw' -> 'conv2d_general'
+
+
 def plot_roofline(rows, units, R, B, R16, outdir):
     ok = [r for r in rows if r["check_ok"] and r["flops"] > 0 and r["bytes"] > 0]  # log-log needs both
     if not ok:
         return False
-    fams = sorted({legend_family(r["strategy"]) for r in ok})
-    ncol = 3
-    legend_rows = (len(fams) + 4 + ncol - 1) // ncol  # + best circles, roofs and ridge
-    fig, ax = plt.subplots(figsize=(11, 6 + 0.2 * legend_rows), layout="constrained")
-    for i, fam in enumerate(fams):
-        pts = [r for r in ok if legend_family(r["strategy"]) == fam]
+    groups = sorted({roofline_group(r["strategy"]) for r in ok})
+    fig, ax = plt.subplots(figsize=(11, 7), layout="constrained")
+    for i, g in enumerate(groups):
+        pts = [r for r in ok if roofline_group(r["strategy"]) == g]
         ax.scatter([r["flops"] / r["bytes"] for r in pts], [r["flops"] / r["runtime_ms"] / 1e6 for r in pts],
-                   marker="osD^v<>Ph*X"[i % 11], color=plt.cm.tab10(i % 10), s=36, alpha=0.75,
-                   label=f"{fam} ({len(pts)} rows)", zorder=3)
-    bests = [u.best for u in units if u.best["flops"] > 0 and u.best["bytes"] > 0]
-    ax.scatter([r["flops"] / r["bytes"] for r in bests], [r["flops"] / r["runtime_ms"] / 1e6 for r in bests],
-               s=110, facecolors="none", edgecolors="k", linewidths=1.1, label="best variant of its workload", zorder=4)
+                   marker="osD^v<>Ph*X"[i % 11], color=plt.cm.tab10(i % 10), s=30, alpha=0.6,
+                   label=f"{g.replace('_', ' ')} ({len(pts)} kernels or runs)", zorder=3)
+    bests = [u for u in units if u.best["flops"] > 0 and u.best["bytes"] > 0]
+    bx = [u.best["flops"] / u.best["bytes"] for u in bests]
+    by = [u.best["flops"] / u.best["runtime_ms"] / 1e6 for u in bests]
+    ax.scatter(bx, by, s=110, facecolors="none", edgecolors="k", linewidths=1.1,
+               label="best of its workload (number: the # column of summary.md)", zorder=4)
+    for u, x, y in zip(bests, bx, by):  # labels alternate above and below, so neighbours do not overlap
+        ax.annotate(str(u.index), (x, y), xytext=(0, 8 if u.index % 2 else -14), textcoords="offset points",
+                    ha="center", fontsize=7.5, zorder=5)
     xi = np.array([r["flops"] / r["bytes"] for r in ok])
     xs = np.logspace(np.log10(min(xi.min(), R / B) / 3), np.log10(max(xi.max(), R / B) * 3), 200)
     ax.plot(xs, np.minimum(R, B * xs) / 1e9, "k-", lw=1.5,
@@ -336,9 +349,10 @@ def plot_roofline(rows, units, R, B, R16, outdir):
     ax.set_ylim(gf.min() / 3, R / 1e9 * 4)
     ax.set_xlabel("operational intensity n/b (FLOP per compulsory DRAM byte)")
     ax.set_ylabel("achieved throughput (GFLOP/s)")
-    ax.set_title(f"Roofline (Eq. 10): all {len(ok)} passing rows, by strategy family", loc="left")
+    ax.set_title(f"Roofline (Eq. 10): all {len(ok)} passing rows, coloured by strategy (CUDA cores: Halide emits no "
+                 "tensor-core code)", loc="left", fontsize=10)
     ax.grid(which="major", alpha=0.3)
-    fig.legend(loc="outside lower center", ncol=ncol, fontsize=7.5, frameon=False)  # keeps the roof lines clear
+    fig.legend(loc="outside lower center", ncol=2, fontsize=8, frameon=False)  # keeps the roof lines clear
     _save(fig, outdir, "roofline")
     return True
 
@@ -473,8 +487,15 @@ def fusion_bound_lines(rows, R, B):
 def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, have_torch, rows=()):
     """summary.md text; R is None when the model could not run (skip_reason says why),
     skipped maps each plot that was not drawn to the reason."""
-    gpu = ctx.get("gpu")
-    gpu = gpu.get("name") if isinstance(gpu, dict) else gpu
+    gpu_ctx = ctx.get("gpu") if isinstance(ctx.get("gpu"), dict) else {}
+    gpu = gpu_ctx.get("name") if gpu_ctx else ctx.get("gpu")
+    clocks = [f"driver {gpu_ctx['driver_version']}"] if "driver_version" in gpu_ctx else []
+    clocks += [f"SM clock {gpu_ctx[k]} MHz at the {k.rsplit('_', 1)[1]}" for k in ("sm_clock_mhz_at_start",
+                                                                                    "sm_clock_mhz_at_end") if k in gpu_ctx]
+    if "sm_clock_mhz_board_max" in gpu_ctx:
+        clocks.append(f"board max {gpu_ctx['sm_clock_mhz_board_max']} MHz")
+    elif "sm_clock_mhz_max" in gpu_ctx:
+        clocks.append(f"SM clock max {gpu_ctx['sm_clock_mhz_max']} MHz")
     cR, cB, cR16, cwhy = ceilings(ctx)  # shown even when no row passed
     L = ["# blockfuse performance report", "",
          f"Source: `{src}`. Model: bench/model.py (A. Lavin, *On the Efficiency of Convolutional Neural Networks*, "
@@ -483,6 +504,8 @@ def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, ha
          f"- device: {ctx.get('device', 'n/a')}, GPU: {gpu or 'n/a'}, Halide {ctx.get('halide_version', 'n/a')}"
          + "".join(f", {k} {ctx[k]}" for k in ("suite", "timestamp") if k in ctx),
          f"- command: `{ctx.get('command', 'n/a')}`"]
+    if clocks:
+        L.insert(len(L) - 1, "- GPU state: " + ", ".join(clocks))
     if cR:
         L.append(f"- ceilings (measured in the same run): copy B = {cB / 1e9:.1f} GB/s, FFMA f32 R = {cR / 1e12:.2f} "
                  "TFLOP/s" + (f", HFMA2 f16 {cR16 / 1e12:.2f} TFLOP/s" if cR16 else ", HFMA2 f16 n/a"))

@@ -139,7 +139,9 @@ class ReportTest(unittest.TestCase):
             self.assertEqual(report.family(strategy), fam, strategy)
 
     def test_full_report(self):
-        write_json(self.dir, {"context": {"device": "cuda", "gpu": {"name": "Test GPU"}, "halide_version": "21.0.0",
+        gpu = {"name": "Test GPU", "driver_version": "580.1.2", "sm_clock_mhz_at_start": 1980, "sm_clock_mhz_at_end": 1755,
+               "sm_clock_mhz_board_max": 1980}
+        write_json(self.dir, {"context": {"device": "cuda", "gpu": gpu, "halide_version": "21.0.0",
                                           "command": "blockfuse bench --out res", "ceilings": CEIL},
                               "results": ROWS})
         torch = write_json(self.tmp.name, {"results": [{"name": "conv-big", "key": "conv2d:conv-big",
@@ -154,6 +156,8 @@ class ReportTest(unittest.TestCase):
         md = read(os.path.join(out, "summary.md"))
         for w in ("dw-small", "conv-big", "block-fused", "Test GPU", "21.0.0", "HFMA2"):
             self.assertIn(w, md)
+        # the GPU state the run recorded (NVML): driver, SM clock at both ends of the run
+        self.assertIn("driver 580.1.2, SM clock 1980 MHz at the start, SM clock 1755 MHz at the end, board max 1980", md)
         self.assertIn("`conv2d_general_a_f16_cuda` (2)", md)  # best = fastest passing variant
         self.assertIn("| 0.50 | 2.00 |", md)  # torch/ours: 1.5/3.0 and 6.0/3.0
         self.assertIn("all-fail: no variant passed", md)
