@@ -94,12 +94,35 @@ def split_runs(rows, launches):
 
 
 def read_spills(path):
-    """tools/kernel_spills.py CSV -> {kernel: spill store bytes per thread}."""
+    """tools/kernel_spills.py CSV -> {kernel: {"spill": spill store B/thread, "stack": stack frame B/thread,
+    "threads": threads per block, "registers": registers per thread}}."""
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
-    if not rows or "kernel" not in rows[0] or "spill_store_bytes" not in rows[0]:
-        raise ValueError(f"{path}: not a tools/kernel_spills.py table (kernel, spill_store_bytes columns)")
-    return {r["kernel"]: int(r["spill_store_bytes"]) for r in rows}
+    need = ("kernel", "threads", "registers", "stack_bytes", "spill_store_bytes")
+    if not rows or any(k not in rows[0] for k in need):
+        raise ValueError(f"{path}: not a tools/kernel_spills.py table ({', '.join(need)} columns)")
+    try:
+        return {r["kernel"]: {"spill": int(r["spill_store_bytes"]), "stack": int(r["stack_bytes"]),
+                              "threads": int(r["threads"]), "registers": int(r["registers"])} for r in rows}
+    except ValueError as e:
+        raise ValueError(f"{path}: a non-integer entry ({e})") from None
+
+
+REGISTERS_PER_SM, THREADS_PER_SM = 65536, 2048  # compute capability 9.0 (and 8.x)
+
+
+def local_memory_bound(k, sm_count):
+    """Bytes of local memory (spilled registers, local arrays) a kernel can leave dirty in the L2: its stack frame
+    per thread times the threads resident at once (registers and the thread limit; shared memory, ignored, can only
+    lower it). Each resident thread slot has its own local memory, reused by the blocks that follow, so this bounds
+    the local lines the L2 writes back at most once; a kernel that spills inside loops under cache pressure writes
+    them back many times and exceeds it."""
+    if k["stack"] <= 0 or k["threads"] <= 0:
+        return 0.0
+    regs = max(8, -(-k["registers"] // 8) * 8)
+    warps = -(-k["threads"] // 32)
+    blocks = REGISTERS_PER_SM // (regs * warps * 32)
+    return float(k["stack"] * min(THREADS_PER_SM, blocks * k["threads"]) * sm_count)
 
 
 def main(argv=None):
@@ -144,6 +167,9 @@ def main(argv=None):
     run_lines = []
     n_k = within_k = n_r = within_r = within_k_l2 = within_r_l2 = 0
     outside_spilling = outside = inside_spilling = 0  # runs against the L2-aware model (else the tensor machine)
+    sm_count = doc.get("context", {}).get("gpu", {}).get("sm_count")
+    bound_col = spills is not None and bool(sm_count)
+    within_bound = 0  # runs outside the tolerance whose excess the local-memory bound covers
     for r, (launches, wb) in zip(rows, runs):
         kernels = r.get("kernels", [])
         for j, (k, l) in enumerate(zip(kernels, launches)):
@@ -175,12 +201,25 @@ def main(argv=None):
                 l2_cell = f" {m2:.4g} | {r2:.2f} | {'yes' if ok2 else 'no'} |"
             spill_cell = ""
             if spills is not None:
-                sp = spills.get(r.get("variant", ""))
+                k_sp = spills.get(r.get("variant", ""))
+                sp = k_sp["spill"] if k_sp else None
                 spill_cell = f" {sp if sp is not None else '?'} |"
                 spilling = sp is not None and sp >= a.spill_min
                 outside += not final_ok
                 outside_spilling += spilling and not final_ok
                 inside_spilling += spilling and final_ok
+                if bound_col:
+                    model = m2 if l2_aware else modelled
+                    excess = measured - model
+                    if final_ok:
+                        spill_cell += " |"
+                    elif k_sp is None:
+                        spill_cell += " ? |"
+                    else:
+                        bound = local_memory_bound(k_sp, sm_count)
+                        covered = 0 < excess <= (1 + a.tolerance) * bound
+                        within_bound += covered
+                        spill_cell += f" {'yes' if covered else 'no'}: {excess / 1e6:+.2f} MB, bound {bound / 1e6:.2f} MB |"
             run_lines.append(f"| {r['workload']} | {r['strategy']} | {len(kernels)} | {modelled:.4g} | {measured:.4g} | "
                              f"{ratio:.2f} | {'yes' if ok else 'no'} |{l2_cell}{spill_cell}")
     wb_note = " + written back after the run" if has_wb else ""
@@ -191,8 +230,10 @@ def main(argv=None):
         out.append(f"{within_k_l2} of {n_k} kernels within {tol} of the L2-aware model{l2_note}.")
     out += ["", "## Per run (the candidate's kernels together)", "",
             f"| workload | strategy | kernels | modelled bytes | measured bytes | measured / modelled | within {tol} |"
-            + l2_head + (" spill B/thread (ptxas) |" if spills is not None else ""),
-            "|---|---|---:|---:|---:|---:|---|" + l2_rule + ("---:|" if spills is not None else "")] + run_lines
+            + l2_head + (" spill B/thread (ptxas) |" if spills is not None else "")
+            + (" outside: excess within the local-memory bound? |" if bound_col else ""),
+            "|---|---|---:|---:|---:|---:|---|" + l2_rule + ("---:|" if spills is not None else "")
+            + ("---|" if bound_col else "")] + run_lines
     out.append(f"\n{within_r} of {n_r} runs within {tol} of the model (DRAM read + DRAM write{wb_note}).")
     if l2_aware:
         out.append(f"{within_r_l2} of {n_r} runs within {tol} of the L2-aware model{l2_note}.")
@@ -201,6 +242,13 @@ def main(argv=None):
         out.append(f"Spills (ptxas at each kernel's JIT register cap, >= {a.spill_min} B per thread): {outside_spilling} "
                    f"of the {outside} runs outside {tol} of {which} spill; {inside_spilling} of the {n_r - outside} "
                    f"within it do.")
+        if bound_col:
+            out.append(f"Local memory: {within_bound} of the {outside} runs outside ±{a.tolerance:.0%} of {which} move "
+                       f"more than it by at most the local-memory bound (each kernel's stack frame per thread x the "
+                       f"threads resident at once x {sm_count} SMs, +{a.tolerance:.0%}): what spilled registers and "
+                       "local arrays can leave dirty in the L2 once. The rest are spills written back many times "
+                       "(beyond the bound) or traffic the model does not count (tensors kept in the L2 between "
+                       "kernels).")
     text = "\n".join(out) + "\n"
     if a.out:
         with open(a.out, "w") as f:

@@ -246,8 +246,9 @@ class ReportTest(unittest.TestCase):
         # The committed H200 report folders (bench/results/h200/report/): the report runs on them as they are.
         for suite, expect in (("conv2d", ["dw3x3-c144-56-n128", "mediant roofline"]),
                               ("blocks", ["mbconv-c24-56-n128", "## What fusion can gain at most",
-                                          # c=24: T_min 140.2 µs layer by layer, 101.2 fused
-                                          "| mbconv-c24-56-n128 | fused | 140.2 | 101.2 | 1.39x | 0.61x |"])):
+                                          # c=24: T_min 140.1 µs layer by layer, 101.1 fused (the run's ceilings)
+                                          "| mbconv-c24-56-n128 | fused | 140.1 | 101.1 | 1.39x | 0.60x |",
+                                          "driver 580.159.04"])):
             src = os.path.join(ROOT, "bench/results/h200/report", suite)
             out = os.path.join(self.tmp.name, suite)
             p = run_report(src, "--torch", os.path.join(src, "pytorch.json"), "--out", out)
@@ -364,6 +365,34 @@ class NcuCompareTest(unittest.TestCase):
             r = subprocess.run([sys.executable, NCU_COMPARE, res, csvp, "--spills", sp], capture_output=True, text=True)
             self.assertEqual(r.returncode, 2)
             self.assertIn("not a tools/kernel_spills.py table", r.stderr)
+
+    def test_local_memory_bound(self):
+        with tempfile.TemporaryDirectory() as d:
+            # Run 1 moves 600 B more than the model. kern_b: 96 B of stack per thread, 256 threads of 64 registers:
+            # 65536 / (64 x 256) = 4 blocks, 1024 threads resident, on 1 SM: bound 96 x 1024 = 98304 B >= 600.
+            # kern_c has no stack: a bound of 0 explains nothing.
+            res, csvp = self._write(d, [1, 1], [(5, 0), (600, 500), (5, 0), (900, 700)])
+            doc = json.load(open(res))
+            doc["results"][0]["variant"], doc["results"][1]["variant"] = "kern_a", "kern_b"
+            doc["context"] = {"gpu": {"sm_count": 1}}
+            json.dump(doc, open(res, "w"))
+            sp = os.path.join(d, "spills.csv")
+            head = "kernel,threads,cap,registers,stack_bytes,spill_store_bytes,spill_load_bytes\n"
+            open(sp, "w").write(head + "kern_a,128,255,80,8,8,8\nkern_b,256,64,64,96,96,100\n")
+            r = subprocess.run([sys.executable, NCU_COMPARE, res, csvp, "--spills", sp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("| 1.60 | no | 96 | yes: +0.00 MB, bound 0.10 MB |", r.stdout)
+            self.assertIn("| 1.10 | yes | 8 | |", r.stdout)  # within the tolerance: nothing to explain
+            self.assertIn("Local memory: 1 of the 1 runs outside", r.stdout)
+            open(sp, "w").write(head + "kern_a,128,255,80,8,8,8\nkern_b,256,64,64,0,0,0\n")
+            r = subprocess.run([sys.executable, NCU_COMPARE, res, csvp, "--spills", sp], capture_output=True, text=True)
+            self.assertIn("| 1.60 | no | 0 | no: +0.00 MB, bound 0.00 MB |", r.stdout)
+            self.assertIn("Local memory: 0 of the 1 runs outside", r.stdout)
+            # A non-integer entry: one message, exit 2.
+            open(sp, "w").write(head + "kern_a,128,255,x,8,8,8\n")
+            r = subprocess.run([sys.executable, NCU_COMPARE, res, csvp, "--spills", sp], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("non-integer entry", r.stderr)
 
     def test_evictions_out_of_place(self):
         with tempfile.TemporaryDirectory() as d:
