@@ -370,7 +370,7 @@ class NcuCompareTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             # Run 1 moves 600 B more than the model. kern_b: 96 B of stack per thread, 256 threads of 64 registers:
             # 65536 / (64 x 256) = 4 blocks, 1024 threads resident, on 1 SM: bound 96 x 1024 = 98304 B >= 600.
-            # kern_c has no stack: a bound of 0 explains nothing.
+            # Then kern_b without stack: a bound of 0 explains nothing.
             res, csvp = self._write(d, [1, 1], [(5, 0), (600, 500), (5, 0), (900, 700)])
             doc = json.load(open(res))
             doc["results"][0]["variant"], doc["results"][1]["variant"] = "kern_a", "kern_b"
