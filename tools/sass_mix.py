@@ -8,7 +8,8 @@ it is disassembled with cuobjdump (nvdisasm); tools/sass.sh installs both into .
 
 Per kernel it prints registers and spill bytes (ptxas -v), then for every loop (a backward
 branch) with at least --min-ffma FFMA: its length in instructions, the FFMA share and the most
-frequent opcodes. This is a static count: one pass through the loop body.
+frequent opcodes; and the same mix over the whole function (a flat-mapped kernel has no loop). These
+are static counts: one pass through the code.
 
     python3 tools/sass_mix.py KERNEL.s [--arch sm_90] [--maxrregcount 255] [--keep DIR]
 """
@@ -120,6 +121,11 @@ def main(argv=None):
             st, ld = u.get("spill", (0, 0))
             print(f"{name}: {u.get('regs', '?')} registers, spill stores {st} B, spill loads {ld} B "
                   f"({a.arch}, --maxrregcount {a.maxrregcount})")
+            # The whole function too: a flat-mapped kernel (one tile per thread, taps unrolled) has no loop.
+            ops_all = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)[^;]*;", func)
+            c = collections.Counter(o.split(".")[0] for o in ops_all)
+            mix = ", ".join(f"{k} {v}" for k, v in c.most_common(10))
+            print(f"  whole function: {len(ops_all)} instructions, FFMA {c['FFMA']}; {mix}")
             for start, end, ops in loops(func):
                 c = collections.Counter(o.split(".")[0] for o in ops)
                 if c.get("FFMA", 0) < a.min_ffma:
