@@ -28,7 +28,6 @@ public:
     GeneratorParam<int> unroll_channels{"unroll_channels", 1};
     GeneratorParam<int> stage_channels{"stage_channels", 0};
     GeneratorParam<int> stage_input{"stage_input", 0};
-    GeneratorParam<int> strip_y{"strip_y", 1};  // flat mapping: tiles per thread down a column (schedule header)
     GeneratorParam<int> flat_threads{"flat_threads", blockfuse::conv2d_defaults::flat_threads};  // >0: flat thread mapping, this many threads per block
     // Static stride / dilation (0: taken from the runtime arguments). Variants with a static
     // value are only dispatched to workloads that match (runtime/conv2d.cpp).
@@ -124,7 +123,6 @@ public:
             kn.stage_channels = stage_channels;
             kn.stage_input = stage_input;
             kn.flat_threads = flat_threads;
-            kn.strip_y = strip_y;
             const bool static_window = static_kernel && static_stride > 0 && static_dilation > 0;
             if (stage_input && !static_window)
                 throw CompileError("stage_input=1 needs kernel_size, static_stride and static_dilation");

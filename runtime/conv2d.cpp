@@ -88,9 +88,8 @@ std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, De
         if (v.knob("stage_channels", 0) && (w.c / w.groups) % v.knob("unroll_channels", 1) != 0) continue;
         // A shared tile of too many channels: the next variant serves (other limits stay errors).
         if (conv2d_launch_shape(v, w).shared_bytes > launch_limits(v.device).max_shared) continue;
-        // A strip (strip_y tiles down a column) shifts inwards as a whole, so the image must hold one.
         if (!flat_tiles_fit(v.knob("flat_threads", 0), v.knob("tile_x", conv2d_defaults::tile_x),
-                            v.knob("tile_y", conv2d_defaults::tile_y) * v.knob("strip_y", 1), w.out_w(), w.out_h()))
+                            v.knob("tile_y", conv2d_defaults::tile_y), w.out_w(), w.out_h()))
             continue;
         out.push_back(&v);
     }
@@ -147,7 +146,7 @@ LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w)
     }
     if (flat > 0) {  // a row of (channel vector, x tile) pairs, cut into blocks of `flat` threads
         s.grid[0] = ceil_div(ceil_div(w.k, vk) * ceil_div(w.out_w(), rx), flat);
-        s.grid[1] = ceil_div(ceil_div(w.out_h(), ry), v.knob("strip_y", 1));  // one thread per strip of tiles
+        s.grid[1] = ceil_div(w.out_h(), ry);
         s.grid[2] = w.n;
         return s;
     }

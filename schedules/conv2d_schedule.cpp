@@ -43,10 +43,7 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
     // per thread, same tiles, so the accumulator keeps a constant size and stays in registers.
     const bool flat = kn.flat_threads > 0;
     Var tile_f("tile_f"), ft("ft"), fb("fb");
-    Var ys("ys"), yoo("yoo");
-    const bool strip = flat && kn.strip_y > 1;
-    // the loop at which a thread owns its register tile
-    const Var &thread_var = strip ? ys : flat ? ft : kt;
+    const Var &thread_var = flat ? ft : kt;  // the loop at which a thread owns its register tile
     auto schedule_with = [&](Stage o, Stage a, Stage u, bool vec) {
         o.split(k, k1, kv, vec ? kn.vec_k : 1, TailStrategy::RoundUp);
         if (flat) {
@@ -56,22 +53,13 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
             // cannot compile (halide_error_explicit_bounds_too_small). The price: images at
             // least one tile large, which the dispatcher enforces (runtime/conv2d.cpp).
             const TailStrategy shift = TailStrategy::ShiftInwards;
-            o.split(x, xt, xr, kn.tile_x, shift).split(y, yo, yi, kn.tile_y, shift);
-            if (strip) {
-                // A strip of strip_y tiles down the column, walked serially by its thread (strip_y).
-                o.split(yo, yoo, ys, kn.strip_y, shift)
-                    .reorder(kv, xr, yi, ys, k1, xt, yoo, n)
-                    .fuse(k1, xt, tile_f)
-                    .split(tile_f, fb, ft, kn.flat_threads, guard)
-                    .gpu_blocks(fb, yoo, n)
-                    .gpu_threads(ft);
-            } else {
-                o.reorder(kv, xr, yi, k1, xt, yo, n)
-                    .fuse(k1, xt, tile_f)  // one row of tiles; y and n stay grid dimensions, so
-                    .split(tile_f, fb, ft, kn.flat_threads, guard)  // no runtime division per thread
-                    .gpu_blocks(fb, yo, n)
-                    .gpu_threads(ft);
-            }
+            o.split(x, xt, xr, kn.tile_x, shift)
+                .split(y, yo, yi, kn.tile_y, shift)
+                .reorder(kv, xr, yi, k1, xt, yo, n)
+                .fuse(k1, xt, tile_f)  // one row of tiles; y and n stay grid dimensions, so
+                .split(tile_f, fb, ft, kn.flat_threads, guard)  // no runtime division per thread
+                .gpu_blocks(fb, yo, n)
+                .gpu_threads(ft);
         } else {
             o.split(k1, ko, kt, kn.threads_k, guard)
                 .split(x, xo, xi, kn.threads_x * kn.tile_x, guard)

@@ -48,10 +48,6 @@ struct Conv2dGpuKnobs {
     // 36 x 2 = 72 threads fill 3 warps (96 lanes), a third of the issued lanes idle.
     // Needs images of at least tile_x x tile_y outputs (edge tiles shift inwards).
     int flat_threads = conv2d_defaults::flat_threads;
-    // >1 (flat mapping): each thread walks this many tiles down a column, one after another, so the
-    // halo rows it shares with its previous tile come from L1 instead of L2. ncu on the H200 (k3fd,
-    // bench/results/h200/depthwise-flat/call3/): L2 throughput 88.7% with DRAM at 64%, L1 hit 38%.
-    int strip_y = 1;
     int threads_per_block() const { return conv2d_defaults::threads_per_block(threads_k, threads_x, flat_threads); }
 };
 
@@ -74,7 +70,6 @@ inline const std::map<std::string, std::vector<int>> &conv2d_gpu_knob_space() {
         {"stage_channels", {0, 1}},
         {"stage_input", {0, 1, 2}},
         {"flat_threads", {0, 64, 128, 256}},
-        {"strip_y", {1, 2, 7, 14}},
     };
     return space;
 }
