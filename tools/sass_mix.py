@@ -70,10 +70,15 @@ def ptxas_usage(ptxas, ptx_path, arch, maxrregcount, cubin_path):
     return parse_ptxas_verbose(r.stderr)
 
 
+def instructions(sass_function):
+    """(address, opcode, operands) of every instruction in one disassembled function."""
+    return [(int(a, 16), op, rest) for a, op, rest in
+            re.findall(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);", sass_function)]
+
+
 def loops(sass_function):
     """(start, end, opcodes) of each backward branch's loop body in one disassembled function."""
-    ins = [(int(a, 16), op, rest) for a, op, rest in
-           re.findall(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);", sass_function)]
+    ins = instructions(sass_function)
     for addr, op, rest in ins:
         m = re.search(r"0x([0-9a-f]+)", rest) if op == "BRA" else None
         if m and int(m.group(1), 16) < addr:
@@ -122,7 +127,7 @@ def main(argv=None):
             print(f"{name}: {u.get('regs', '?')} registers, spill stores {st} B, spill loads {ld} B "
                   f"({a.arch}, --maxrregcount {a.maxrregcount})")
             # The whole function too: a flat-mapped kernel (one tile per thread, taps unrolled) has no loop.
-            ops_all = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)[^;]*;", func)
+            ops_all = [op for _, op, _ in instructions(func)]
             c = collections.Counter(o.split(".")[0] for o in ops_all)
             mix = ", ".join(f"{k} {v}" for k, v in c.most_common(10))
             print(f"  whole function: {len(ops_all)} instructions, FFMA {c['FFMA']}; {mix}")
