@@ -483,6 +483,9 @@ def test_sass_mix_parsing():
         /*0050*/                   EXIT ;
         /*0060*/                   BRA 0x60;
 """
+    # the whole function's instructions, in order (the mix printed for kernels without a loop)
+    assert [op for _, op, _ in sass_mix.instructions(func)] == ["MOV", "FFMA", "FFMA", "LDG.E.64", "BRA", "EXIT",
+                                                                "BRA"]
     found = list(sass_mix.loops(func))
     assert len(found) == 1, found  # the self-branch at 0x60 is not a loop with a body before it
     start, end, ops = found[0]
