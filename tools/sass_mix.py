@@ -76,6 +76,12 @@ def instructions(sass_function):
             re.findall(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);", sass_function)]
 
 
+def opcode_mix(ops, top):
+    """Counts of base opcodes (FFMA.FTZ -> FFMA) and the `top` most frequent as text: ("FFMA 576, HADD2 144, ...")."""
+    c = collections.Counter(o.split(".")[0] for o in ops)
+    return c, ", ".join(f"{k} {v}" for k, v in c.most_common(top))
+
+
 def loops(sass_function):
     """(start, end, opcodes) of each backward branch's loop body in one disassembled function."""
     ins = instructions(sass_function)
@@ -128,14 +134,12 @@ def main(argv=None):
                   f"({a.arch}, --maxrregcount {a.maxrregcount})")
             # The whole function too: a flat-mapped kernel (one tile per thread, taps unrolled) has no loop.
             ops_all = [op for _, op, _ in instructions(func)]
-            c = collections.Counter(o.split(".")[0] for o in ops_all)
-            mix = ", ".join(f"{k} {v}" for k, v in c.most_common(10))
+            c, mix = opcode_mix(ops_all, 10)
             print(f"  whole function: {len(ops_all)} instructions, FFMA {c['FFMA']}; {mix}")
             for start, end, ops in loops(func):
-                c = collections.Counter(o.split(".")[0] for o in ops)
+                c, mix = opcode_mix(ops, 8)
                 if c.get("FFMA", 0) < a.min_ffma:
                     continue
-                mix = ", ".join(f"{k} {v}" for k, v in c.most_common(8))
                 print(f"  loop 0x{start:04x}-0x{end:04x}: {len(ops)} instructions, FFMA {c['FFMA']} "
                       f"({c['FFMA'] / len(ops):.0%}); {mix}")
     if a.keep:
