@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
         int failures = 0;
         std::vector<std::shared_ptr<Candidate>> keep;
         for (const auto &e : entries) {
-            for (auto &c : build_candidates(e, dev, rng)) {
+            for (auto &c : build_candidates(e, choose_kernels(e.key, dev, Selection{}, nullptr), rng)) {
                 Comparison cmp = c.check();
                 if (!cmp.ok()) {
                     ++failures;

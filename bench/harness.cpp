@@ -22,9 +22,7 @@
 #ifndef BLOCKFUSE_SOURCE_DIR
 #define BLOCKFUSE_SOURCE_DIR "."
 #endif
-#ifndef BLOCKFUSE_HALIDE_VERSION
-#define BLOCKFUSE_HALIDE_VERSION "unknown"
-#endif
+#include "build_info.h"
 
 namespace blockfuse {
 namespace fs = std::filesystem;
@@ -64,6 +62,8 @@ nlohmann::json run_context(const std::string &command_line) {
     nlohmann::json ctx;
     ctx["command"] = command_line;
     ctx["halide_version"] = BLOCKFUSE_HALIDE_VERSION;
+    ctx["commit"] = BLOCKFUSE_GIT_COMMIT;
+    ctx["source_hash"] = BLOCKFUSE_SOURCE_HASH;
     std::time_t now = std::time(nullptr);
     char buf[64];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
@@ -126,14 +126,23 @@ std::shared_ptr<Tensors> tensors_for_candidate(std::optional<Tensors> &shared, c
 // One candidate: the row's problem columns, strategy label and per-kernel accounting (flops and
 // bytes are their sums), and closures that time one call and check against the reference.
 template <typename W>
-Candidate make_candidate(const std::string &name, const W &w, const KernelVariant &v, std::string strategy,
+Candidate make_candidate(const std::string &name, const W &w, const ChosenKernel &ck, std::string label,
                          bool is_default, std::vector<KernelCost> kernels, std::function<void()> run,
                          std::function<Comparison()> check) {
+    const KernelVariant &v = *ck.variant;
     Candidate c;
+    c.variant = &v;
     c.row.workload = name;
     c.row.key = to_key(w);
-    c.row.strategy = std::move(strategy);
+    c.row.strategy = std::move(label);
     c.row.variant = v.name;
+    c.row.family = v.family;
+    c.row.knobs = v.schedule_knobs();
+    c.row.max_registers = v.max_registers;
+    c.row.pick_source = ck.source;
+    c.row.strategy_name = ck.strategy;
+    c.row.why = v.why;
+    c.row.record_target = record_target(v.device);
     c.row.is_default = is_default;
     c.row.dtype = dtype_name(w.dtype);
     c.row.kernels = std::move(kernels);
@@ -146,26 +155,17 @@ Candidate make_candidate(const std::string &name, const W &w, const KernelVarian
 
 std::string strategy_label(const KernelVariant *v) { return v->param("strategy") + " (" + v->name + ")"; }
 
-// The strategy of a variant: blocks, stages and the stem have one; a conv2d layer is one kernel,
-// computed directly.
-std::string strategy_of(const KernelVariant &v) {
-    const std::string s = v.param("strategy");
-    return s.empty() ? "direct" : s;
-}
-
 // conv2d: every candidate kernel of the workload, checked at 4096 sampled outputs (+ a full
 // scan for unwritten ones).
 std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv2dWorkload &w,
-                                             const std::vector<const KernelVariant *> &cands, std::mt19937_64 &rng,
-                                             const VariantFilter &keep) {
+                                             const std::vector<ChosenKernel> &cands, std::mt19937_64 &rng) {
     std::vector<Candidate> out;
     std::optional<Conv2dTensors> shared;
     for (size_t i = 0; i < cands.size(); ++i) {
-        const KernelVariant *v = cands[i];
-        if (keep && !keep(*v, i)) continue;
+        const KernelVariant *v = cands[i].variant;
         auto t = tensors_for_candidate(shared, w, rng, make_conv2d_tensors);
         auto run = [t, v, w] { run_conv2d(*v, w, *t); };
-        out.push_back(make_candidate(name, w, *v, v->name, i == 0, {{v->name, conv2d_flops(w), conv2d_bytes(w, v)}}, run,
+        out.push_back(make_candidate(name, w, cands[i], v->name, i == 0, {{v->name, conv2d_flops(w), conv2d_bytes(w, v)}}, run,
                                      [t, w, run, &rng] {
                                          run();
                                          return check_conv2d(w, *t, 4096, rng);
@@ -176,16 +176,14 @@ std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv
 
 // The stem: each strategy (layer-by-layer, depth-first), checked at full size (its reference is small).
 std::vector<Candidate> stem_candidates_for(const std::string &name, const StemWorkload &w,
-                                           const std::vector<const KernelVariant *> &cands, std::mt19937_64 &rng,
-                                           const VariantFilter &keep) {
+                                           const std::vector<ChosenKernel> &cands, std::mt19937_64 &rng) {
     std::vector<Candidate> out;
     std::optional<StemTensors> shared;
     for (size_t i = 0; i < cands.size(); ++i) {
-        const KernelVariant *v = cands[i];
-        if (keep && !keep(*v, i)) continue;
+        const KernelVariant *v = cands[i].variant;
         auto t = tensors_for_candidate(shared, w, rng, make_stem_tensors);
         auto run = [t, v, w] { run_stem(*v, w, *t); };
-        out.push_back(make_candidate(name, w, *v, strategy_label(v), i == 0, stem_costs(w, v->param("strategy")), run,
+        out.push_back(make_candidate(name, w, cands[i], strategy_label(v), i == 0, stem_costs(w, v->param("strategy")), run,
                                      [t, w, run] {
                                          run();
                                          return check_stem(w, *t);
@@ -198,8 +196,7 @@ std::vector<Candidate> stem_candidates_for(const std::string &name, const StemWo
 // so above ~2e8 MACs the kernel is checked on the same workload at n=1 (same code path, said
 // in the check column) and then timed at full size.
 std::vector<Candidate> block_candidates_for(const std::string &name, const BlockWorkload &w,
-                                            const std::vector<const KernelVariant *> &cands, std::mt19937_64 &rng,
-                                            const VariantFilter &keep) {
+                                            const std::vector<ChosenKernel> &cands, std::mt19937_64 &rng) {
     std::vector<Candidate> out;
     double macs = 0;
     for (const auto &l : w.layers()) macs += w.blocks * conv2d_flops(l) / 2;
@@ -215,14 +212,14 @@ std::vector<Candidate> block_candidates_for(const std::string &name, const Block
     chk->small = w;
     if (macs > 2e8) chk->small.n = 1;
     for (size_t i = 0; i < cands.size(); ++i) {
-        const KernelVariant *v = cands[i];
-        if (keep && !keep(*v, i)) continue;
+        const KernelVariant *v = cands[i].variant;
         auto t = tensors_for_candidate(shared, w, rng, make_block_tensors);
         // Squeeze-Excitation's global mean splits a fused block: the label says so (the kernels are
         // in the row's accounting: se_pool, block).
         std::string label = strategy_label(v);
         if (w.se && v->param("strategy") == "fused") label += " [split at SE: tile sums, then the block with the gate]";
-        out.push_back(make_candidate(name, w, *v, label, i == 0, block_costs(w, v->param("strategy"), v->knob("tile_x", 8), v->knob("tile_y", 4)),
+        out.push_back(make_candidate(name, w, cands[i], label, i == 0,
+                                     block_costs(w, v->param("strategy"), v->knob("tile_x"), v->knob("tile_y")),
                                      [t, v, w] { run_block(*v, w, *t); },
                                      [v, chk, &rng] {
                                          auto s = tensors_for_candidate(chk->tensors, chk->small, rng,
@@ -235,56 +232,73 @@ std::vector<Candidate> block_candidates_for(const std::string &name, const Block
     return out;
 }
 
-// The registry's variants for a workload in dispatch order, with the fastest tuning record's variant
-// moved first where one applies; either way a line says which (a record, or the loud fallback).
-std::vector<const KernelVariant *> dispatch_order(std::vector<const KernelVariant *> cands, const std::string &key,
-                                                  Device dev, const TuningRecords *records) {
-    if (!records || cands.empty()) return cands;
-    const std::string target = record_target(dev);
-    auto built = [&cands](const std::string &n) {
-        return std::any_of(cands.begin(), cands.end(), [&n](const KernelVariant *v) { return v->name == n; });
-    };
-    if (const TuningRecord *r = records->best(key, target, built)) {
-        auto it = std::find_if(cands.begin(), cands.end(), [r](const KernelVariant *v) { return v->name == r->variant; });
-        std::rotate(cands.begin(), it, it + 1);
-        std::cout << fmt::format("tuning record: {} on {} -> {} ({:.4g} ms; {})\n", key, target, r->variant,
-                                 r->median_ms, records->path);
-    } else {
-        std::cout << fmt::format("tuning records: NONE for {} on {} in {}: the registry's pick {} stays the default\n",
-                                 key, target, records->path, cands.front()->name);
-    }
-    return cands;
-}
-
 }  // namespace
 
-std::vector<Candidate> build_candidates(const SuiteEntry &entry, Device dev, std::mt19937_64 &rng,
-                                        const VariantFilter &keep, const TuningRecords *records) {
-    if (is_block_key(entry.key)) {
-        const BlockWorkload w = parse_block(entry.key);
-        return block_candidates_for(entry.name, w, dispatch_order(block_candidates(w, dev), to_key(w), dev, records),
-                                    rng, keep);
+std::vector<ChosenKernel> choose_kernels(const std::string &key, Device dev, const Selection &sel,
+                                         const TuningRecords *records) {
+    std::vector<std::string> strategies = strategies_of(key);
+    if (!sel.strategies.empty()) {
+        std::vector<std::string> kept;
+        for (const auto &s : strategies)
+            if (std::find(sel.strategies.begin(), sel.strategies.end(), s) != sel.strategies.end()) kept.push_back(s);
+        if (kept.empty()) {
+            std::string list;
+            for (const auto &s : strategies) list += (list.empty() ? "" : ", ") + s;
+            throw WorkloadError("--strategies: none of them applies to " + canonical_key(key) + " (its strategies: " +
+                                list + ")");
+        }
+        strategies = kept;
     }
-    if (is_stem_key(entry.key)) {
-        const StemWorkload w = parse_stem(entry.key);
-        return stem_candidates_for(entry.name, w, dispatch_order(stem_candidates(w, dev), to_key(w), dev, records), rng,
-                                   keep);
+    // The default strategy's pick first.
+    const std::string first = default_strategy(key, dev, records);
+    std::stable_partition(strategies.begin(), strategies.end(), [&first](const std::string &s) { return s == first; });
+    std::vector<ChosenKernel> out;
+    std::string unavailable;
+    for (const auto &s : strategies) {
+        Pick p;
+        try {
+            p = dispatch(key, s, dev, records);
+        } catch (const WorkloadError &e) {
+            // this strategy cannot serve the key within its limits; the others may
+            unavailable += std::string(unavailable.empty() ? "" : "; ") + e.what();
+            if (!sel.quiet) std::cout << fmt::format("dispatch: {} {}: not available: {}\n", canonical_key(key), s, e.what());
+            continue;
+        }
+        out.push_back({p.variant, s, p.source});
+        if (sel.all_variants)
+            for (const KernelVariant *v : data_variants_for(key, s, dev))
+                if (v != p.variant) out.push_back({v, s, "named variant"});
     }
-    const Conv2dWorkload w = parse_conv2d(entry.key);
-    return conv2d_candidates_for(entry.name, w, dispatch_order(conv2d_candidates(w, dev), to_key(w), dev, records), rng,
-                                 keep);
+    if (out.empty()) throw WorkloadError("no kernel can serve " + canonical_key(key) + ": " + unavailable);
+    if (records && !sel.quiet && !std::any_of(out.begin(), out.end(), [](const ChosenKernel &c) {
+            return c.source == "tuning record";
+        })) {
+        const auto other = records->elsewhere(canonical_key(key), record_target(dev), BLOCKFUSE_HALIDE_VERSION);
+        std::cout << fmt::format("tuning records: NONE for {} on {} (Halide {}){}\n", canonical_key(key),
+                                 record_target(dev), BLOCKFUSE_HALIDE_VERSION,
+                                 other.empty() ? "" : fmt::format("; {} recorded on other targets or Halide versions, "
+                                                                  "not applied (e.g. {}, Halide {})",
+                                                                  other.size(), other[0]->target,
+                                                                  other[0]->halide_version));
+    }
+    if (!sel.only.empty()) {
+        std::vector<ChosenKernel> kept;
+        for (const auto &c : out)
+            for (const auto &o : sel.only)
+                if (c.variant->name.find(o) != std::string::npos) {
+                    kept.push_back(c);
+                    break;
+                }
+        out = kept;
+    }
+    return out;
 }
 
-std::string canonical_key(const std::string &key) {
-    if (is_block_key(key)) return to_key(parse_block(key));
-    if (is_stem_key(key)) return to_key(parse_stem(key));
-    return to_key(parse_conv2d(key));
-}
-
-DType workload_dtype(const std::string &key) {
-    if (is_block_key(key)) return parse_block(key).dtype;
-    if (is_stem_key(key)) return parse_stem(key).dtype;
-    return parse_conv2d(key).dtype;
+std::vector<Candidate> build_candidates(const SuiteEntry &entry, const std::vector<ChosenKernel> &kernels,
+                                        std::mt19937_64 &rng) {
+    if (is_block_key(entry.key)) return block_candidates_for(entry.name, parse_block(entry.key), kernels, rng);
+    if (is_stem_key(entry.key)) return stem_candidates_for(entry.name, parse_stem(entry.key), kernels, rng);
+    return conv2d_candidates_for(entry.name, parse_conv2d(entry.key), kernels, rng);
 }
 
 namespace {
@@ -308,16 +322,10 @@ std::string csv_field(const std::string &s) {
     return q + "\"";
 }
 
-void write_outputs(const std::string &dir, const nlohmann::json &ctx, const std::vector<Row> &rows,
-                   const Ceilings &ceil, Device dev) {
-    fs::create_directories(dir);
-    nlohmann::json j;
-    j["context"] = ctx;
+// The run as one document: its context and a row per candidate (results.json; the CSV is derived from it).
+nlohmann::json results_document(const nlohmann::json &ctx, const std::vector<Row> &rows, const Ceilings &ceil,
+                                Device dev) {
     nlohmann::json arr = nlohmann::json::array();
-    std::ofstream csv(dir + "/results.csv");
-    csv << "workload,strategy,default,device,dtype,n,h,w,c,k,r,s,stride_h,stride_w,dil_h,dil_w,groups,"
-           "flops,bytes,flops_per_byte,runtime_ms,min_ms,max_ms,host_ms,samples,gbps,gflops,pct_copy_bw,pct_ffma,"
-           "check_ok,rel_l2,key\n";
     for (const auto &r : rows) {
         double gbps = r.ok ? r.bytes / (r.median_ms * 1e-3) / 1e9 : 0;
         double gflops = r.ok ? r.flops / (r.median_ms * 1e-3) / 1e9 : 0;
@@ -328,20 +336,38 @@ void write_outputs(const std::string &dir, const nlohmann::json &ctx, const std:
                        {"default", r.is_default},
                        {"device", device_name(dev)}, {"dtype", r.dtype}, {"n", w.n}, {"h", w.h}, {"w", w.w},
                        {"c", w.c}, {"k", w.k}, {"r", w.r}, {"s", w.s}, {"stride_h", w.stride_h},
-                       {"stride_w", w.stride_w}, {"groups", w.groups}, {"flops", r.flops}, {"bytes", r.bytes},
+                       {"stride_w", w.stride_w}, {"dil_h", w.dil_h}, {"dil_w", w.dil_w}, {"groups", w.groups},
+                       {"flops", r.flops}, {"bytes", r.bytes},
                        {"flops_per_byte", r.flops / r.bytes}, {"runtime_ms", r.median_ms}, {"min_ms", r.min_ms},
                        {"max_ms", r.max_ms}, {"host_ms", r.host_ms}, {"samples", r.samples}, {"gbps", gbps},
                        {"gflops", gflops}, {"pct_copy_bw", pct_bw}, {"pct_ffma", pct_ffma}, {"check_ok", r.ok},
-                       {"check", r.check}, {"rel_l2", r.rel_l2}, {"kernels", kernels_json(r)}});
+                       {"check", r.check}, {"rel_l2", r.rel_l2}, {"kernels", kernels_json(r)},
+                       {"strategy_name", r.strategy_name}, {"family", r.family}, {"knobs", r.knobs},
+                       {"max_registers", r.max_registers}, {"record_target", r.record_target}, {"origin", r.origin},
+                       {"pick", r.pick_source}, {"why", r.why}});
+    }
+    return {{"context", ctx}, {"results", arr}};
+}
+
+void write_outputs(const std::string &dir, const nlohmann::json &doc) {
+    fs::create_directories(dir);
+    std::ofstream csv(dir + "/results.csv");
+    csv << "workload,strategy,default,device,dtype,n,h,w,c,k,r,s,stride_h,stride_w,dil_h,dil_w,groups,"
+           "flops,bytes,flops_per_byte,runtime_ms,min_ms,max_ms,host_ms,samples,gbps,gflops,pct_copy_bw,pct_ffma,"
+           "check_ok,rel_l2,key\n";
+    for (const auto &r : doc["results"]) {
+        auto i = [&r](const char *k) { return r.value(k, 0); };
+        auto d = [&r](const char *k) { return r.value(k, 0.0); };
         csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.4g},{:.6g},{:.6g},{:.6g},{:.6g},{},"
                            "{:.4g},{:.4g},{:.3g},{:.3g},{},{:.3g},{}\n",
-                           csv_field(r.workload), csv_field(r.strategy), r.is_default, device_name(dev), r.dtype, w.n, w.h, w.w, w.c, w.k,
-                           w.r, w.s, w.stride_h, w.stride_w, w.dil_h, w.dil_w, w.groups, r.flops, r.bytes,
-                           r.flops / r.bytes, r.median_ms, r.min_ms, r.max_ms, r.host_ms, r.samples, gbps, gflops,
-                           pct_bw, pct_ffma, r.ok, r.rel_l2, csv_field(r.key));
+                           csv_field(r.value("workload", "")), csv_field(r.value("strategy", "")), r.value("default", false),
+                           r.value("device", ""), r.value("dtype", ""), i("n"), i("h"), i("w"), i("c"), i("k"), i("r"),
+                           i("s"), i("stride_h"), i("stride_w"), i("dil_h"), i("dil_w"), i("groups"), d("flops"), d("bytes"),
+                           d("flops_per_byte"), d("runtime_ms"), d("min_ms"), d("max_ms"), d("host_ms"), i("samples"),
+                           d("gbps"), d("gflops"), d("pct_copy_bw"), d("pct_ffma"), r.value("check_ok", false), d("rel_l2"),
+                           csv_field(r.value("key", "")));
     }
-    j["results"] = arr;
-    std::ofstream(dir + "/results.json") << j.dump(1) << "\n";
+    std::ofstream(dir + "/results.json") << doc.dump(1) << "\n";
 }
 
 }  // namespace
@@ -405,7 +431,8 @@ int run_bench(const BenchOptions &opt) {
 
     // Parse everything first: a bad key (or records file) stops the run before any kernel does.
     std::optional<TuningRecords> records;
-    if (!opt.tuning_records.empty()) records = TuningRecords::load(opt.tuning_records);
+    if (!opt.no_tuning_records)
+        records = TuningRecords::load(opt.tuning_records.empty() ? default_record_files() : opt.tuning_records);
     std::vector<SuiteEntry> work;
     for (const auto &e : entries)
         if (DType d = workload_dtype(e.key); opt.dtype.empty() || d == dfilter) work.push_back(e);
@@ -452,32 +479,20 @@ int run_bench(const BenchOptions &opt) {
     if (dev == Device::cuda) ctx["l2_flush"] = l2_flush_name(opt.l2_flush);
     std::mt19937_64 rng(std::random_device{}());
     std::vector<Row> rows;
-    int failures = 0;
-    // --variants default, --variant, --strategies: applied before any candidate's tensors are made.
-    size_t built = 0;  // variants of the current workload the filter saw
-    const VariantFilter keep = [&opt, &built](const KernelVariant &v, size_t index) {
-        ++built;
-        if (opt.variants == "default" && index != 0) return false;
-        if (!opt.strategies.empty() &&
-            std::find(opt.strategies.begin(), opt.strategies.end(), strategy_of(v)) == opt.strategies.end())
-            return false;
-        if (opt.only.empty()) return true;
-        for (const auto &o : opt.only)
-            if (v.name.find(o) != std::string::npos || v.param("strategy").find(o) != std::string::npos) return true;
-        return false;
-    };
+    int failures = 0, not_run = 0;
+    Selection sel;
+    sel.strategies = opt.strategies;
+    sel.all_variants = opt.variants == "all";
+    sel.only = opt.only;
     std::unique_ptr<L2ReadEvictor> evictor;  // --single-run on CUDA
     for (const auto &entry : work) {
-        built = 0;
-        std::vector<Candidate> cands = build_candidates(entry, dev, rng, keep, records ? &*records : nullptr);
-        if (cands.empty()) {
-            std::cout << fmt::format("{}: {} for {} -- skipped\n", entry.name,
-                                     built ? fmt::format("none of the {} {} kernels passes --variant/--variants/--strategies",
-                                                         built, device_name(dev))
-                                           : fmt::format("no {} kernel built", device_name(dev)),
-                                     entry.key);
+        std::vector<ChosenKernel> kernels = choose_kernels(entry.key, dev, sel, records ? &*records : nullptr);
+        if (kernels.empty()) {  // every kernel filtered out by --variant: the workload did not run
+            ++not_run;
+            std::cout << fmt::format("{}: no kernel of {} passes --variant -- not run\n", entry.name, entry.key);
             continue;
         }
+        std::vector<Candidate> cands = build_candidates(entry, kernels, rng);
         if (opt.model_only) {
             for (auto &c : cands) {
                 c.row.check = "not run: --model-only";
@@ -486,12 +501,20 @@ int run_bench(const BenchOptions &opt) {
             }
             continue;
         }
+        // Each kernel from the prebuilt folder, the cache, or generated now; one line says which and why.
+        auto load = [&entry](Candidate &c) {
+            const LoadedKernel &k = c.variant->load();
+            c.row.origin = k.origin;
+            std::cout << fmt::format("{} {}: {} [{}] ({})\n", entry.name, c.row.strategy, k.origin,
+                                     c.variant->knob_summary(), c.variant->why);
+        };
         if (opt.single_run) {  // one launch sequence per candidate, in order, for an external profiler
             // On CUDA each profiled run is bracketed by read-only L2 evictions (runtime/ceilings.h):
             // the run starts on an L2 of clean lines, and what it leaves dirty is written back
             // during the second eviction, where bench/ncu_compare.py adds it to the run.
             if (dev == Device::cuda && !evictor) evictor = std::make_unique<L2ReadEvictor>();
             for (auto &c : cands) {
+                load(c);
                 c.run();  // warm-up: host-to-device copies, allocations, module load
                 if (evictor) evictor->evict();
                 c.run();  // the profiled run
@@ -505,25 +528,25 @@ int run_bench(const BenchOptions &opt) {
         std::vector<std::function<void()>> fns;
         std::vector<size_t> row_of;
         for (auto &c : cands) {
-            Row r = c.row;
             try {
+                load(c);
                 Comparison cmp = c.check();  // correctness before speed: fresh data, poisoned output
-                r.ok = cmp.ok();
-                r.check = cmp.summary();
-                r.rel_l2 = cmp.rel_l2;
-                if (r.ok) c.run();           // the timed tensors' first call (allocations, module load)
+                c.row.ok = cmp.ok();
+                c.row.check = cmp.summary();
+                c.row.rel_l2 = cmp.rel_l2;
+                if (c.row.ok) c.run();           // the timed tensors' first call (allocations, module load)
             } catch (const std::exception &e) {
-                r.ok = false;
-                r.check = e.what();
+                c.row.ok = false;
+                c.row.check = e.what();
             }
-            if (!r.ok) {
+            if (!c.row.ok) {
                 ++failures;
-                std::cout << fmt::format("{} {}: FAILED check: {}\n", entry.name, r.strategy, r.check);
+                std::cout << fmt::format("{} {}: FAILED check: {}\n", entry.name, c.row.strategy, c.row.check);
             } else {
                 fns.push_back(c.run);
                 row_of.push_back(rows.size());
             }
-            rows.push_back(r);
+            rows.push_back(c.row);
         }
         auto stats = time_interleaved(fns, dev == Device::cuda, topt);
         for (size_t i = 0; i < stats.size(); ++i) {
@@ -537,30 +560,28 @@ int run_bench(const BenchOptions &opt) {
     }
 
     if (opt.model_only) {
-        if (!opt.out_dir.empty()) write_outputs(opt.out_dir, ctx, rows, ceil, dev);
+        if (!opt.out_dir.empty()) write_outputs(opt.out_dir, results_document(ctx, rows, ceil, dev));
         return 0;
     }
     if (opt.single_run) {
         std::cout << "(--single-run: each candidate ran twice, warm-up then once between two read-only L2 evictions "
                      "(kernel l2_evict_read); nothing was checked or timed)\n";
-        if (!opt.out_dir.empty()) write_outputs(opt.out_dir, ctx, rows, ceil, dev);
+        if (!opt.out_dir.empty()) write_outputs(opt.out_dir, results_document(ctx, rows, ceil, dev));
         return 0;
     }
     if (dev == Device::cuda) record_gpu_state(ctx, "end");
     print_table(rows, ceil, dev, topt.l2_flush);
+    const nlohmann::json doc = results_document(ctx, rows, ceil, dev);
     if (!opt.out_dir.empty()) {
-        write_outputs(opt.out_dir, ctx, rows, ceil, dev);
+        write_outputs(opt.out_dir, doc);
         std::cout << "wrote " << opt.out_dir << "/results.json and results.csv\n";
     }
-    if (!opt.record_to.empty()) {  // each workload's fastest passing variant, as a tuning record
-        std::vector<Measured> m;
-        for (const Row &r : rows) m.push_back({r.key, r.variant, r.median_ms, r.ok});
-        const auto best = fastest_per_workload(m, record_target(dev),
-                                               fmt::format("{} ({}, Halide {})", opt.command_line,
-                                                           ctx.value("timestamp", ""), ctx.value("halide_version", "")));
-        append_records(opt.record_to, best);
-        std::cout << "appended " << best.size() << " tuning records to " << opt.record_to << "\n";
+    if (!opt.record_to.empty()) {  // every kernel measured, as a tuning record
+        const auto recs = records_from_results(doc, opt.command_line + " (" + ctx.value("timestamp", "") + ")");
+        append_records(opt.record_to, recs);
+        std::cout << "appended " << recs.size() << " tuning records to " << opt.record_to << "\n";
     }
+    if (not_run && !failures) return 2;
     return failures ? 1 : 0;
 }
 

@@ -1,7 +1,8 @@
 // The benchmark harness: suites of workloads, every candidate kernel checked against the
 // float64 reference before it is timed, interleaved timing, results as JSON + CSV.
 #pragma once
-#include "bench/tuning_records.h"
+#include "runtime/dispatch.h"
+#include "runtime/tuning_records.h"
 #include "runtime/block.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/timing.h"
@@ -29,8 +30,9 @@ struct BenchOptions {
     bool model_only = false;            // every candidate's modelled kernels, nothing run (no device needed)
     int max_registers = 0;              // CUDA JIT register cap per thread; 0: the block size's limit (kernel_registry.h)
     L2Flush l2_flush = L2Flush::write;  // CUDA: before each sample, a memset or a clean read-only eviction (runtime/timing.h)
-    std::string tuning_records;         // dispatch by these records (bench/tuning_records.h), if given
-    std::string record_to;              // append each workload's fastest passing variant here as a record
+    std::vector<std::string> tuning_records;  // dispatch by these records (runtime/tuning_records.h); default: autotune/records/
+    bool no_tuning_records = false;     // dispatch by the variant data and the heuristics only
+    std::string record_to;              // append every measured kernel here as a tuning record
     std::string command_line;
 };
 
@@ -42,6 +44,11 @@ struct Problem {
 
 struct Row {
     std::string workload, key, strategy, variant, dtype, check;
+    std::string strategy_name;                     // layer_by_layer | fused | depth_first | direct (strategy: its label)
+    std::string family, origin, pick_source, why;  // the generator; prebuilt | cache | generated; why this kernel
+    std::map<std::string, int> knobs;               // its schedule knobs
+    int max_registers = 0;
+    std::string record_target;
     bool is_default = false, ok = false;
     double flops = 0, bytes = 0, median_ms = 0, min_ms = 0, max_ms = 0, host_ms = 0, rel_l2 = 0;
     int samples = 0;
@@ -53,23 +60,33 @@ struct Row {
 // with a poisoned output and compares with the float64 reference; `run` is one timed call.
 struct Candidate {
     Row row;
+    const KernelVariant *variant = nullptr;
     std::function<void()> run;
     std::function<Comparison()> check;
 };
 
-// Which built variants of a workload become candidates, decided before any tensor is made; index
-// is the variant's place in dispatch order (0: the dispatcher's default).
-using VariantFilter = std::function<bool(const KernelVariant &v, size_t index)>;
+// Which kernels of a workload become candidates (runtime/dispatch.h): per strategy (all of the
+// family's, or those listed) the dispatcher's pick; with all_variants also every named variant of the
+// variant data that serves the workload; only names containing one of `only` if given.
+struct Selection {
+    std::vector<std::string> strategies;  // empty: every strategy of the family
+    bool all_variants = false;
+    std::vector<std::string> only;
+    bool quiet = false;                   // no dispatch lines
+};
 
-// Every kernel built for this workload (conv2d, block or stem key) on `dev` that `keep` accepts
-// (all if none), the default first: the fastest of `records` for the workload and device where one
-// applies (a line says which, or that none does), else the registry's pick. Throws WorkloadError on
-// a bad key.
-std::vector<Candidate> build_candidates(const SuiteEntry &entry, Device dev, std::mt19937_64 &rng,
-                                        const VariantFilter &keep = nullptr, const TuningRecords *records = nullptr);
-DType workload_dtype(const std::string &key);
-// A workload key (conv2d, block or stem) in canonical form. Throws WorkloadError if it is invalid.
-std::string canonical_key(const std::string &key);
+// One kernel to check and time, with why it was chosen; the default (the dispatcher's pick of the
+// default strategy) first. Prints one line per strategy saying what the dispatcher took. Throws
+// WorkloadError on a bad key, or when no requested strategy can serve it.
+struct ChosenKernel {
+    const KernelVariant *variant;
+    std::string strategy, source;  // source: tuning record | variant data | heuristic | named variant
+};
+std::vector<ChosenKernel> choose_kernels(const std::string &key, Device dev, const Selection &sel,
+                                         const TuningRecords *records);
+// The candidates (tensors, check and run closures) of the chosen kernels.
+std::vector<Candidate> build_candidates(const SuiteEntry &entry, const std::vector<ChosenKernel> &kernels,
+                                        std::mt19937_64 &rng);
 
 // Returns the process exit code: 0 ok, 1 a kernel failed or was wrong, 2 bad input.
 int run_bench(const BenchOptions &opt);

@@ -1,7 +1,9 @@
 // `blockfuse`: the command-line front end (./run calls it).
 //   blockfuse bench --suite NAME | --workload KEY ...   benchmark (GPU if present, else CPU)
+//   blockfuse generate KEY... --out DIR                 a kernel's library, header, STMT, PTX and description
+//   blockfuse cache list | clear | fill                 the kernel cache
 //   blockfuse check KEY ...                             parse + print canonical keys
-//   blockfuse info                                      device, Halide version, kernels built
+//   blockfuse info                                      device, Halide version, named variants
 //   blockfuse records --from RESULTS.json --out FILE    tuning records from measured results
 // Exit codes: 0 ok, 1 a kernel failed or gave a wrong result, 2 bad input.
 #include "bench/harness.h"
@@ -11,6 +13,13 @@
 #include "runtime/workload.h"
 #include "runtime/block.h"
 #include "runtime/stem.h"
+#include "runtime/kernel_cache.h"
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <thread>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <iostream>
@@ -35,10 +44,10 @@ int main(int argc, char **argv) {
     bench->add_option("--dtype", bopt.dtype, "only workloads of this dtype (f32, f16, bf16)");
     bench->add_option("--out", bopt.out_dir, "write results.json and results.csv to this folder");
     bench->add_option("--tuning-records", bopt.tuning_records,
-                      "dispatch by these tuning records (JSON lines: the fastest recorded variant of a workload and "
-                      "target becomes its default; a line says when none applies)");
-    bench->add_option("--record", bopt.record_to,
-                      "append each workload's fastest passing variant to this file as a tuning record");
+                      "dispatch by these tuning records (JSON lines; default: autotune/records/*.jsonl): per workload and "
+                      "strategy the fastest record of this device and Halide version; a line says when none applies");
+    bench->add_flag("--no-tuning-records", bopt.no_tuning_records, "dispatch by the variant data and the heuristics only");
+    bench->add_option("--record", bopt.record_to, "append every measured kernel to this file as a tuning record");
     bench->add_option("--min-samples", bopt.min_samples, "samples per kernel, at least")->capture_default_str();
     bench->add_option("--min-seconds", bopt.min_seconds, "seconds of samples per kernel, at least")->capture_default_str();
     bench->add_option("--max-registers", bopt.max_registers,
@@ -76,6 +85,53 @@ int main(int argc, char **argv) {
     records->add_option("--from", from, "results.json of a bench run")->required();
     records->add_option("--out", records_out, "tuning-records file (JSON lines), appended to")->required();
 
+    // generate: what a user needs to call a kernel from their own build.
+    std::vector<std::string> gen_keys, gen_knobs;
+    std::string gen_strategy, gen_device = "cuda", gen_out;
+    int gen_registers = 0;
+    auto *generate = app.add_subcommand("generate", "write a kernel's static library, header, STMT, PTX or assembly, "
+                                                    "and JSON description (arguments, knobs, target, launch resources)");
+    generate->add_option("keys", gen_keys, "workload keys")->required();
+    generate->add_option("--strategy", gen_strategy, "one strategy (default: every strategy of the key)");
+    generate->add_option("--knob", gen_knobs, "schedule knob name=value over the dispatcher's pick (repeatable)");
+    generate->add_option("--max-registers", gen_registers, "CUDA JIT register cap of the kernel")->check(CLI::Range(0, 255));
+    generate->add_option("--device", gen_device, "cuda | cpu | opencl")->capture_default_str();
+    generate->add_option("--out", gen_out, "output folder")->required();
+
+    // cache: list, clear, fill.
+    auto *cache = app.add_subcommand("cache", "the kernel cache: list, clear, fill");
+    cache->require_subcommand(1);
+    std::string cache_root;
+    bool failed_only = false;
+    auto *cache_list = cache->add_subcommand("list", "every cached kernel: name, status, size, build time");
+    auto *cache_clear = cache->add_subcommand("clear", "remove cached kernels (and stale temporary folders)");
+    cache_clear->add_flag("--failed", failed_only, "only the kernels whose generation failed (they are retried next time)");
+    for (auto *c : {cache_list, cache_clear}) c->add_option("--cache", cache_root, "the cache folder (default: BLOCKFUSE_KERNEL_CACHE)");
+    BenchOptions fopt;
+    fopt.device = "cuda";
+    std::string fill_into, fill_gpu;
+    int fill_jobs = 0;
+    bool fill_prebuilt = false, fill_quiet = false;
+    auto *cache_fill = cache->add_subcommand(
+        "fill", "generate every kernel a bench run of these workloads would load (no device needed): on a "
+                "machine with Halide, for a GPU host without it; or the variant data's prebuilt kernels");
+    cache_fill->add_option("--suite", fopt.suite, "suite name (workloads/NAME.txt) or path");
+    cache_fill->add_option("--workload", fopt.keys, "workload key(s)");
+    cache_fill->add_option("--device", fopt.device, "cuda | cpu | opencl")->capture_default_str();
+    cache_fill->add_option("--strategies", fopt.strategies, "only these strategies")->delimiter(',');
+    cache_fill->add_option("--variants", fopt.variants, "all | default (as bench)")->capture_default_str();
+    cache_fill->add_option("--variant", fopt.only, "only kernels whose name contains one of these");
+    cache_fill->add_option("--tuning-records", fopt.tuning_records, "as bench");
+    cache_fill->add_flag("--no-tuning-records", fopt.no_tuning_records, "as bench");
+    cache_fill->add_option("--gpu", fill_gpu,
+                           "the GPU the kernels are for, as records name it (e.g. \"NVIDIA H200:sm_90\"), so that its "
+                           "tuning records apply on a machine without it");
+    cache_fill->add_flag("--prebuilt", fill_prebuilt, "the variant data's prebuilt kernels (the build does this)");
+    cache_fill->add_option("--into", fill_into, "build into this folder instead of the cache");
+    cache_fill->add_option("--jobs", fill_jobs, "generators run at once (default: the cores)");
+    cache_fill->add_flag("--quiet", fill_quiet, "only failures and a summary");
+    fopt.variants = "default";
+
     CLI11_PARSE(app, argc, argv);
     try {
         if (*bench) {
@@ -83,6 +139,110 @@ int main(int argc, char **argv) {
             int rc = run_bench(bopt);
             cuda::release_halide_allocation_cache();
             return rc;
+        }
+        if (*generate) {
+            Device d;
+            if (!parse_device(gen_device, &d)) throw WorkloadError("--device '" + gen_device + "' is not one of cpu, cuda, opencl");
+            std::map<std::string, int> knobs;
+            for (const auto &kv : gen_knobs) {
+                const auto eq = kv.find('=');
+                int v = 0;
+                try {
+                    if (eq == std::string::npos) throw std::invalid_argument("");
+                    size_t used = 0;
+                    v = std::stoi(kv.substr(eq + 1), &used);
+                    if (used != kv.size() - eq - 1) throw std::invalid_argument("");
+                } catch (const std::exception &) {
+                    throw WorkloadError("--knob '" + kv + "' is not name=integer");
+                }
+                knobs[kv.substr(0, eq)] = v;
+            }
+            for (const auto &key : gen_keys) {
+                const auto strategies = gen_strategy.empty() ? strategies_of(key) : std::vector<std::string>{gen_strategy};
+                for (const auto &st : strategies) {
+                    const KernelVariant *v = knobs.empty() && !gen_registers
+                                                 ? dispatch(key, st, d, nullptr).variant
+                                                 : kernel_with_knobs(key, st, d, knobs, gen_registers, "--knob");
+                    std::string dir_name = v->name;
+                    std::replace(dir_name.begin(), dir_name.end(), '@', '_');
+                    const std::string dir = gen_out + "/" + dir_name;
+                    KernelRequest r = v->request();
+                    r.name = dir_name;
+                    export_kernel(r, dir);
+                    std::cout << fmt::format("{} {}: {} [{}] -> {}\n", canonical_key(key), st, v->name,
+                                             v->knob_summary(), dir);
+                }
+            }
+            return 0;
+        }
+        if (*cache_list) {
+            const std::string root = cache_root.empty() ? kernel_cache_dir() : cache_root;
+            const auto entries = list_cache(root);
+            unsigned long long total = 0;
+            for (const auto &e : entries) {
+                std::cout << fmt::format("{:<34} {:<7} {:>8.1f} KB {:>6.1f} s  {}  {}\n", e.hash, e.status, e.bytes / 1024.0,
+                                         e.seconds, e.created, e.name);
+                total += e.bytes;
+            }
+            std::cout << fmt::format("{} kernels, {:.1f} MB in {}\n", entries.size(), total / 1e6, root);
+            return 0;
+        }
+        if (*cache_clear) {
+            const std::string root = cache_root.empty() ? kernel_cache_dir() : cache_root;
+            std::cout << "removed " << clear_cache(root, failed_only) << (failed_only ? " failed" : "") << " kernels from "
+                      << root << "\n";
+            return 0;
+        }
+        if (*cache_fill) {
+            if (!fill_gpu.empty()) setenv("BLOCKFUSE_GPU", fill_gpu.c_str(), 1);
+            Device d = Device::cuda;
+            if (!fill_prebuilt && !parse_device(fopt.device, &d))
+                throw WorkloadError("--device '" + fopt.device + "' is not one of cpu, cuda, opencl");
+            std::vector<KernelRequest> reqs;
+            std::set<std::string> seen;
+            auto add = [&](const KernelVariant &v) {
+                KernelRequest r = v.request();
+                if (seen.insert(r.hash()).second) reqs.push_back(r);
+            };
+            if (fill_prebuilt) {
+                for (const auto &v : data_variants())
+                    if (v.prebuilt) add(v);
+            } else {
+                std::vector<SuiteEntry> entries;
+                if (!fopt.suite.empty()) entries = load_suite(resolve_suite(fopt.suite));
+                for (const auto &k : fopt.keys) entries.push_back({k.substr(0, k.find(':')), k});
+                if (entries.empty()) throw WorkloadError("nothing to fill: give --suite NAME, --workload KEY or --prebuilt");
+                std::optional<TuningRecords> recs;
+                if (!fopt.no_tuning_records)
+                    recs = TuningRecords::load(fopt.tuning_records.empty() ? default_record_files() : fopt.tuning_records);
+                Selection sel;
+                sel.strategies = fopt.strategies;
+                sel.all_variants = fopt.variants == "all";
+                sel.only = fopt.only;
+                sel.quiet = fill_quiet;
+                for (const auto &e : entries)
+                    for (const auto &c : choose_kernels(e.key, d, sel, recs ? &*recs : nullptr)) add(*c.variant);
+            }
+            const std::string root = fill_into.empty() ? kernel_cache_dir() : fill_into;
+            const int jobs = fill_jobs > 0 ? fill_jobs : std::max(1u, std::thread::hardware_concurrency());
+            const auto t0 = std::chrono::steady_clock::now();
+            const auto outcomes = ensure_built_all(reqs, root, jobs);
+            int built = 0, failed = 0;
+            for (size_t i = 0; i < reqs.size(); ++i) {
+                built += outcomes[i].built && outcomes[i].ok;
+                if (!outcomes[i].ok) {
+                    ++failed;
+                    std::cerr << "error: " << outcomes[i].message << "\n";
+                } else if (!fill_quiet) {
+                    std::cout << fmt::format("{}: {}\n", reqs[i].name,
+                                             outcomes[i].built ? fmt::format("generated in {:.1f} s", outcomes[i].seconds)
+                                                               : std::string("already there"));
+                }
+            }
+            std::cout << fmt::format("{} kernels in {}: {} generated, {} already there, {} failed ({:.0f} s, {} at a time)\n",
+                                     reqs.size(), root, built, int(reqs.size()) - built - failed, failed,
+                                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), jobs);
+            return failed ? 1 : 0;
         }
         if (*records) {
             size_t n = 0;
@@ -103,11 +263,16 @@ int main(int argc, char **argv) {
             Device d = pick_device("auto", &why);
             std::cout << "device: " << device_name(d) << " -- " << why << "\n";
             std::cout << run_context(bopt.command_line).dump(1) << "\n";
-            // CUDA kernels also print the register cap their JIT gets (register_cap: the same rule as at launch).
-            for (const auto &v : all_kernels())
-                std::cout << fmt::format("{:<40} {:<7} {:<5} {:<10} threads={}{}\n", v.name, device_name(v.device),
+            std::cout << "kernel cache: " << kernel_cache_dir() << "\nprebuilt kernels: " << prebuilt_kernel_dir()
+                      << "\ngenerators: " << (generator_dir().empty() ? std::string("none here") : generator_dir())
+                      << "\nCPU target: " << host_target() << "\n";
+            // The named variants (schedules/variants/*.json); CUDA ones also print the register cap their JIT
+            // gets (register_cap: the same rule as at launch).
+            for (const auto &v : data_variants())
+                std::cout << fmt::format("{:<44} {:<7} {:<5} {:<10} threads={}{}{}\n", v.name, device_name(v.device),
                                          dtype_name(v.dtype), v.kind, v.threads_per_block(),
-                                         v.device == Device::cuda ? fmt::format(" regs={}", register_cap(v)) : "");
+                                         v.device == Device::cuda ? fmt::format(" regs={}", register_cap(v)) : "",
+                                         v.prebuilt ? " prebuilt" : "");
             return 0;
         }
     } catch (const WorkloadError &e) {

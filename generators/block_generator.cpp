@@ -30,53 +30,15 @@ public:
     GeneratorParam<int> stride{"stride", 1};
     GeneratorParam<int> act{"act", 2};  // Activation id: 1 relu, 2 relu6, 3 silu, 4 gelu
     GeneratorParam<Type> storage{"storage", Float(32)};
-    // schedule knobs (schedules/block_schedule.h)
-    GeneratorParam<int> chunk{"chunk", 8};
-    GeneratorParam<int> tile_x{"tile_x", 8};
-    GeneratorParam<int> tile_y{"tile_y", 4};
-    GeneratorParam<int> vec_k{"vec_k", 4};
-    GeneratorParam<int> hidden_vec{"hidden_vec", 1};
-    // fused GPU: each chunk's weights widened to f32 once per thread block into shared memory
-    GeneratorParam<int> stage_weights{"stage_weights", 0};
-    // fused GPU: each hidden chunk stored as the next layer's padded f32 view (schedules/block_schedule.h)
-    GeneratorParam<int> stage_padded{"stage_padded", 0};
-    // fused GPU: a 1x1 hidden layer's input pixel in registers, input_vec channels per load (0: off)
-    GeneratorParam<int> input_vec{"input_vec", 0};
-    // fused GPU: channels per thread and pixel of the full-width layers computed on the tile (1: one)
-    GeneratorParam<int> full_vec{"full_vec", 1};
-    // fused GPU, stage_weights: the weight copy's rounds unrolled (all loads in flight before the stores)
-    GeneratorParam<int> unroll_staging{"unroll_staging", 0};
-    // layer_by_layer (schedules/conv2d_schedule.h, Conv2dGpuKnobs): the input-channel unroll of every
-    // layer, and the mapping of the 1x1 layers (the others keep the conv2d defaults)
-    GeneratorParam<int> layer_unroll_channels{"layer_unroll_channels", 1};
-    GeneratorParam<int> pw_vec_k{"pw_vec_k", blockfuse::conv2d_defaults::vec_k};
-    GeneratorParam<int> pw_threads_k{"pw_threads_k", blockfuse::conv2d_defaults::threads_k};
-    GeneratorParam<int> pw_threads_x{"pw_threads_x", blockfuse::conv2d_defaults::threads_x};
-    GeneratorParam<int> pw_tile_x{"pw_tile_x", blockfuse::conv2d_defaults::tile_x};
-    GeneratorParam<int> pw_tile_y{"pw_tile_y", blockfuse::conv2d_defaults::tile_y};
-    GeneratorParam<int> pw_stage_channels{"pw_stage_channels", 0};
-    // >0: the 1x1 layers use the flat mapping (whole warps per block; x tiles that divide the width
-    // leave no column computed past the image). Needs images of at least one tile (block_candidates).
-    GeneratorParam<int> pw_flat_threads{"pw_flat_threads", 0};
-    // The dense k x k layers' mapping (0: the conv2d defaults); full_stage_channels steps the
-    // input channels layer_unroll_channels at a time through a register window, from the block's
-    // shared tile when full_stage_input = 2 (the conv2d general variants c/d).
-    GeneratorParam<int> full_vec_k{"full_vec_k", 0};
-    GeneratorParam<int> full_flat_threads{"full_flat_threads", 0};
-    GeneratorParam<int> full_threads_k{"full_threads_k", 0};
-    GeneratorParam<int> full_threads_x{"full_threads_x", 0};
-    GeneratorParam<int> full_tile_x{"full_tile_x", 0};
-    GeneratorParam<int> full_tile_y{"full_tile_y", 0};
-    GeneratorParam<int> full_stage_input{"full_stage_input", 0};
-    GeneratorParam<int> full_stage_channels{"full_stage_channels", 0};
-    // The depthwise / grouped k x k layers' mapping (0: the conv2d defaults); ConvNeXt's 7x7
-    // depthwise spilled 3.7 KB per thread with the default 4 channels x 2x2 pixels, unrolled.
-    GeneratorParam<int> layer_vec_k{"layer_vec_k", 0};
-    GeneratorParam<int> layer_threads_k{"layer_threads_k", 0};
-    GeneratorParam<int> layer_threads_x{"layer_threads_x", 0};
-    GeneratorParam<int> layer_tile_x{"layer_tile_x", 0};
-    GeneratorParam<int> layer_tile_y{"layer_tile_y", 0};
-    GeneratorParam<int> layer_flat_threads{"layer_flat_threads", 0};
+    // Schedule knobs, one GeneratorParam each, from their declaration (schedules/block_knobs.h): the
+    // block-level ones, and the conv2d mapping of each kind of layer (layer by layer), prefixed.
+    BLOCKFUSE_BLOCK_KNOBS(BLOCKFUSE_KNOB_GENERATOR_PARAM)
+#define BLOCKFUSE_PW_PARAM(...) BLOCKFUSE_KNOB_GENERATOR_PARAM_PREFIXED(pw_, __VA_ARGS__)
+#define BLOCKFUSE_FULL_PARAM(...) BLOCKFUSE_KNOB_GENERATOR_PARAM_PREFIXED(full_, __VA_ARGS__)
+#define BLOCKFUSE_LAYER_PARAM(...) BLOCKFUSE_KNOB_GENERATOR_PARAM_PREFIXED(layer_, __VA_ARGS__)
+    BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_PW_PARAM)
+    BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_FULL_PARAM)
+    BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_LAYER_PARAM)
 
     // Arguments, in ABI order: input, then (weights_i, bias_i) per layer of each block, then
     // output. Added in configure() because the number of layers depends on the family.
@@ -134,41 +96,18 @@ public:
         last.compute_inline();
         stage.back().layers.back().output = out;
         blockfuse::BlockKnobs kn;
+        BLOCKFUSE_BLOCK_KNOBS(BLOCKFUSE_KNOB_COPY)
+#define BLOCKFUSE_COPY_MAPPING(field, prefix, name) kn.field.name = prefix##name;
+#define BLOCKFUSE_COPY_PW(name, ...) BLOCKFUSE_COPY_MAPPING(pointwise_gpu, pw_, name)
+#define BLOCKFUSE_COPY_FULL(name, ...) BLOCKFUSE_COPY_MAPPING(full_gpu, full_, name)
+#define BLOCKFUSE_COPY_LAYER(name, ...) BLOCKFUSE_COPY_MAPPING(layer_gpu, layer_, name)
+        BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_PW)
+        BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_FULL)
+        BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_LAYER)
         // The chunk must divide the hidden width: a partial last chunk made the GPU schedule's
         // hidden layers read weights past the end (seen on PoCL with hidden 30, chunk 8), so the
         // largest divisor of the hidden width not above the requested chunk is used.
         kn.chunk = blockfuse::effective_chunk(spec.hidden, chunk);
-        kn.tile_x = tile_x;
-        kn.tile_y = tile_y;
-        kn.vec_k = vec_k;
-        kn.hidden_vec = hidden_vec;
-        kn.stage_weights = stage_weights;
-        kn.stage_padded = stage_padded;
-        kn.input_vec = input_vec;
-        kn.full_vec = full_vec;
-        kn.unroll_staging = unroll_staging;
-        kn.pointwise_gpu.vec_k = pw_vec_k;
-        kn.pointwise_gpu.threads_k = pw_threads_k;
-        kn.pointwise_gpu.threads_x = pw_threads_x;
-        kn.pointwise_gpu.tile_x = pw_tile_x;
-        kn.pointwise_gpu.tile_y = pw_tile_y;
-        kn.pointwise_gpu.unroll_channels = layer_unroll_channels;
-        kn.pointwise_gpu.stage_channels = pw_stage_channels;
-        kn.pointwise_gpu.flat_threads = pw_flat_threads;
-        // A k x k mapping: the knobs given (> 0) over the conv2d defaults.
-        auto mapping = [&](GeneratorParam<int> &v, GeneratorParam<int> &tk, GeneratorParam<int> &tx, GeneratorParam<int> &rx,
-                           GeneratorParam<int> &ry, GeneratorParam<int> &flat) {
-            blockfuse::Conv2dGpuKnobs k;
-            k.unroll_channels = layer_unroll_channels;
-            for (auto [knob, param] : {std::pair{&k.vec_k, &v}, {&k.threads_k, &tk}, {&k.threads_x, &tx}, {&k.tile_x, &rx},
-                                       {&k.tile_y, &ry}, {&k.flat_threads, &flat}})
-                if (*param > 0) *knob = *param;
-            return k;
-        };
-        kn.layer_gpu = mapping(layer_vec_k, layer_threads_k, layer_threads_x, layer_tile_x, layer_tile_y, layer_flat_threads);
-        kn.full_gpu = mapping(full_vec_k, full_threads_k, full_threads_x, full_tile_x, full_tile_y, full_flat_threads);
-        kn.full_gpu.stage_input = full_stage_input;
-        kn.full_gpu.stage_channels = full_stage_channels;
         if (kn.chunk % kn.hidden_vec)
             throw CompileError("hidden_vec = " + std::to_string(int(hidden_vec)) + " must divide the chunk (" +
                                std::to_string(kn.chunk) + ")");

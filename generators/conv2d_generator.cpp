@@ -18,17 +18,9 @@ public:
                                    {"depthwise", ConvKind::depthwise}}};
     // 0: kernel size taken from the weights buffer; >0: a static square kernel (unrolled).
     GeneratorParam<int> kernel_size{"kernel_size", 0};
-    // GPU schedule knobs (see schedules/conv2d_schedule.h for the space).
-    GeneratorParam<int> vec_k{"vec_k", blockfuse::conv2d_defaults::vec_k};
-    GeneratorParam<int> threads_k{"threads_k", blockfuse::conv2d_defaults::threads_k};
-    GeneratorParam<int> threads_x{"threads_x", blockfuse::conv2d_defaults::threads_x};
-    GeneratorParam<int> tile_x{"tile_x", blockfuse::conv2d_defaults::tile_x};
-    GeneratorParam<int> tile_y{"tile_y", blockfuse::conv2d_defaults::tile_y};
-    GeneratorParam<int> unroll_reduction{"unroll_reduction", 1};
-    GeneratorParam<int> unroll_channels{"unroll_channels", 1};
-    GeneratorParam<int> stage_channels{"stage_channels", 0};
-    GeneratorParam<int> stage_input{"stage_input", 0};
-    GeneratorParam<int> flat_threads{"flat_threads", blockfuse::conv2d_defaults::flat_threads};  // >0: flat thread mapping, this many threads per block
+    // Schedule knobs, one GeneratorParam each, from their declaration (schedules/conv2d_knobs.h).
+    BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_KNOB_GENERATOR_PARAM)
+    BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_KNOB_GENERATOR_PARAM)
     // Static stride / dilation (0: taken from the runtime arguments). Variants with a static
     // value are only dispatched to workloads that match (runtime/conv2d.cpp).
     GeneratorParam<int> static_stride{"static_stride", 0};
@@ -47,9 +39,6 @@ public:
     // becomes a constant, so the taps' addresses are immediate offsets from one row pointer
     // instead of an integer multiply-add chain per load. Dispatched only where C matches.
     GeneratorParam<int> static_channels{"static_channels", 0};
-    // CPU schedule knobs.
-    GeneratorParam<int> cpu_vec_k{"cpu_vec_k", 8};
-    GeneratorParam<int> cpu_tile_x{"cpu_tile_x", 4};
 
     // Storage types come from the automatic `input.type` / `weights.type` / `output.type` params.
     Input<Buffer<void, 4>> input{"input"};      // (c, x, y, n)
@@ -113,23 +102,15 @@ public:
         sched.output = output;
         if (get_target().has_gpu_feature()) {
             blockfuse::Conv2dGpuKnobs kn;
-            kn.vec_k = vec_k;
-            kn.threads_k = threads_k;
-            kn.threads_x = threads_x;
-            kn.tile_x = tile_x;
-            kn.tile_y = tile_y;
-            kn.unroll_reduction = unroll_reduction;
-            kn.unroll_channels = unroll_channels;
-            kn.stage_channels = stage_channels;
-            kn.stage_input = stage_input;
-            kn.flat_threads = flat_threads;
+            BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_KNOB_COPY)
             const bool static_window = static_kernel && static_stride > 0 && static_dilation > 0;
             if (stage_input && !static_window)
                 throw CompileError("stage_input=1 needs kernel_size, static_stride and static_dilation");
             blockfuse::schedule_conv2d_gpu(sched, kind, kn, static_kernel, output.dim(0).extent(), activation);
         } else {
-            blockfuse::schedule_conv2d_cpu(sched, kind, {cpu_vec_k, cpu_tile_x}, static_kernel, output.dim(0).extent(),
-                                           activation);
+            blockfuse::Conv2dCpuKnobs kn;
+            BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_KNOB_COPY)
+            blockfuse::schedule_conv2d_cpu(sched, kind, kn, static_kernel, output.dim(0).extent(), activation);
         }
 
         // Shapes the kernel relies on; the runtime validates workloads before calling, these

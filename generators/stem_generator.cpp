@@ -15,10 +15,8 @@ public:
     GeneratorParam<int> channels{"channels", 3};
     GeneratorParam<int> out_channels{"out_channels", 64};
     GeneratorParam<Type> storage{"storage", Float(32)};
-    GeneratorParam<int> tile_x{"tile_x", 8};
-    GeneratorParam<int> tile_y{"tile_y", 4};
-    GeneratorParam<int> vec_k{"vec_k", 4};
-    GeneratorParam<int> conv_vec{"conv_vec", 1};
+    // Schedule knobs from their declaration (schedules/stem_knobs.h).
+    BLOCKFUSE_STEM_KNOBS(BLOCKFUSE_KNOB_GENERATOR_PARAM)
 
     GeneratorInput<Buffer<>> *input = nullptr, *weights = nullptr, *bias = nullptr;
     GeneratorOutput<Buffer<>> *output = nullptr;
@@ -41,7 +39,8 @@ public:
             throw CompileError("stem: conv_vec = " + std::to_string(int(conv_vec)) + " must divide out_channels = " +
                                std::to_string(int(out_channels)));
         }
-        blockfuse::StemKnobs kn{tile_x, tile_y, vec_k, conv_vec};
+        blockfuse::StemKnobs kn;
+        BLOCKFUSE_STEM_KNOBS(BLOCKFUSE_KNOB_COPY)
         blockfuse::schedule_stem(f, out_channels, strategy, kn, get_target().has_gpu_feature());
         input->dim(0).set_bounds(0, channels);
         weights->dim(0).set_bounds(0, out_channels);

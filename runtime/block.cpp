@@ -1,5 +1,6 @@
 #include "runtime/block.h"
-#include "schedules/conv2d_knob_defaults.h"
+#include "schedules/heuristics.h"
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -157,7 +158,7 @@ void randomize(BlockTensors &t, const BlockWorkload &w, std::mt19937_64 &rng) {
 std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Device device) {
     std::vector<const KernelVariant *> out;
     const auto layers = w.layers();
-    for (const auto &v : all_kernels()) {
+    for (const auto &v : data_variants()) {
         if (v.family != "block" || v.device != device || v.dtype != w.dtype) continue;
         if (v.param("family") != block_family_name(w.family)) continue;
         if (v.knob("channels", -1) != w.c || v.knob("expansion", -1) != w.e) continue;
@@ -167,17 +168,39 @@ std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Devi
         // A flat layer mapping must fit the output of every layer it serves.
         if (!std::all_of(layers.begin(), layers.end(), [&v](const Conv2dWorkload &l) {
                 const std::string p = knob_prefix(layer_mapping(l.r, l.groups));
-                return flat_tiles_fit(v.knob(p + "flat_threads", 0), v.knob(p + "tile_x", conv2d_defaults::tile_x),
-                                      v.knob(p + "tile_y", conv2d_defaults::tile_y), l.out_w(), l.out_h());
+                return flat_tiles_fit(v.knob(p + "flat_threads"), v.knob(p + "tile_x"), v.knob(p + "tile_y"), l.out_w(),
+                                      l.out_h());
             }))
             continue;
         out.push_back(&v);
     }
-    // The mappings marked as measured best for their configuration (registry knob prefer, a rank)
-    // come first, the highest being the dispatcher's pick. The others keep the build's order.
+    // The variant the data marks the default of its configuration comes first; the others keep data order.
     std::stable_sort(out.begin(), out.end(),
-                     [](const KernelVariant *a, const KernelVariant *b) { return a->knob("prefer", 0) > b->knob("prefer", 0); });
+                     [](const KernelVariant *a, const KernelVariant *b) { return a->data_default > b->data_default; });
     return out;
+}
+
+KernelVariant block_kernel_for(const BlockWorkload &w, const std::string &strategy, Device device,
+                               const ScheduleChoice &s) {
+    const std::map<std::string, std::string> p{{"family", block_family_name(w.family)},
+                                               {"strategy", strategy},
+                                               {"channels", std::to_string(w.c)},
+                                               {"expansion", std::to_string(w.e)},
+                                               {"kernel_size", std::to_string(w.k)},
+                                               {"stride", std::to_string(w.stride)},
+                                               {"act", std::to_string(int(w.act))},
+                                               {"se", std::to_string(int(w.se))},
+                                               {"blocks", std::to_string(w.blocks)}};
+    std::string shape = fmt::format("{}_c{}e{}", block_family_name(w.family), w.c, w.e);
+    if (w.family != BlockFamily::ffn) shape += fmt::format("k{}s{}", w.k, w.stride);
+    if (w.se) shape += "se";
+    if (w.blocks > 1) shape += fmt::format("x{}", w.blocks);
+    KernelVariant v = make_variant("block",
+                                   fmt::format("{}_{}_{}_{}_{}", shape, activation_name(w.act), strategy,
+                                               dtype_name(w.dtype), device_name(device)),
+                                   device, w.dtype, p, s.knobs, s.max_registers, s.why);
+    v.name += "@" + v.request().hash().substr(0, 8);
+    return v;
 }
 
 void check_block_launch(const KernelVariant &v, const BlockWorkload &w) { check_block_launch(v, w, launch_limits(v.device)); }
@@ -190,17 +213,15 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
         throw KernelError(what + std::to_string(v.threads_per_block()) + " threads per block exceed the device limit of " +
                           std::to_string(max_threads));
     long long shared = 0;
-    if (v.param("strategy") != "layer_by_layer") {  // defaults: generators/block_generator.cpp
-        shared = fused_block_shared_bytes(w.spec(), v.knob("tile_x", 8), v.knob("tile_y", 4), v.knob("chunk", 8),
+    if (v.param("strategy") != "layer_by_layer") {
+        shared = fused_block_shared_bytes(w.spec(), v.knob("tile_x"), v.knob("tile_y"), v.knob("chunk"),
                                           dtype_bytes(w.dtype), v.param("strategy") == "depth_first" ? w.blocks : 1,
-                                          v.knob("stage_weights", 0), v.knob("stage_padded", 0) != 0);
-    } else if (v.knob("full_stage_input", 0) == 2) {  // the dense k x k layers' input tile + halo
-        namespace d = conv2d_defaults;
+                                          v.knob("stage_weights"), v.knob("stage_padded") != 0);
+    } else if (v.knob("full_stage_input") == 2) {  // the dense k x k layers' input tile + halo
         for (const Conv2dWorkload &l : w.layers())
             if (layer_mapping(l.r, l.groups) == LayerMapping::full)
-                shared = std::max(shared, staged_tile_bytes(l.c, v.knob("full_threads_x", d::threads_x) *
-                                                                     v.knob("full_tile_x", d::tile_x),
-                                                            v.knob("full_tile_y", d::tile_y), l.stride_w, l.r, 1));
+                shared = std::max(shared, staged_tile_bytes(l.c, v.knob("full_threads_x") * v.knob("full_tile_x"),
+                                                            v.knob("full_tile_y"), l.stride_w, l.r, 1));
     }
     if (shared > max_shared)
         throw KernelError(what + std::to_string(shared) + " bytes of shared memory per block exceed the limit of " +
@@ -217,8 +238,9 @@ void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t) 
         args.push_back(t.biases[j].raw_buffer());
     }
     args.push_back(t.output.raw_buffer());
+    const LoadedKernel &k = v.load();
     clear_halide_error();
-    const int rc = v.argv(args.data());
+    const int rc = k.argv(args.data());
     if (rc != 0) throw KernelError("kernel " + v.name + " failed on " + to_key(w) + ": " + last_halide_error(rc));
 }
 

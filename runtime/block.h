@@ -44,10 +44,14 @@ BlockTensors make_block_tensors(const BlockWorkload &w);
 // poisoned with NaN.
 void randomize(BlockTensors &t, const BlockWorkload &w, std::mt19937_64 &rng);
 
-// The variants built for this block, in dispatch order: by the registry knob prefer, highest first
-// (generators/CMakeLists.txt: 1 on a benchmark configuration's fastest layer-by-layer mapping, 2 on
-// its fused mapping where that was measured faster still), the rest in build order.
+// The named variants (variant data) of this block's configuration on `device`, every strategy: the one
+// the data marks default first, then in data order.
 std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Device device);
+// A kernel generated for this block's configuration (channels, expansion, kernel size, stride, act, SE,
+// blocks; the image size stays a run-time extent) with the given strategy and schedule.
+struct ScheduleChoice;
+KernelVariant block_kernel_for(const BlockWorkload &w, const std::string &strategy, Device device,
+                               const ScheduleChoice &s);
 // Throws KernelError naming the block, the strategy and the limit if a GPU launch would exceed
 // the device's threads per block or shared memory per block. run_block calls it first.
 void check_block_launch(const KernelVariant &v, const BlockWorkload &w);

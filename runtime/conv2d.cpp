@@ -1,6 +1,8 @@
 #include "runtime/conv2d.h"
 #include "runtime/cuda_driver.h"
-#include "schedules/conv2d_knob_defaults.h"
+#include "schedules/conv2d_knobs.h"
+#include "schedules/heuristics.h"
+#include <fmt/format.h>
 #include <algorithm>
 #include <sstream>
 
@@ -71,12 +73,12 @@ bool takes_f32_weights(const KernelVariant &v) { return v.param("weights.type") 
 
 std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, Device device) {
     std::vector<const KernelVariant *> out;
-    for (const auto &v : all_kernels()) {
+    for (const auto &v : data_variants()) {
         if (v.family != "conv2d" || v.device != device || v.dtype != w.dtype) continue;
         if (v.kind != kind_name(w.kind())) continue;
         // Knobs a variant was specialized on must match the workload.
         int ks = v.knob("kernel_size", 0), st = v.knob("static_stride", 0), dl = v.knob("static_dilation", 0);
-        int mult = v.knob("multiplier", 0), vec = v.knob("vec_k", conv2d_defaults::vec_k);
+        int mult = v.knob("multiplier", 0), vec = v.knob("vec_k");
         if (ks != 0 && (w.r != ks || w.s != ks)) continue;
         if (st != 0 && (w.stride_h != st || w.stride_w != st)) continue;
         if (dl != 0 && (w.dil_h != dl || w.dil_w != dl)) continue;
@@ -88,26 +90,37 @@ std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, De
         if (v.knob("stage_channels", 0) && (w.c / w.groups) % v.knob("unroll_channels", 1) != 0) continue;
         // A shared tile of too many channels: the next variant serves (other limits stay errors).
         if (conv2d_launch_shape(v, w).shared_bytes > launch_limits(v.device).max_shared) continue;
-        if (!flat_tiles_fit(v.knob("flat_threads", 0), v.knob("tile_x", conv2d_defaults::tile_x),
-                            v.knob("tile_y", conv2d_defaults::tile_y), w.out_w(), w.out_h()))
-            continue;
+        if (!flat_tiles_fit(v.knob("flat_threads"), v.knob("tile_x"), v.knob("tile_y"), w.out_w(), w.out_h())) continue;
         out.push_back(&v);
     }
-    // Exact channel count first, static kernel size next; then variants whose channel tile divides K (no idle lanes).
-    auto score = [&](const KernelVariant *v) {
-        int s = 0;
-        if (v->knob("kernel_size", 0) != 0) s += 2;
-        if (v->knob("static_channels", 0) != 0) s += 4;  // made for exactly this channel count
-        // Channels one block spans: threads_k x vec_k in the 2-D mapping; the flat mapping wraps
-        // rows of channel vectors across warps, so any K that vec_k divides fills its lanes.
-        int tile = v->knob("vec_k", conv2d_defaults::vec_k);
-        if (v->knob("flat_threads", conv2d_defaults::flat_threads) == 0)
-            tile *= v->knob("threads_k", conv2d_defaults::threads_k);
-        if (v->device != Device::cpu && w.k % tile == 0) s += 1;
-        return s;
-    };
-    std::stable_sort(out.begin(), out.end(), [&](auto *a, auto *b) { return score(a) > score(b); });
+    std::stable_sort(out.begin(), out.end(),
+                     [](const KernelVariant *a, const KernelVariant *b) { return a->data_default > b->data_default; });
     return out;
+}
+
+KernelVariant conv2d_kernel_for(const Conv2dWorkload &w, Device device, const ScheduleChoice &s) {
+    // Everything the schedules can use is static: the window, stride, dilation and groups, the
+    // depthwise multiplier and channel count, aligned channel vectors where the counts allow.
+    std::map<std::string, std::string> p{{"kind", kind_name(w.kind())}};
+    auto set = [&p](const char *k, int v) { p[k] = std::to_string(v); };
+    if (w.kind() != ConvKindTag::pointwise && w.r == w.s) set("kernel_size", w.r);
+    if (w.stride_h == w.stride_w) set("static_stride", w.stride_h);
+    if (w.dil_h == w.dil_w) set("static_dilation", w.dil_h);
+    if (w.kind() == ConvKindTag::general) set("static_groups", w.groups);
+    if (w.kind() == ConvKindTag::depthwise) {
+        set("multiplier", w.k / w.c);
+        if (w.k == w.c && w.r == w.s) set("static_channels", w.c);
+    }
+    const auto kv = s.knobs.find("vec_k");
+    const int vec = kv == s.knobs.end() ? Conv2dGpuKnobs{}.vec_k : kv->second;
+    if (device != Device::cpu && vec > 1 && w.c % vec == 0 && w.k % vec == 0) set("aligned", 1);
+    std::string shape = fmt::format("{}_k{}x{}s{}", kind_name(w.kind()), w.r, w.s, w.stride_h);
+    if (w.groups > 1) shape += fmt::format("g{}", w.groups);
+    KernelVariant v = make_variant("conv2d", fmt::format("conv2d_{}_c{}k{}_{}_{}", shape, w.c, w.k, dtype_name(w.dtype),
+                                                         device_name(device)),
+                                   device, w.dtype, p, s.knobs, s.max_registers, s.why);
+    v.name += "@" + v.request().hash().substr(0, 8);
+    return v;
 }
 
 long long staged_tile_bytes(long long channels, int block_x, int block_y, int stride, int kernel, int dilation) {
@@ -120,22 +133,13 @@ bool flat_tiles_fit(int flat_threads, int tile_x, int tile_y, int out_w, int out
     return flat_threads <= 0 || (out_w >= tile_x && out_h >= tile_y);
 }
 
-const KernelVariant &select_conv2d(const Conv2dWorkload &w, Device device) {
-    auto c = conv2d_candidates(w, device);
-    if (c.empty())
-        throw KernelError(std::string("no ") + device_name(device) + " conv2d kernel built for " + to_key(w) +
-                          " (kind " + kind_name(w.kind()) + ", dtype " + dtype_name(w.dtype) + ")");
-    return *c.front();
-}
-
 LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w) {
     LaunchShape s;
     if (v.device == Device::cpu) return s;
-    namespace d = conv2d_defaults;
-    int tk = v.knob("threads_k", d::threads_k), vk = v.knob("vec_k", d::vec_k), tx = v.knob("threads_x", d::threads_x);
-    int rx = v.knob("tile_x", d::tile_x), ry = v.knob("tile_y", d::tile_y);
-    const int flat = v.knob("flat_threads", d::flat_threads);
-    s.threads = d::threads_per_block(tk, tx, flat);
+    int tk = v.knob("threads_k"), vk = v.knob("vec_k"), tx = v.knob("threads_x");
+    int rx = v.knob("tile_x"), ry = v.knob("tile_y");
+    const int flat = v.knob("flat_threads");
+    s.threads = v.threads_per_block();
     if (v.knob("stage_input", 0) == 2) {
         // Channels of the tile: the block's own (depthwise) or every input channel its output
         // channels read (general; exact for one group, an upper bound for several).
@@ -179,7 +183,7 @@ void check_launch(const KernelVariant &v, const Conv2dWorkload &w) {
 void run_conv2d(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &t) {
     check_launch(v, w);
     apply_register_cap(v);
-    auto fn = reinterpret_cast<Conv2dFn>(v.fn);
+    const LoadedKernel &k = v.load();
     halide_buffer_t *weights = t.weights.raw_buffer();
     if (takes_f32_weights(v) && w.dtype != DType::f32) {
         if (!t.weights_f32.data() || t.weights_f32.dimensions() != t.weights.dimensions() ||
@@ -188,11 +192,14 @@ void run_conv2d(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &
                               "weights of " + to_key(w) + " were written");
         weights = t.weights_f32.raw_buffer();
     }
+    // ABI order of generators/conv2d_generator.cpp: input, weights, bias, stride x/y, dilation x/y,
+    // pad left/top, groups, activation, output (scalars by pointer, as the _argv entry takes them).
+    int scalars[] = {w.stride_w, w.stride_h, w.dil_w, w.dil_h, w.pad_l, w.pad_t, w.groups, int(w.act)};
+    void *args[] = {t.input.raw_buffer(), weights, t.bias.raw_buffer(), &scalars[0], &scalars[1], &scalars[2],
+                    &scalars[3], &scalars[4], &scalars[5], &scalars[6], &scalars[7], t.output.raw_buffer()};
     clear_halide_error();
-    int rc = fn(t.input.raw_buffer(), weights, t.bias.raw_buffer(), w.stride_w, w.stride_h,
-                w.dil_w, w.dil_h, w.pad_l, w.pad_t, w.groups, int(w.act), t.output.raw_buffer());
-    if (rc != 0)
-        throw KernelError("kernel " + v.name + " failed on " + to_key(w) + ": " + last_halide_error(rc));
+    const int rc = k.argv(args);
+    if (rc != 0) throw KernelError("kernel " + v.name + " failed on " + to_key(w) + ": " + last_halide_error(rc));
 }
 
 double conv2d_flops(const Conv2dWorkload &w) {

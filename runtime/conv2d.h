@@ -10,11 +10,6 @@
 
 namespace blockfuse {
 
-// A kernel that cannot or did not run: carries one clear message.
-struct KernelError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
 struct Conv2dTensors {
     Tensor input;    // (c, x, y, n)
     Tensor weights;  // (k, cg, kx, ky)
@@ -33,16 +28,19 @@ void widen_weights(Conv2dTensors &t, DType dtype);
 // The variant's kernel reads f32 weights whatever the storage type (built with weights.type=float32).
 bool takes_f32_weights(const KernelVariant &v);
 
-// Variants that can run this workload on `device`, most specialized first.
+// The named variants (variant data) whose static params fit this workload on `device`, those the data
+// marks default first, then in data order.
 std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, Device device);
+// A kernel made for exactly this workload's shape (kernel size, stride, dilation, groups, channel
+// counts where the schedule gains from them), with the given schedule: what the dispatcher generates
+// when no named variant is the default. Its name says the shape; its request hash, the rest.
+struct ScheduleChoice;
+KernelVariant conv2d_kernel_for(const Conv2dWorkload &w, Device device, const ScheduleChoice &s);
 
 // A flat-mapped layer (flat_threads > 0) shifts its edge tiles inwards, so its output must hold one
 // whole tile_x x tile_y tile; the other mappings guard their tails and fit any size. The conv2d and
 // block dispatchers both ask here.
 bool flat_tiles_fit(int flat_threads, int tile_x, int tile_y, int out_w, int out_h);
-// The default choice; throws KernelError naming the workload if none exists.
-const KernelVariant &select_conv2d(const Conv2dWorkload &w, Device device);
-
 // Launch geometry of a GPU variant for a workload (blocks and threads per block).
 // A device's per-block launch limits: the CUDA device's (shared memory with opt-in, which
 // runtime/cuda_driver.cpp does for Halide's launches: 227 KB on the H200) where one is present,

@@ -1,11 +1,13 @@
 #include "runtime/kernel_registry.h"
 #include "generators/block_spec.h"
-#include "schedules/conv2d_knob_defaults.h"
+#include "schedules/block_knobs.h"
+#include "schedules/conv2d_knobs.h"
+#include "schedules/stem_knobs.h"
 #include <algorithm>
 #include <cstdlib>
-#include <sstream>
-
-#include "kernel_registry_includes.inc"
+#include <deque>
+#include <mutex>
+#include <nlohmann/json.hpp>
 
 namespace blockfuse {
 
@@ -18,27 +20,179 @@ const char *device_name(Device d) {
     return "?";
 }
 
+bool parse_device(const std::string &s, Device *out) {
+    for (Device d : {Device::cpu, Device::cuda, Device::opencl})
+        if (s == device_name(d)) {
+            *out = d;
+            return true;
+        }
+    return false;
+}
+
+const KnobTable &schedule_knob_table(const std::string &family, Device device) {
+    static const KnobTable none;
+    if (family == "conv2d") return device == Device::cpu ? conv2d_cpu_knobs() : conv2d_gpu_knobs();
+    if (family == "block") return block_knobs();
+    if (family == "stem") return stem_knobs();
+    return none;
+}
+
 int KernelVariant::threads_per_block() const {
     if (device == Device::cpu) return 0;
-    if (family == "block" && param("strategy") != "layer_by_layer")  // defaults: generators/block_generator.cpp
-        return fused_kernel_threads(knob("channels", 24), knob("vec_k", 4), knob("tile_x", 8), knob("se", 0) == 1,
-                                    knob("chunk", 8));
-    if (family == "stem")  // pool tile threads (generators/stem_generator.cpp); layer-by-layer conv uses the conv2d defaults
-        return std::max(fused_block_threads(knob("out_channels", 64), knob("vec_k", 4), knob("tile_x", 8)),
-                        conv2d_defaults::threads_k * conv2d_defaults::threads_x);
-    namespace d = conv2d_defaults;
-    if (family == "block") {  // layer by layer: the largest of the three layer mappings (pw_*, full_*, layer_*)
-        int threads = 0;
-        for (auto m : {LayerMapping::pointwise, LayerMapping::full, LayerMapping::layer}) {
-            const std::string p = knob_prefix(m);
-            threads = std::max(threads, d::threads_per_block(knob(p + "threads_k", d::threads_k),
-                                                             knob(p + "threads_x", d::threads_x),
-                                                             knob(p + "flat_threads", d::flat_threads)));
-        }
+    if (family == "block") {
+        if (param("strategy") != "layer_by_layer")
+            return fused_kernel_threads(knob("channels"), knob("vec_k"), knob("tile_x"), knob("se") == 1, knob("chunk"));
+        int threads = 0;  // layer by layer: the largest of the three layer mappings
+        for (const char *p : {"pw_", "full_", "layer_"})
+            threads = std::max(threads, conv2d_gpu_knobs_from(knobs, p).threads_per_block());
         return threads;
     }
-    return d::threads_per_block(knob("threads_k", d::threads_k), knob("threads_x", d::threads_x),
-                                knob("flat_threads", d::flat_threads));
+    if (family == "stem")  // the pool tile's threads; the layer-by-layer conv takes the conv2d defaults
+        return std::max(fused_block_threads(knob("out_channels"), knob("vec_k"), knob("tile_x")),
+                        Conv2dGpuKnobs{}.threads_per_block());
+    return conv2d_gpu_knobs_from(knobs).threads_per_block();
+}
+
+std::map<std::string, int> KernelVariant::schedule_knobs() const {
+    std::map<std::string, int> out;
+    for (const auto &k : schedule_knob_table(family, device).knobs) out[k.name] = knob(k.name, k.default_value);
+    return out;
+}
+
+std::string KernelVariant::knob_summary() const {
+    std::string s;
+    for (const auto &k : schedule_knob_table(family, device).knobs)
+        if (int v = knob(k.name, k.default_value); v != k.default_value)
+            s += (s.empty() ? "" : " ") + k.name + "=" + std::to_string(v);
+    if (max_registers > 0) s += (s.empty() ? "" : " ") + std::string("max_registers=") + std::to_string(max_registers);
+    return s.empty() ? "defaults" : s;
+}
+
+namespace {
+const char *halide_type_name(DType d) {
+    switch (d) {
+    case DType::f32: return "float32";
+    case DType::f16: return "float16";
+    case DType::bf16: return "bfloat16";
+    }
+    return "float32";
+}
+bool is_integer(const std::string &s) {
+    return !s.empty() && s.find_first_not_of("-0123456789") == std::string::npos && s != "-";
+}
+}  // namespace
+
+KernelRequest KernelVariant::request() const {
+    KernelRequest r;
+    r.generator = family;
+    r.name = name;
+    r.target = device == Device::cpu ? host_target() : gpu_target(device_name(device));
+    for (const auto &[k, v] : knobs) r.params.push_back(k + "=" + std::to_string(v));
+    for (const auto &[k, v] : params) r.params.push_back(k + "=" + v);
+    const std::string t = halide_type_name(dtype);
+    if (family == "conv2d") {  // storage types of the void-typed buffers (weights may be widened: weights.type)
+        r.params.push_back("input.type=" + t);
+        r.params.push_back("output.type=" + t);
+        if (!params.count("weights.type")) r.params.push_back("weights.type=" + t);
+    } else {
+        r.params.push_back("storage=" + t);
+    }
+    std::sort(r.params.begin(), r.params.end());
+    r.description = {{"family", family},       {"device", device_name(device)}, {"dtype", dtype_name(dtype)},
+                     {"knobs", schedule_knobs()}, {"params", params},          {"max_registers", max_registers},
+                     {"threads_per_block", threads_per_block()}, {"why", why}};
+    return r;
+}
+
+KernelVariant make_variant(const std::string &family, const std::string &name, Device device, DType dtype,
+                           const std::map<std::string, std::string> &static_params,
+                           const std::map<std::string, int> &knobs, int max_registers, const std::string &why) {
+    KernelVariant v;
+    v.family = family;
+    v.name = name;
+    v.device = device;
+    v.dtype = dtype;
+    v.max_registers = max_registers;
+    v.why = why;
+    for (const auto &[k, val] : static_params) {
+        if (is_integer(val)) {
+            v.knobs[k] = std::stoi(val);
+        } else {
+            v.params[k] = val;
+        }
+    }
+    v.kind = v.params.count("kind") ? v.params.at("kind") : "general";
+    const KnobTable &table = schedule_knob_table(family, device);
+    for (const auto &[k, val] : knobs)
+        if (!table.find(k))
+            throw WorkloadError("kernel " + name + ": '" + k + "' is not a knob of the " + family + " " +
+                                (device == Device::cpu ? "CPU" : "GPU") + " schedules (schedules/" + family + "_knobs.h)");
+    for (const auto &[k, val] : table.with_defaults(knobs)) v.knobs[k] = val;
+    return v;
+}
+
+namespace {
+// schedules/variants/<family>.json, embedded at build time (family, file text).
+const std::pair<const char *, const char *> kVariantFiles[] = {
+#include "variant_data.inc"
+};
+
+std::vector<KernelVariant> load_data_variants() {
+    std::vector<KernelVariant> out;
+    for (const auto &[family, text] : kVariantFiles) {
+        const std::string where = std::string("schedules/variants/") + family + ".json";
+        nlohmann::json arr;
+        try {
+            arr = nlohmann::json::parse(text);
+        } catch (const std::exception &e) {
+            throw KernelError(where + " is not JSON: " + e.what());
+        }
+        for (const auto &e : arr) {
+            const std::string name = e.value("name", "");
+            try {
+                Device d;
+                DType t;
+                if (!parse_device(e.at("device").get<std::string>(), &d)) throw std::runtime_error("bad device");
+                if (!parse_dtype(e.at("dtype").get<std::string>(), &t)) throw std::runtime_error("bad dtype");
+                std::map<std::string, std::string> params;
+                const nlohmann::json p = e.value("params", nlohmann::json::object());
+                for (const auto &[k, val] : p.items())
+                    params[k] = val.is_string() ? val.get<std::string>() : std::to_string(val.get<int>());
+                const auto knobs = e.value("knobs", nlohmann::json::object()).get<std::map<std::string, int>>();
+                KernelVariant v = make_variant(family, name, d, t, params, knobs, e.value("max_registers", 0),
+                                               "variant data (" + where + ")");
+                v.data_default = e.value("default", false);
+                v.prebuilt = e.value("prebuilt", false);
+                out.push_back(std::move(v));
+            } catch (const std::exception &ex) {
+                throw KernelError(where + ", variant '" + name + "': " + ex.what());
+            }
+        }
+    }
+    return out;
+}
+}  // namespace
+
+const std::vector<KernelVariant> &data_variants() {
+    static const std::vector<KernelVariant> v = load_data_variants();
+    return v;
+}
+
+const KernelVariant *find_data_variant(const std::string &name) {
+    for (const auto &v : data_variants())
+        if (v.name == name) return &v;
+    return nullptr;
+}
+
+const KernelVariant *keep_variant(KernelVariant v) {
+    static std::mutex m;
+    static std::deque<KernelVariant> kept;  // stable addresses
+    std::lock_guard<std::mutex> lock(m);
+    const std::string h = v.request().hash();
+    for (const auto &k : kept)
+        if (k.request().hash() == h && k.name == v.name) return &k;
+    kept.push_back(std::move(v));
+    return &kept.back();
 }
 
 namespace {
@@ -61,14 +215,14 @@ void set_register_policy(int max_registers) {
 std::string register_policy_description() {
     if (const char *u = user_register_setting()) return std::string("HL_CUDA_JIT_MAX_REGISTERS=") + u + " (from the environment)";
     if (g_register_policy > 0) return std::to_string(g_register_policy) + " per thread for every kernel";
-    return "per variant: its max_registers knob, else 65536 / threads per block (rounded up to 4 warps), down to a "
+    return "per variant: its max_registers, else 65536 / threads per block (rounded up to 4 warps), down to a "
            "multiple of 8, at most 255";
 }
 
 int register_cap(const KernelVariant &v) {
     if (const char *u = user_register_setting()) return std::atoi(u);
     if (g_register_policy > 0) return g_register_policy;
-    if (int k = v.knob("max_registers", 0); k > 0) return k;
+    if (v.max_registers > 0) return v.max_registers;
     // Registers are allocated to warps in groups of 4 (warp allocation granularity on sm_70 to
     // sm_90): a 9-warp block holds 12 warps' registers. Counting 9 let a 288-thread variant JIT
     // at 224 registers and fail its launch with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (H200).
@@ -80,42 +234,6 @@ int register_cap(const KernelVariant &v) {
 void apply_register_cap(const KernelVariant &v) {
     if (v.device != Device::cuda) return;
     setenv("HL_CUDA_JIT_MAX_REGISTERS", std::to_string(register_cap(v)).c_str(), 1);
-}
-
-namespace {
-KernelVariant make(const char *family, void *fn, int (*argv)(void **), const char *name, const char *device,
-                   const char *dtype, const char *knobs) {
-    KernelVariant v;
-    v.family = family;
-    v.fn = fn;
-    v.argv = argv;
-    v.name = name;
-    std::string d = device;
-    v.device = d == "cuda" ? Device::cuda : d == "opencl" ? Device::opencl : Device::cpu;
-    parse_dtype(dtype, &v.dtype);
-    std::istringstream ss(knobs);
-    std::string kv;
-    while (ss >> kv) {
-        auto eq = kv.find('=');
-        std::string k = kv.substr(0, eq), val = kv.substr(eq + 1);
-        bool integer = !val.empty() && val.find_first_not_of("-0123456789") == std::string::npos;
-        if (k == "kind") v.kind = val;
-        else if (integer) v.knobs[k] = std::stoi(val);
-        else v.params[k] = val;
-    }
-    if (v.kind.empty()) v.kind = "general";
-    return v;
-}
-}  // namespace
-
-const std::vector<KernelVariant> &all_kernels() {
-#define BF_KERNEL(family, fn, name, device, dtype, knobs) \
-    make(#family, reinterpret_cast<void *>(&fn), &fn##_argv, name, device, dtype, knobs),
-    static const std::vector<KernelVariant> kernels{
-#include "kernel_registry.inc"
-    };
-#undef BF_KERNEL
-    return kernels;
 }
 
 }  // namespace blockfuse

@@ -1,4 +1,7 @@
 #include "runtime/stem.h"
+#include "schedules/heuristics.h"
+#include <algorithm>
+#include <fmt/format.h>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -78,11 +81,23 @@ void randomize(StemTensors &t, const StemWorkload &w, std::mt19937_64 &rng) {
 
 std::vector<const KernelVariant *> stem_candidates(const StemWorkload &w, Device device) {
     std::vector<const KernelVariant *> out;
-    for (const auto &v : all_kernels())
+    for (const auto &v : data_variants())
         if (v.family == "stem" && v.device == device && v.dtype == w.dtype && v.knob("channels", -1) == w.c &&
             v.knob("out_channels", -1) == w.k)
             out.push_back(&v);
+    std::stable_sort(out.begin(), out.end(),
+                     [](const KernelVariant *a, const KernelVariant *b) { return a->data_default > b->data_default; });
     return out;
+}
+
+KernelVariant stem_kernel_for(const StemWorkload &w, const std::string &strategy, Device device,
+                              const ScheduleChoice &s) {
+    KernelVariant v = make_variant(
+        "stem", fmt::format("stem_c{}k{}_{}_{}_{}", w.c, w.k, strategy, dtype_name(w.dtype), device_name(device)),
+        device, w.dtype, {{"strategy", strategy}, {"channels", std::to_string(w.c)}, {"out_channels", std::to_string(w.k)}},
+        s.knobs, s.max_registers, s.why);
+    v.name += "@" + v.request().hash().substr(0, 8);
+    return v;
 }
 
 void check_stem_launch(const KernelVariant &v, const StemWorkload &w) {
@@ -90,7 +105,7 @@ void check_stem_launch(const KernelVariant &v, const StemWorkload &w) {
     const auto [max_threads, max_shared] = launch_limits(v.device);
     const std::string what = "launch rejected before running: stem " + to_key(w) + ", strategy " + v.param("strategy") +
                              " (kernel " + v.name + "): ";
-    const int tx = v.knob("tile_x", 8), ty = v.knob("tile_y", 4);  // defaults: generators/stem_generator.cpp
+    const int tx = v.knob("tile_x"), ty = v.knob("tile_y");
     if (v.threads_per_block() > max_threads)
         throw KernelError(what + std::to_string(v.threads_per_block()) + " threads per block exceed the device limit of " +
                           std::to_string(max_threads));
@@ -105,10 +120,10 @@ void check_stem_launch(const KernelVariant &v, const StemWorkload &w) {
 void run_stem(const KernelVariant &v, const StemWorkload &w, StemTensors &t) {
     check_stem_launch(v, w);
     apply_register_cap(v);
-    using Fn = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+    const LoadedKernel &k = v.load();
+    void *args[] = {t.input.raw_buffer(), t.weights.raw_buffer(), t.bias.raw_buffer(), t.output.raw_buffer()};
     clear_halide_error();
-    int rc = reinterpret_cast<Fn>(v.fn)(t.input.raw_buffer(), t.weights.raw_buffer(), t.bias.raw_buffer(),
-                                        t.output.raw_buffer());
+    const int rc = k.argv(args);
     if (rc != 0) throw KernelError("kernel " + v.name + " failed on " + to_key(w) + ": " + last_halide_error(rc));
 }
 

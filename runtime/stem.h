@@ -23,7 +23,12 @@ struct StemTensors {
 };
 StemTensors make_stem_tensors(const StemWorkload &w);
 void randomize(StemTensors &t, const StemWorkload &w, std::mt19937_64 &rng);
+// The named variants (variant data) of the stem's channels on `device`, the data's default first.
 std::vector<const KernelVariant *> stem_candidates(const StemWorkload &w, Device device);
+// A kernel generated for the stem's channels with the given strategy and schedule.
+struct ScheduleChoice;
+KernelVariant stem_kernel_for(const StemWorkload &w, const std::string &strategy, Device device,
+                              const ScheduleChoice &s);
 // Threads per block and the depth-first conv tile in shared memory against the device's limits;
 // run_stem calls it first. Throws KernelError naming the stem, the strategy and the limit.
 void check_stem_launch(const KernelVariant &v, const StemWorkload &w);

@@ -4,16 +4,13 @@
 #pragma once
 #include "generators/activation.h"
 #include "runtime/dtype.h"
+#include "runtime/errors.h"
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace blockfuse {
-
-struct WorkloadError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
 
 // "family:a=1,b=2" -> family and fields (in order). Rejects empty keys, missing ':',
 // empty or duplicate field names, missing '='.

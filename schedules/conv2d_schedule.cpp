@@ -191,8 +191,8 @@ void schedule_conv2d_cpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dCpuKno
     Var ak = acc.args()[0], ax = acc.args()[1];
     const RDom &r = f.r;
     auto schedule_with = [&](Stage o, Stage a, Stage u, bool vec) {
-        o.split(k, ko, kv, kn.vec_k, vec ? TailStrategy::RoundUp : guard)
-            .split(x, xo, xi, kn.tile_x, guard)
+        o.split(k, ko, kv, kn.cpu_vec_k, vec ? TailStrategy::RoundUp : guard)
+            .split(x, xo, xi, kn.cpu_tile_x, guard)
             .reorder(kv, xi, ko, xo, y, n)
             .fuse(y, n, yn)
             .parallel(yn)
@@ -211,8 +211,8 @@ void schedule_conv2d_cpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dCpuKno
             u.vectorize(ak);
         }
     };
-    acc.compute_at(out, ko).bound_extent(ax, kn.tile_x);  // full tile at edges: see the GPU schedule
-    Expr div = channels_divisible(out_channels, kn.vec_k);
+    acc.compute_at(out, ko).bound_extent(ax, kn.cpu_tile_x);  // full tile at edges: see the GPU schedule
+    Expr div = channels_divisible(out_channels, kn.cpu_vec_k);
     Stage a = acc.specialize(div), u = acc.update().specialize(div);
     if (activation_id.defined())  // as on the GPU: the common epilogues without the select over all
         for (int id : {int(Activation::none), int(Activation::relu)})

@@ -67,12 +67,13 @@ inline std::vector<std::string> block_shapes() {
 }
 
 // stages = false: the single blocks of the table; true: the stages (blocks > 1), in every strategy.
-inline void check_all_block_variants(Device device, const std::vector<DType> &dtypes, bool stages = false) {
+inline void check_all_block_variants(Device device, const std::vector<DType> &dtypes, bool stages = false,
+                                     bool picks = false) {
     std::vector<BlockWorkload> shapes;
     for (const auto &key : block_shapes())
         if (BlockWorkload w = parse_block(key); (w.blocks > 1) == stages) shapes.push_back(w);
     check_every_variant(
-        "block", device, dtypes, shapes, block_candidates,
+        "block", device, dtypes, shapes, picks,
         [](const KernelVariant &v, const BlockWorkload &w, std::mt19937_64 &rng) {
             BlockTensors t = make_block_tensors(w);
             randomize(t, w, rng);

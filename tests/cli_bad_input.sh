@@ -26,8 +26,18 @@ expect "a stage (blocks = 3) needs stride 1" bench --workload "mbconv:n=1,c=8,h=
 expect "field 'blocks' = 9 must be 1 to 4" check "mbconv:n=1,c=8,h=4,w=4,e=2,blocks=9"
 expect "--strategies 'fast' is not one of layer_by_layer, fused, depth_first, direct" bench --workload "mbconv:n=1,c=8,h=9,w=9,e=2" --strategies fast
 expect "tuning records '/nonexistent/records.jsonl': no such file" bench --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --tuning-records /nonexistent/records.jsonl
-bad_records=$(mktemp); echo '{"workload": "conv2d:n=1,c=8", "target": "cpu", "variant": "x", "median_ms": 1}' > "$bad_records"
+bad_records=$(mktemp)
+echo '{"version": 2, "workload": "conv2d:n=1,c=8", "strategy": "direct", "family": "conv2d", "knobs": {}, "target": "cpu", "halide_version": "21.0.0", "median_ms": 1}' > "$bad_records"
 expect "line 1: invalid workload" bench --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --tuning-records "$bad_records"
+echo '{"workload": "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3", "target": "cpu", "variant": "x", "median_ms": 1}' > "$bad_records"
+expect "line 1: not a version 2 record" bench --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --tuning-records "$bad_records"
 rm -f "$bad_records"
+# Kernels on demand: a strategy the workload does not have, a knob the schedule does not declare, a bad device.
+expect "strategy 'depth_first' does not apply" generate "mbconv:n=1,c=8,h=9,w=9,e=2" --strategy depth_first --out /tmp
+expect "'tile_q' is not a knob of the block" generate "mbconv:n=1,c=8,h=9,w=9,e=2" --strategy fused --knob tile_q=4 --out /tmp
+expect "--knob 'tile_x' is not name=integer" generate "mbconv:n=1,c=8,h=9,w=9,e=2" --knob tile_x --out /tmp
+expect "--device 'tpu' is not one of" generate "mbconv:n=1,c=8,h=9,w=9,e=2" --device tpu --out /tmp
+expect "--strategies: none of them applies" bench --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --strategies fused
+expect "nothing to fill" cache fill --device cpu
 expect "results '/nonexistent/results.json': no such file" records --from /nonexistent/results.json --out /dev/null
 exit $fail

@@ -3,9 +3,11 @@
 // odd sizes, dilation 2 and 12, groups = C (with channel multiplier) and 32, group width 8,
 // asymmetric padding, non-square kernels, channel counts not divisible by the vector width.
 #pragma once
+#include <algorithm>
 #include <functional>
 #include "runtime/check.h"
 #include "runtime/conv2d.h"
+#include "runtime/dispatch.h"
 #include <catch2/catch.hpp>
 #include <random>
 #include <cstdlib>
@@ -57,7 +59,26 @@ inline std::vector<std::string> conv2d_shapes() {
     };
 }
 
-// Every variant of `family` built for `device` in one of `dtypes` must be in `ran`: a variant
+// The kernels a shape-table test runs on one workload: every prebuilt named variant that serves it,
+// and with `picks` the dispatcher's kernel of each strategy (generated where no named variant is the
+// default; the GPU tests, whose kernels come from a cache filled where Halide is).
+inline std::vector<const KernelVariant *> table_kernels(const std::string &key, Device device, bool picks) {
+    std::vector<const KernelVariant *> out;
+    for (const auto &s : strategies_of(key)) {
+        if (picks) {
+            try {
+                out.push_back(dispatch(key, s, device, nullptr).variant);
+            } catch (const WorkloadError &) {
+                // a strategy that cannot serve this shape within its limits (the dispatcher says why)
+            }
+        }
+        for (const KernelVariant *v : data_variants_for(key, s, device))
+            if (v->prebuilt && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+    }
+    return out;
+}
+
+// Every prebuilt variant of `family` for `device` in one of `dtypes` must be in `ran`: a variant
 // that no shape of a table reaches is a test gap, not a pass.
 // BLOCKFUSE_TEST_VARIANTS="a,b": only the variants whose name contains one of these substrings run (and
 // must run), e.g. to put a few new kernels under compute-sanitizer (bench/h200_sanitize.sh VARIANTS=...).
@@ -85,8 +106,9 @@ inline bool narrowed_run_matched_nothing() {
 inline void require_all_exercised(const std::string &family, Device device, const std::vector<DType> &dtypes,
                                   const std::set<std::string> &ran,
                                   const std::function<bool(const KernelVariant &)> &in_scope = nullptr) {
-    for (const auto &v : all_kernels()) {
-        if (v.family != family || v.device != device || (in_scope && !in_scope(v)) || !selected_for_test(v.name))
+    for (const auto &v : data_variants()) {
+        if (!v.prebuilt || v.family != family || v.device != device || (in_scope && !in_scope(v)) ||
+            !selected_for_test(v.name))
             continue;
         bool wanted = false;
         for (DType d : dtypes) wanted |= v.dtype == d;
@@ -110,9 +132,9 @@ inline Comparison run_and_compare(const KernelVariant &v, const Conv2dWorkload &
 // float64 reference: run_and_check(v, w, rng) makes fresh random tensors with a poisoned output,
 // runs v and compares every output. Then every variant of `family` built for that device and
 // those dtypes (and in scope) must have run: a variant no shape reaches is a test gap.
-template <typename Workload, typename Candidates, typename RunAndCheck>
+template <typename Workload, typename RunAndCheck>
 void check_every_variant(const std::string &family, Device device, const std::vector<DType> &dtypes,
-                         const std::vector<Workload> &workloads, Candidates candidates, RunAndCheck run_and_check,
+                         const std::vector<Workload> &workloads, bool picks, RunAndCheck run_and_check,
                          const std::function<bool(const KernelVariant &)> &in_scope = nullptr) {
     install_halide_error_handler();
     uint64_t seed = std::random_device{}();
@@ -122,7 +144,7 @@ void check_every_variant(const std::string &family, Device device, const std::ve
     for (DType d : dtypes)
         for (Workload w : workloads) {
             w.dtype = d;
-            for (const KernelVariant *v : candidates(w, device)) {
+            for (const KernelVariant *v : table_kernels(to_key(w), device, picks)) {
                 if (!selected_for_test(v->name)) continue;
                 INFO(v->name << " on " << to_key(w));
                 Comparison c = run_and_check(*v, w, rng);
@@ -139,10 +161,10 @@ void check_every_variant(const std::string &family, Device device, const std::ve
 }
 
 // The whole conv2d table on `device` for each dtype.
-inline void check_all_variants(Device device, const std::vector<DType> &dtypes) {
+inline void check_all_variants(Device device, const std::vector<DType> &dtypes, bool picks = false) {
     std::vector<Conv2dWorkload> shapes;
     for (const auto &key : conv2d_shapes()) shapes.push_back(parse_conv2d(key));
-    check_every_variant("conv2d", device, dtypes, shapes, conv2d_candidates, run_and_compare);
+    check_every_variant("conv2d", device, dtypes, shapes, picks, run_and_compare);
 }
 
 }  // namespace blockfuse::test

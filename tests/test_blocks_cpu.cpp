@@ -1,6 +1,7 @@
 #define CATCH_CONFIG_MAIN
 #include "tests/block_cases.h"
-#include "schedules/block_schedule.h"  // block_knob_space() (header-only data; no libHalide linked)
+#include "runtime/dispatch.h"
+#include "schedules/block_knobs.h"
 #include "tests/stem_cases.h"
 #include <algorithm>
 #include <tuple>
@@ -35,13 +36,8 @@ TEST_CASE("stem keys round-trip, bad ones name the field, accounting drops the i
     CHECK(lbl[0].bytes + lbl[1].bytes - df[0].bytes == Approx(2 * mid));
     CHECK(df[0].flops == Approx(2.0 * 128 * 64 * 112 * 112 * 27));
     // Launch limits: the default depth-first tile fits (64 x 17 x 9 x 2 B), a 16x16 pool tile does not.
-    KernelVariant v;
-    v.family = "stem";
-    v.name = "synthetic";
-    v.device = Device::cuda;
-    v.dtype = DType::f16;
-    v.params = {{"strategy", "depth_first"}};
-    v.knobs = {{"channels", 3}, {"out_channels", 64}};
+    KernelVariant v = make_variant("stem", "synthetic", Device::cuda, DType::f16,
+                                   {{"strategy", "depth_first"}, {"channels", "3"}, {"out_channels", "64"}}, {}, 0, "test");
     CHECK_NOTHROW(check_stem_launch(v, w));
     v.knobs["tile_x"] = 16;
     v.knobs["tile_y"] = 16;
@@ -140,17 +136,17 @@ TEST_CASE("block accounting: the tensors a kernel re-reads within its run", "[bl
 }
 
 namespace {
-// A CUDA f16 block variant that exists only as registry data, for the launch checker.
+// A CUDA f16 block variant that is never built, for the launch checker: channels and expansion are
+// static params, the rest schedule knobs over their declared defaults.
 KernelVariant synthetic_cuda_block(const std::string &family, const std::string &strategy,
                                    std::map<std::string, int> knobs) {
-    KernelVariant v;
-    v.family = "block";
-    v.name = "synthetic";
-    v.device = Device::cuda;
-    v.dtype = DType::f16;
-    v.params = {{"family", family}, {"strategy", strategy}};
-    v.knobs = std::move(knobs);
-    return v;
+    std::map<std::string, std::string> params{{"family", family}, {"strategy", strategy}};
+    for (const char *p : {"channels", "expansion"})
+        if (auto it = knobs.find(p); it != knobs.end()) {
+            params[p] = std::to_string(it->second);
+            knobs.erase(it);
+        }
+    return make_variant("block", "synthetic", Device::cuda, DType::f16, params, knobs, 0, "test");
 }
 }  // namespace
 
@@ -245,32 +241,31 @@ TEST_CASE("layer-by-layer mappings: which layer takes which knobs, threads and t
     CHECK_THROWS_WITH(check_block_launch(v, w), Catch::Contains("65280 bytes of shared memory per block exceed"));
 }
 
-TEST_CASE("the dispatcher picks the mapping with the highest prefer rank of its configuration first", "[blocks]") {
-    // key -> the strategy of the expected pick ("" where no mapping has a rank: the build's order stays) and a part of
-    // its name. MBConv: the flat layer-by-layer mappings "sfyd" (c=40: at a 128-register cap, "sfydc") and "sfqd"
-    // (c=24) beat every fused one on the H200 (bench/results/h200/mbconv-lbl-flat/, report/blocks/).
-    const std::vector<std::tuple<const char *, const char *, const char *>> cases{
-        {"ffn:n=1,c=256,h=14,w=14,e=4,act=relu,dtype=f16", "layer_by_layer", "_sfm_"},
-        {"convnext:n=1,c=96,h=56,w=56,e=4,k=7,stride=1,act=gelu,dtype=f16", "layer_by_layer", "_sf_"},
-        {"mbconv:n=1,c=40,h=28,w=28,e=6,k=5,stride=1,act=relu6,dtype=f16", "layer_by_layer", "_sfydc_"},
-        {"mbconv:n=1,c=80,h=14,w=14,e=6,k=3,stride=1,act=relu6,dtype=f16", "layer_by_layer", "_sfyd_"},
-        {"mbconv:n=1,c=16,h=112,w=112,e=6,k=3,stride=1,act=relu6,dtype=f16", "layer_by_layer", "_sfyd_"},
-        {"mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16", "layer_by_layer", "_sfqd_"},
-        {"mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16", "layer_by_layer", "_sfqd_"},
-        {"mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,se=1,act=relu6,dtype=f16", "layer_by_layer", "_sfqd_"},
-        {"convfirst:n=1,c=16,h=9,w=7,e=2,k=3,stride=1,act=relu,dtype=f32", "", ""}};
-    for (const auto &[key, strategy, part] : cases) {
-        auto c = block_candidates(parse_block(key), Device::cuda);
-        REQUIRE_FALSE(c.empty());
-        int top = 0;
-        for (const KernelVariant *v : c) top = std::max(top, v->knob("prefer", 0));
-        INFO(key << ": first " << c.front()->name);
-        CHECK(c.front()->knob("prefer", 0) == top);
-        CHECK(std::string(strategy) == (top ? c.front()->param("strategy") : std::string()));
-        CHECK(c.front()->name.find(part) != std::string::npos);
-        // ranked ones first, in descending order
-        for (size_t i = 1; i < c.size(); ++i) CHECK(c[i - 1]->knob("prefer", 0) >= c[i]->knob("prefer", 0));
+TEST_CASE("the dispatcher: a named variant the data marks default, else a kernel from the heuristics", "[blocks]") {
+    // key, strategy, the source the pick must come from, and a part of its name. The defaults are the
+    // layer-by-layer mappings measured fastest on the H200 for the suite's configurations ("sfyd",
+    // "sfqd", "sfm", "sf"; schedules/variants/block.json); other strategies and configurations get a
+    // kernel generated for them.
+    const std::vector<std::tuple<const char *, const char *, const char *, const char *>> cases{
+        {"ffn:n=1,c=256,h=14,w=14,e=4,act=relu,dtype=f16", "layer_by_layer", "variant data", "_sfm_"},
+        {"convnext:n=1,c=96,h=56,w=56,e=4,k=7,stride=1,act=gelu,dtype=f16", "layer_by_layer", "variant data", "_sf_"},
+        {"mbconv:n=1,c=40,h=28,w=28,e=6,k=5,stride=1,act=relu6,dtype=f16", "layer_by_layer", "variant data", "_sfydc_"},
+        {"mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16", "layer_by_layer", "variant data", "_sfqd_"},
+        {"mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16", "layer_by_layer", "variant data",
+         "_sfqd_"},
+        {"mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16", "fused", "heuristic", "mbconv_c24e6k3s1_relu6_fused"},
+        {"mbconv:n=1,c=32,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16", "layer_by_layer", "heuristic", "mbconv_c32e6"},
+        {"convfirst:n=1,c=16,h=9,w=7,e=2,k=3,stride=1,act=relu,dtype=f32", "fused", "heuristic", "convfirst_c16e2"}};
+    for (const auto &[key, strategy, source, part] : cases) {
+        const Pick p = dispatch(key, strategy, Device::cuda, nullptr);
+        INFO(key << " " << strategy << ": " << p.variant->name << " (" << p.source << ")");
+        CHECK(p.source == source);
+        CHECK(p.variant->name.find(part) != std::string::npos);
+        CHECK(p.variant->param("strategy") == strategy);
     }
+    CHECK_THROWS_WITH(dispatch("mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16", "depth_first",
+                               Device::cuda, nullptr),
+                      Catch::Contains("strategy 'depth_first' does not apply") && Catch::Contains("layer_by_layer, fused"));
 }
 
 TEST_CASE("flat-mapped 1x1 layers are offered only where every 1x1 output holds one tile", "[blocks][launch]") {
@@ -425,21 +420,20 @@ TEST_CASE("BLOCKFUSE_TEST_VARIANTS narrows the variant tests to names containing
     test::variants_run_count() = before;
 }
 
-// The knob space the autotuner will search (schedules/block_schedule.h) must contain every hand-written
-// GPU block mapping the build measures (the f16 CUDA variants), so a search starts from at least those.
-TEST_CASE("every fused and depth-first CUDA block mapping lies in block_knob_space()", "[blocks]") {
-    const auto &space = block_knob_space();
+// The knob space the tuner searches (schedules/block_knobs.h) must contain every hand-written GPU block
+// mapping of the variant data (the f16 CUDA variants), so a search can start from each of them.
+TEST_CASE("every fused and depth-first CUDA block mapping of the variant data lies in the declared knob space", "[blocks]") {
     int checked = 0;
-    for (const auto &v : all_kernels()) {
+    for (const auto &v : data_variants()) {
         if (v.family != "block" || v.device != Device::cuda || v.dtype != DType::f16 ||
             v.param("strategy") == "layer_by_layer")
             continue;
         ++checked;
-        for (const auto &[knob, values] : space) {
-            auto it = v.knobs.find(knob);
-            if (it == v.knobs.end()) continue;  // the generator's default (block_generator.cpp)
-            INFO(v.name << ": " << knob << " = " << it->second);
-            CHECK(std::find(values.begin(), values.end(), it->second) != values.end());
+        for (const KnobDecl &k : block_fused_knobs().knobs) {
+            const int value = v.knob(k.name);
+            if (value == k.default_value) continue;
+            INFO(v.name << ": " << k.name << " = " << value);
+            CHECK(std::find(k.values.begin(), k.values.end(), value) != k.values.end());
         }
     }
     CHECK(checked > 50);

@@ -9,21 +9,22 @@
 
 using namespace blockfuse;
 
-TEST_CASE("every CUDA conv2d variant matches the float64 reference on the shape table", "[conv2d][gpu]") {
-    test::check_all_variants(Device::cuda, {DType::f32, DType::f16, DType::bf16});
+// The dispatcher's kernel of every strategy on the shape tables, and every prebuilt CUDA variant.
+TEST_CASE("the CUDA conv2d kernels match the float64 reference on the shape table", "[conv2d][gpu]") {
+    test::check_all_variants(Device::cuda, {DType::f32, DType::f16, DType::bf16}, true);
 }
 
-TEST_CASE("every CUDA block variant matches the float64 reference", "[blocks][gpu]") {
-    test::check_all_block_variants(Device::cuda, {DType::f32, DType::f16});
+TEST_CASE("the CUDA block kernels match the float64 reference", "[blocks][gpu]") {
+    test::check_all_block_variants(Device::cuda, {DType::f32, DType::f16}, false, true);
 }
 
-TEST_CASE("every CUDA stage variant (layer-by-layer, per-block fused, depth-first) matches the float64 reference",
+TEST_CASE("the CUDA stage kernels (layer-by-layer, per-block fused, depth-first) match the float64 reference",
           "[stages][gpu]") {
-    test::check_all_block_variants(Device::cuda, {DType::f32, DType::f16}, true);
+    test::check_all_block_variants(Device::cuda, {DType::f32, DType::f16}, true, true);
 }
 
-TEST_CASE("every CUDA stem variant matches the float64 reference", "[stem][gpu]") {
-    test::check_all_stem_variants(Device::cuda, {DType::f32, DType::f16});
+TEST_CASE("the CUDA stem kernels match the float64 reference", "[stem][gpu]") {
+    test::check_all_stem_variants(Device::cuda, {DType::f32, DType::f16}, true);
 }
 
 int main(int argc, char **argv) {

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <random>
 
+#include "runtime/dispatch.h"
+
 using namespace blockfuse;
 
 TEST_CASE("f16 and bf16 conversions round to nearest even and keep specials", "[dtype]") {
@@ -68,7 +70,7 @@ TEST_CASE("BatchNorm folded into weights and bias equals conv followed by BN", "
         widen_weights(t, w.dtype);
         for (int k = 0; k < w.k; ++k) t.bias(k) = float(b[k]);
         t.bias.set_host_dirty();
-        run_conv2d(select_conv2d(w, Device::cpu), w, t);
+        run_conv2d(*dispatch(to_key(w), "direct", Device::cpu, nullptr).variant, w, t);
         Comparison c = compare(to_doubles(t.output, w.dtype), ref, scale, (w.c / w.groups) * w.r * w.s + 4, w.dtype);
         INFO(c.summary());
         CHECK(c.ok());
@@ -79,9 +81,10 @@ TEST_CASE("BatchNorm folded into weights and bias equals conv followed by BN", "
 
 TEST_CASE("launches beyond device limits are rejected before running, naming the limit", "[launch]") {
     Conv2dWorkload w = parse_conv2d("conv2d:n=70000,c=8,h=1,w=1,k=8,r=1,s=1,stride=1,pad=0,groups=1,dtype=f16");
-    const KernelVariant &v = select_conv2d(w, Device::cuda);
+    const KernelVariant &v = *dispatch(to_key(w), "direct", Device::cuda, nullptr).variant;
     CHECK_THROWS_WITH(check_launch(v, w), Catch::Contains("grid dimension z") && Catch::Contains("65535"));
     KernelVariant big = v;
+    big.knobs["flat_threads"] = 0;  // the 2-D mapping: threads_k x threads_x
     big.knobs["threads_k"] = 64;
     big.knobs["threads_x"] = 32;
     Conv2dWorkload small = parse_conv2d("conv2d:n=1,c=8,h=4,w=4,k=8,r=1,s=1,dtype=f16");

@@ -1,7 +1,9 @@
-// Tuning records (bench/tuning_records.h): loading and its errors, the fastest applicable record,
-// and the dispatcher taking it (or keeping the registry's order where none applies).
+// Tuning records (runtime/tuning_records.h): loading and its errors, the fastest applicable record, the
+// dispatcher taking it and rebuilding its kernel from the knobs, records from a results.json.
 #define CATCH_CONFIG_MAIN
 #include "bench/harness.h"
+#include "build_info.h"
+#include "runtime/check.h"
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
@@ -15,105 +17,116 @@ std::string write_temp(const std::string &name, const std::string &text) {
     std::ofstream(path) << text;
     return path;
 }
-const char *kBlock = "mbconv:n=1,c=10,h=9,w=7,e=3,k=3,stride=1,act=relu6";  // CPU: layer by layer and fused
+const char *kConv = "conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3,pad=1";
+
+std::string record_line(const std::string &workload, const std::string &strategy, const std::string &family,
+                        const std::string &knobs, const std::string &target, double ms,
+                        const std::string &extra = "") {
+    return R"({"version": 2, "workload": ")" + workload + R"(", "strategy": ")" + strategy + R"(", "family": ")" +
+           family + R"(", "knobs": )" + knobs + R"(, "target": ")" + target + R"(", "halide_version": ")" +
+           BLOCKFUSE_HALIDE_VERSION + R"(", "median_ms": )" + std::to_string(ms) + extra + "}\n";
+}
 }  // namespace
 
-TEST_CASE("tuning records load, canonicalize keys and pick the fastest applicable record", "[records]") {
-    const std::string p = write_temp("records_ok.jsonl",
-                                     R"({"workload": "conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3,pad=1", "target": "cpu", "variant": "a", "median_ms": 2.0}
-{"workload": "conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3,stride=1,pad=1,groups=1,dtype=f32", "target": "cpu", "variant": "b", "median_ms": 1.0}
-{"workload": "conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3,pad=1", "target": "cuda:NVIDIA H200", "variant": "c", "median_ms": 0.5}
-
-{"workload": "conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3,pad=1", "target": "cpu", "variant": "gone", "median_ms": 0.1, "source": "x"}
-)");
-    TuningRecords r = TuningRecords::load(p);
+TEST_CASE("tuning records load, canonicalize keys and give the fastest passing record per target and version",
+          "[records]") {
+    const std::string cpu = record_target(Device::cpu);
+    const std::string text = record_line(kConv, "direct", "conv2d", R"({"cpu_tile_x": 2})", cpu, 2.0) +
+                             record_line(canonical_key(kConv), "direct", "conv2d", R"({"cpu_tile_x": 8})", cpu, 1.0) +
+                             record_line(kConv, "direct", "conv2d", R"({"vec_k": 8})", "cuda:NVIDIA H200:sm_90", 0.5) +
+                             "\n" +
+                             record_line(kConv, "direct", "conv2d", R"({"cpu_tile_x": 1})", cpu, 0.1,
+                                         R"(, "failure": "wrong_answer", "check": "3 of 648 outside")");
+    const std::string p = write_temp("records_ok.jsonl", text);
+    TuningRecords r = TuningRecords::load({p});
     REQUIRE(r.records.size() == 4);
-    const std::string key = canonical_key("conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3,pad=1");
+    const std::string key = canonical_key(kConv);
     CHECK(r.records[0].workload == key);  // stored canonical
-    auto built = [](const std::string &n) { return n != "gone"; };
-    REQUIRE(r.best(key, "cpu", built) != nullptr);
-    CHECK(r.best(key, "cpu", built)->variant == "b");         // the fastest whose variant is built
-    CHECK(r.best(key, "cuda:NVIDIA H200", built)->variant == "c");  // per target
-    CHECK(r.best(key, "opencl", built) == nullptr);
-    CHECK(r.best(canonical_key("conv2d:n=2,c=8,h=9,w=9,k=8,r=3,s=3,pad=1"), "cpu", built) == nullptr);
+    const TuningRecord *b = r.best(key, "direct", cpu, BLOCKFUSE_HALIDE_VERSION);
+    REQUIRE(b != nullptr);
+    CHECK(b->knobs.at("cpu_tile_x") == 8);  // the fastest that passed its check (the failed one is faster)
+    CHECK(r.best(key, "", "cuda:NVIDIA H200:sm_90", BLOCKFUSE_HALIDE_VERSION)->median_ms == 0.5);
+    CHECK(r.best(key, "direct", cpu, "20.0.0") == nullptr);  // another Halide version never applies
+    CHECK(r.best(key, "direct", "opencl", BLOCKFUSE_HALIDE_VERSION) == nullptr);
+    CHECK(r.best(canonical_key("conv2d:n=2,c=8,h=9,w=9,k=8,r=3,s=3,pad=1"), "direct", cpu, BLOCKFUSE_HALIDE_VERSION) ==
+          nullptr);
+    CHECK(r.elsewhere(key, cpu, BLOCKFUSE_HALIDE_VERSION).size() == 1);  // the CUDA one
     std::remove(p.c_str());
 }
 
 TEST_CASE("a bad tuning-records file is one clear error naming the file and the line", "[records]") {
-    CHECK_THROWS_WITH(TuningRecords::load(std::string(BLOCKFUSE_TEST_TMP) + "/no_such_records.jsonl"),
+    CHECK_THROWS_WITH(TuningRecords::load({std::string(BLOCKFUSE_TEST_TMP) + "/no_such_records.jsonl"}),
                       Catch::Contains("no_such_records.jsonl': no such file"));
+    const std::string cpu = record_target(Device::cpu);
     const std::vector<std::pair<std::string, std::string>> bad{
-        {"{\"workload\": \"conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3\", \"target\": \"cpu\", \"variant\": \"a\", \"median_ms\": 1}\nnot json\n",
-         "line 2: not a JSON object"},
-        {R"({"workload": "conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3", "variant": "a", "median_ms": 1})", "line 1: field 'target'"},
-        {R"({"workload": "conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3", "target": "cpu", "variant": "a", "median_ms": 0})",
-         "line 1: field 'median_ms'"},
-        {R"({"workload": "conv2d:n=1,c=8,h=9,w=9,k=8,r=3", "target": "cpu", "variant": "a", "median_ms": 1})",
-         "line 1: invalid workload"},
+        {record_line(kConv, "direct", "conv2d", "{}", cpu, 1) + "not json\n", "line 2: not a JSON object"},
+        {R"({"workload": "conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3", "target": "cpu", "variant": "a", "median_ms": 1})",
+         "line 1: not a version 2 record"},
+        {record_line(kConv, "direct", "conv2d", "{}", "", 1), "line 1: field 'target'"},
+        {record_line(kConv, "direct", "conv2d", "{}", cpu, 0), "line 1: field 'median_ms'"},
+        {record_line(kConv, "direct", "conv2d", R"({"chunk": 8})", cpu, 1), "'chunk' is not a knob of the conv2d"},
+        {record_line(kConv, "fused", "conv2d", "{}", cpu, 1), "strategy 'fused' is not one of the workload's"},
+        {record_line("conv2d:n=1,c=8,h=9,w=9,k=8,r=3", "direct", "conv2d", "{}", cpu, 1), "line 1: invalid workload"},
+        {record_line(kConv, "direct", "conv2d", "{}", cpu, 1, R"(, "failure": "slow")"), "field 'failure' = 'slow'"},
     };
     for (const auto &[text, want] : bad) {
         const std::string p = write_temp("records_bad.jsonl", text);
         INFO(text);
-        CHECK_THROWS_WITH(TuningRecords::load(p), Catch::Contains(want) && Catch::Contains("records_bad.jsonl"));
+        CHECK_THROWS_WITH(TuningRecords::load({p}), Catch::Contains(want) && Catch::Contains("records_bad.jsonl"));
         std::remove(p.c_str());
     }
 }
 
-TEST_CASE("appended records load back", "[records]") {
-    const std::string p = std::string(BLOCKFUSE_TEST_TMP) + "/records_rt.jsonl";
-    std::remove(p.c_str());
-    const std::string key = canonical_key(kBlock);
-    append_records(p, {{key, "cpu", "v1", 0.25, "test"}});
-    append_records(p, {{key, "cpu", "v2", 0.125, "test"}});  // appended, not overwritten
-    TuningRecords r = TuningRecords::load(p);
-    REQUIRE(r.records.size() == 2);
-    CHECK(r.best(key, "cpu", [](const std::string &) { return true; })->variant == "v2");
+TEST_CASE("the dispatcher rebuilds a record's kernel from its knobs; without one it says so and keeps its policy",
+          "[records][dispatch]") {
+    const char *block = "mbconv:n=1,c=10,h=9,w=7,e=3,k=3,stride=1,act=relu6,dtype=f32";
+    const std::string cpu = record_target(Device::cpu);
+    const std::string p = write_temp(
+        "records_dispatch.jsonl",
+        record_line(block, "fused", "block", R"({"tile_x": 4, "tile_y": 2, "chunk": 6})", cpu, 0.02) +
+            record_line(block, "layer_by_layer", "block", "{}", cpu, 0.05) +
+            record_line(block, "fused", "block", R"({"tile_x": 16})", "cpu:another-machine", 0.001));
+    const TuningRecords recs = TuningRecords::load({p});
+    const Pick f = dispatch(block, "fused", Device::cpu, &recs);
+    CHECK(f.source == "tuning record");
+    CHECK(f.variant->knob("tile_x") == 4);  // this machine's record, not the faster one of another target
+    CHECK(f.variant->knob("tile_y") == 2);
+    CHECK(f.variant->knob("chunk") == 6);
+    CHECK(default_strategy(block, Device::cpu, &recs) == "fused");  // the fastest record's strategy runs first
+    CHECK(dispatch(block, "fused", Device::cpu, nullptr).source != "tuning record");
+    // The record's kernel is built from its knobs and computes the block (float64 reference).
+    const BlockWorkload w = parse_block(block);
+    std::mt19937_64 rng(std::random_device{}());
+    BlockTensors t = make_block_tensors(w);
+    randomize(t, w, rng);
+    run_block(*f.variant, w, t);
+    const Comparison c = check_block(w, t);
+    INFO(c.summary());
+    CHECK(c.ok());
+    // bench orders the kernels by it and says which record applied
+    const auto chosen = choose_kernels(block, Device::cpu, Selection{}, &recs);
+    REQUIRE(chosen.size() == 2);
+    CHECK(chosen[0].strategy == "fused");
+    CHECK(chosen[0].source == "tuning record");
     std::remove(p.c_str());
 }
 
-TEST_CASE("records from a results.json: the fastest passing variant per workload, for the run's GPU", "[records]") {
-    // One new-style row (variant field), two old-style (variant in the strategy label), one failed check.
-    const std::string p = write_temp("results_for_records.json", R"J({
- "context": {"device": "cuda", "gpu": {"name": "NVIDIA H200"}, "timestamp": "t", "halide_version": "21.0.0"},
- "results": [
-  {"key": "mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16", "strategy": "layer_by_layer (lbl_a)", "runtime_ms": 0.10, "check_ok": true},
-  {"key": "mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16", "strategy": "fused (fused_b) [note]", "runtime_ms": 0.08, "check_ok": true},
-  {"key": "mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16", "strategy": "fused (fused_c)", "variant": "fused_c", "runtime_ms": 0.05, "check_ok": false},
-  {"key": "conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3,pad=1", "strategy": "conv2d_x", "variant": "conv2d_x", "runtime_ms": 0.2, "check_ok": true}
- ]})J");
+TEST_CASE("records from a bench results.json: every row with its knobs, failed checks recorded as failures",
+          "[records]") {
+    const std::string key = canonical_key(kConv);
+    const std::string p = write_temp("results_rec.json", R"({"context": {"device": "cpu", "timestamp": "t",
+      "halide_version": "21.0.0", "commit": "abc"}, "results": [
+      {"key": ")" + key + R"(", "strategy_name": "direct", "family": "conv2d", "knobs": {"cpu_vec_k": 8},
+       "record_target": "cpu:x", "variant": "v1", "runtime_ms": 1.5, "check_ok": true, "check": "ok"},
+      {"key": ")" + key + R"(", "strategy_name": "direct", "family": "conv2d", "knobs": {"cpu_vec_k": 16},
+       "record_target": "cpu:x", "variant": "v2", "runtime_ms": 0, "check_ok": false, "check": "2 wrong"},
+      {"key": ")" + key + R"(", "strategy": "direct"}]})");
     const auto r = records_from_results(p);
-    REQUIRE(r.size() == 2);
-    CHECK(r[0].variant == "fused_b");  // fused_c was faster but failed its check
-    CHECK(r[0].target == "cuda:NVIDIA H200");
-    CHECK(r[0].median_ms == 0.08);
-    CHECK(r[1].workload == canonical_key("conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3,pad=1"));
-    CHECK(r[1].variant == "conv2d_x");
+    REQUIRE(r.size() == 2);  // the row without knobs is no kernel of ours
+    CHECK(r[0].knobs.at("cpu_vec_k") == 8);
+    CHECK(r[0].failure.empty());
+    CHECK(r[0].halide_version == "21.0.0");
+    CHECK(r[1].failure == "wrong_answer");
+    CHECK_THROWS_WITH(records_from_results(write_temp("not_results.json", "{}")), Catch::Contains("not a blockfuse results"));
     std::remove(p.c_str());
-    const std::string q = write_temp("results_not.json", R"({"rows": []})");
-    CHECK_THROWS_WITH(records_from_results(q), Catch::Contains("not a blockfuse results.json"));
-    std::remove(q.c_str());
-}
-
-TEST_CASE("the dispatcher takes the recorded variant as the default, else keeps the registry's order", "[records]") {
-    std::mt19937_64 rng(1);
-    const SuiteEntry e{"mbconv", kBlock};
-    auto first = [&](const TuningRecords *r) {
-        auto c = build_candidates(e, Device::cpu, rng, nullptr, r);
-        REQUIRE(c.size() >= 2);
-        CHECK(c.front().row.is_default);
-        return c.front().row.variant;
-    };
-    const std::string registry_pick = first(nullptr);
-    // A record for the other CPU variant of this block makes it the default.
-    auto all = build_candidates(e, Device::cpu, rng, nullptr, nullptr);
-    const std::string other = all.back().row.variant;
-    REQUIRE(other != registry_pick);
-    TuningRecords r;
-    r.path = "(test)";
-    r.records.push_back({canonical_key(kBlock), "cpu", other, 1.0, ""});
-    CHECK(first(&r) == other);
-    // Records for another target, or naming a variant that is not built, leave the registry's pick.
-    r.records = {{canonical_key(kBlock), "cuda:NVIDIA H200", other, 1.0, ""},
-                 {canonical_key(kBlock), "cpu", "no_such_variant", 0.5, ""}};
-    CHECK(first(&r) == registry_pick);
 }

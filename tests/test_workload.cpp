@@ -6,6 +6,8 @@
 #include <set>
 #include <catch2/catch.hpp>
 
+#include "runtime/dispatch.h"
+
 using namespace blockfuse;
 
 TEST_CASE("canonical keys round-trip through parse and print", "[workload]") {
@@ -91,7 +93,6 @@ TEST_CASE("the CUDA register cap follows the block size unless a fixed cap is as
     KernelVariant v;
     v.family = "conv2d";
     v.device = Device::cuda;
-    v.fn = nullptr;
     auto cap_for = [&](int threads_k, int threads_x) {
         v.knobs = {{"threads_k", threads_k}, {"threads_x", threads_x}};
         return register_cap(v);
@@ -104,7 +105,7 @@ TEST_CASE("the CUDA register cap follows the block size unless a fixed cap is as
     CHECK(cap_for(20, 17) == 168);   // 340 threads = 11 warps, allocated as 12: 65536 / 384 = 170.7 -> 168
     CHECK(cap_for(36, 8) == 168);    // 288 threads = 9 warps, allocated as 12 (224 failed its launch on the H200)
     CHECK(cap_for(36, 4) == 255);    // 144 threads = 5 warps, allocated as 8: 256 -> the ISA's 255
-    v.knobs["max_registers"] = 64;  // the variant's own knob (a LOAD knob in CMake)
+    v.max_registers = 64;  // the variant's own cap (variant data or tuning record)
     CHECK(register_cap(v) == 64);
     set_register_policy(96);         // --max-registers wins over the knob
     CHECK(register_cap(v) == 96);
@@ -117,7 +118,6 @@ TEST_CASE("flat-mapped depthwise variants: launch shape, block size, and only im
     KernelVariant v;
     v.family = "conv2d";
     v.device = Device::cuda;
-    v.fn = nullptr;
     v.knobs = {{"flat_threads", 64}, {"vec_k", 4}, {"tile_x", 4}, {"tile_y", 4}, {"threads_k", 36}, {"threads_x", 2}};
     Conv2dWorkload w = parse_conv2d("conv2d:n=3,c=144,h=57,w=13,k=144,r=3,s=3,pad=1,groups=144,dtype=f16");
     LaunchShape s = conv2d_launch_shape(v, w);
@@ -176,8 +176,10 @@ TEST_CASE("flat-mapped depthwise variants: launch shape, block size, and only im
             CHECK_THROWS_WITH(run_conv2d(*v, g, t), Catch::Contains("widen_weights() was not called"));
         }
     CHECK(widened == 1);  // conv2d_general_w_f16_cpu
-    auto big = conv2d_candidates(parse_conv2d("conv2d:n=2,c=144,h=56,w=56,k=144,r=3,s=3,pad=1,groups=144,dtype=f16"),
-                                 Device::cuda);
-    REQUIRE_FALSE(big.empty());
-    CHECK(big.front()->knob("flat_threads", 0) > 0);
+    // The dispatcher's kernel for a depthwise 3x3 is the flat mapping, made for the shape.
+    const Pick big = dispatch("conv2d:n=2,c=144,h=56,w=56,k=144,r=3,s=3,pad=1,groups=144,dtype=f16", "direct",
+                              Device::cuda, nullptr);
+    CHECK(big.source == "heuristic");
+    CHECK(big.variant->knob("flat_threads") > 0);
+    CHECK(big.variant->knob("static_channels") == 144);
 }

@@ -7,7 +7,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HALIDE_VERSION="21.0.0"
-DEB_PKGS=(catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+DEB_PKGS=(catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev
           pocl-opencl-icd ocl-icd-opencl-dev build-essential python3-venv)
 
 missing=()

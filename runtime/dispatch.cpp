@@ -1,0 +1,126 @@
+#include "runtime/dispatch.h"
+#include "build_info.h"
+#include "runtime/block.h"
+#include "runtime/stem.h"
+#include "schedules/heuristics.h"
+#include <algorithm>
+
+namespace blockfuse {
+
+std::string workload_family(const std::string &key) {
+    if (is_block_key(key)) return "block";
+    if (is_stem_key(key)) return "stem";
+    return "conv2d";
+}
+
+std::string canonical_key(const std::string &key) {
+    if (is_block_key(key)) return to_key(parse_block(key));
+    if (is_stem_key(key)) return to_key(parse_stem(key));
+    return to_key(parse_conv2d(key));
+}
+
+DType workload_dtype(const std::string &key) {
+    if (is_block_key(key)) return parse_block(key).dtype;
+    if (is_stem_key(key)) return parse_stem(key).dtype;
+    return parse_conv2d(key).dtype;
+}
+
+std::vector<std::string> strategies_of(const std::string &key) {
+    if (is_block_key(key)) {
+        const BlockWorkload w = parse_block(key);
+        if (w.blocks > 1) return {"layer_by_layer", "fused", "depth_first"};
+        return {"layer_by_layer", "fused"};
+    }
+    if (is_stem_key(key)) {
+        parse_stem(key);
+        return {"layer_by_layer", "depth_first"};
+    }
+    parse_conv2d(key);
+    return {"direct"};
+}
+
+std::string strategy_of(const KernelVariant &v) {
+    const std::string s = v.param("strategy");
+    return s.empty() ? "direct" : s;
+}
+
+namespace {
+
+void require_strategy(const std::string &key, const std::string &strategy) {
+    const auto all = strategies_of(key);
+    if (std::find(all.begin(), all.end(), strategy) != all.end()) return;
+    std::string list;
+    for (const auto &s : all) list += (list.empty() ? "" : ", ") + s;
+    throw WorkloadError("strategy '" + strategy + "' does not apply to " + canonical_key(key) + " (its strategies: " +
+                        list + ")");
+}
+
+ScheduleChoice heuristic(const std::string &key, const std::string &strategy, Device device) {
+    if (is_block_key(key)) return block_heuristic(parse_block(key), strategy, device);
+    if (is_stem_key(key)) return stem_heuristic(parse_stem(key), strategy, device);
+    return conv2d_heuristic(parse_conv2d(key), device);
+}
+
+KernelVariant generated(const std::string &key, const std::string &strategy, Device device, const ScheduleChoice &s) {
+    if (is_block_key(key)) return block_kernel_for(parse_block(key), strategy, device, s);
+    if (is_stem_key(key)) return stem_kernel_for(parse_stem(key), strategy, device, s);
+    return conv2d_kernel_for(parse_conv2d(key), device, s);
+}
+
+}  // namespace
+
+std::vector<const KernelVariant *> data_variants_for(const std::string &key, const std::string &strategy,
+                                                     Device device) {
+    std::vector<const KernelVariant *> all;
+    if (is_block_key(key)) {
+        all = block_candidates(parse_block(key), device);
+    } else if (is_stem_key(key)) {
+        all = stem_candidates(parse_stem(key), device);
+    } else {
+        all = conv2d_candidates(parse_conv2d(key), device);
+    }
+    std::vector<const KernelVariant *> out;
+    for (const KernelVariant *v : all)
+        if (strategy_of(*v) == strategy) out.push_back(v);
+    return out;
+}
+
+const KernelVariant *kernel_with_knobs(const std::string &key, const std::string &strategy, Device device,
+                                       const std::map<std::string, int> &knobs, int max_registers,
+                                       const std::string &why) {
+    require_strategy(key, strategy);
+    ScheduleChoice s;
+    try {
+        s = heuristic(key, strategy, device);
+    } catch (const WorkloadError &) {
+        // the heuristic finds nothing within its limits; the knobs given say everything
+    }
+    for (const auto &[k, v] : knobs) s.knobs[k] = v;
+    if (max_registers > 0) s.max_registers = max_registers;
+    s.why = why;
+    return keep_variant(generated(key, strategy, device, s));
+}
+
+Pick dispatch(const std::string &key, const std::string &strategy, Device device, const TuningRecords *records) {
+    require_strategy(key, strategy);
+    const std::string canonical = canonical_key(key);
+    if (records)
+        if (const TuningRecord *r = records->best(canonical, strategy, record_target(device), BLOCKFUSE_HALIDE_VERSION))
+            return {kernel_with_knobs(key, strategy, device, r->knobs, r->max_registers,
+                                      "tuning record (" + r->source + ")"),
+                    strategy, "tuning record", r};
+    for (const KernelVariant *v : data_variants_for(key, strategy, device))
+        if (v->data_default) return {v, strategy, "variant data", nullptr};
+    const ScheduleChoice s = heuristic(key, strategy, device);
+    return {keep_variant(generated(key, strategy, device, s)), strategy, "heuristic", nullptr};
+}
+
+std::string default_strategy(const std::string &key, Device device, const TuningRecords *records) {
+    if (records)
+        if (const TuningRecord *r =
+                records->best(canonical_key(key), "", record_target(device), BLOCKFUSE_HALIDE_VERSION))
+            return r->strategy;
+    return strategies_of(key).front();
+}
+
+}  // namespace blockfuse

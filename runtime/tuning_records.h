@@ -1,0 +1,67 @@
+// Tuning records, as TVM keeps them: append-only JSON lines, one measured kernel per line, holding all
+// it takes to rebuild that kernel and to know whether it applies here:
+//   {"version": 2, "workload": "mbconv:n=8,...", "strategy": "fused", "family": "block",
+//    "knobs": {...every schedule knob...}, "max_registers": 64, "target": "cuda:NVIDIA H200:sm_90",
+//    "halide_version": "21.0.0", "commit": "...", "variant": "...", "median_ms": 0.0865, "min_ms": ...,
+//    "max_ms": ..., "samples": 40, "check": "ok", "failure": "", "tuning_seconds": 0, "source": "..."}
+// The dispatcher (runtime/dispatch.h) takes, per workload and strategy, the fastest record that passed its
+// check on this target with this Halide version; a record of another target or Halide version is never
+// applied, and a line says which record applied or that none did.
+#pragma once
+#include "runtime/kernel_registry.h"
+#include <map>
+#include <string>
+#include <vector>
+
+namespace blockfuse {
+
+struct TuningRecord {
+    std::string workload;  // canonical key
+    std::string strategy;  // layer_by_layer | fused | depth_first | direct
+    std::string family;    // the generator
+    std::map<std::string, int> knobs;
+    int max_registers = 0;
+    std::string target;    // record_target()
+    std::string halide_version, commit;
+    std::string variant;   // the kernel's name when it was measured
+    double median_ms = 0, min_ms = 0, max_ms = 0;
+    int samples = 0;
+    std::string check = "ok";  // "ok", or what the float64 check said
+    std::string failure;       // "" or wrong_answer | build | launch | crash | timeout
+    double tuning_seconds = 0;
+    std::string source;        // how it was measured (command, results file, date)
+    bool ok() const { return failure.empty() && median_ms > 0; }
+};
+
+struct TuningRecords {
+    std::vector<std::string> paths;
+    std::vector<TuningRecord> records;
+    // Throws WorkloadError naming the file, and the line, if a file is missing or a line is not a
+    // record (bad JSON, a missing field, an invalid workload key, an unknown knob, a bad time).
+    static TuningRecords load(const std::vector<std::string> &paths);
+    // The fastest passing record for (canonical key, strategy; empty: any) on `target` with `halide_version`.
+    const TuningRecord *best(const std::string &workload, const std::string &strategy, const std::string &target,
+                             const std::string &halide_version) const;
+    // Records of the workload that do not apply here (another target or Halide version): for the line
+    // that says so.
+    std::vector<const TuningRecord *> elsewhere(const std::string &workload, const std::string &target,
+                                                const std::string &halide_version) const;
+};
+
+// A record of a measured kernel (median etc. filled by the caller).
+TuningRecord record_of(const KernelVariant &v, const std::string &workload, const std::string &strategy);
+// The records of a bench results.json: each row that carries its knobs (rows of every candidate, failed
+// ones with their failure). Throws WorkloadError naming the file if it is not one.
+std::vector<TuningRecord> records_from_results(const std::string &results_json);
+std::vector<TuningRecord> records_from_results(const nlohmann::json &results, const std::string &source);
+void append_records(const std::string &path, const std::vector<TuningRecord> &records);
+nlohmann::json record_json(const TuningRecord &r);
+
+// The target a record is keyed by: "cuda:<GPU name>:sm_<cc>" (the GPU here, else BLOCKFUSE_GPU, e.g. for
+// filling a cache for another machine), "cpu:<host target>", "opencl".
+std::string record_target(Device d);
+// The default record files: every autotune/records/*.jsonl of the source tree (BLOCKFUSE_TUNING_RECORDS,
+// a colon-separated list, replaces them; empty: none).
+std::vector<std::string> default_record_files();
+
+}  // namespace blockfuse

@@ -1,0 +1,63 @@
+// The conv2d schedules' knobs, declared once (schedules/knobs.h). Halide-free: the generator,
+// the schedule, the runtime's launch checker and dispatcher, the heuristics and the tuner read it.
+#pragma once
+#include "schedules/knobs.h"
+
+// GPU (CUDA, OpenCL): each thread owns a register tile of vec_k output channels x tile_x x tile_y
+// pixels; a block is threads_k x threads_x threads, or flat_threads in the flat mapping.
+#define BLOCKFUSE_CONV2D_GPU_KNOBS(X)                                                                              \
+    X(vec_k, 4, (1, 4, 8),                                                                                         \
+      "output channels per thread, one vector (f16: 4 or 8; 2-wide f16 vectors were wrong through Halide 21's "   \
+      "PTX backend on the H200)")                                                                                  \
+    X(threads_k, 32, (4, 8, 9, 15, 16, 18, 30, 32, 36, 60, 64, 72), "threads along the output channel vectors (2-D mapping)")               \
+    X(threads_x, 4, (1, 2, 4, 8, 16), "threads along x (2-D mapping)")                                            \
+    X(tile_x, 2, (1, 2, 4, 7, 8), "output pixels per thread along x (an unrolled register tile)")                \
+    X(tile_y, 2, (1, 2, 4, 7, 8), "output pixels per thread along y")                                             \
+    X(unroll_reduction, 1, (0, 1), "unroll the kernel window loops (static kernel size)")                         \
+    X(unroll_channels, 1, (1, 2, 4, 8), "input channels per step of the reduction, the step unrolled")            \
+    X(stage_channels, 0, (0, 1),                                                                                    \
+      "each step's input channels x the thread's tile (+ halo) loaded into registers as channel vectors first")   \
+    X(stage_input, 0, (0, 1, 2),                                                                                   \
+      "the input window once per thread: 1 in registers, 2 the block's tile + halo in shared memory")            \
+    X(flat_threads, 0, (0, 32, 64, 128, 256),                                                                      \
+      "> 0: flat mapping, a row of (channel vector, x tile) pairs cut into blocks of this many threads")
+
+// CPU: vectorized along output channels, parallel over rows and images.
+#define BLOCKFUSE_CONV2D_CPU_KNOBS(X)                                              \
+    X(cpu_vec_k, 8, (4, 8, 16), "f32 vector lanes along the output channels")     \
+    X(cpu_tile_x, 4, (1, 2, 4, 8), "output pixels per register tile along x")
+
+namespace blockfuse {
+
+struct Conv2dGpuKnobs {
+    BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_KNOB_FIELD)
+    int threads_per_block() const { return flat_threads > 0 ? flat_threads : threads_k * threads_x; }
+};
+
+struct Conv2dCpuKnobs {
+    BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_KNOB_FIELD)
+};
+
+inline const KnobTable &conv2d_gpu_knobs() {
+    static const KnobTable t{{BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_KNOB_DECL)}};
+    return t;
+}
+inline const KnobTable &conv2d_cpu_knobs() {
+    static const KnobTable t{{BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_KNOB_DECL)}};
+    return t;
+}
+
+// A knob struct from a knob set (name -> value; missing names keep their defaults); `prefix` selects
+// a block's per-layer mapping ("pw_", "full_", "layer_").
+inline Conv2dGpuKnobs conv2d_gpu_knobs_from(const std::map<std::string, int> &set, const std::string &prefix = "") {
+    Conv2dGpuKnobs k;
+    auto get = [&](const char *name, int &field) {
+        if (auto it = set.find(prefix + name); it != set.end()) field = it->second;
+    };
+#define BLOCKFUSE_KNOB_FROM_SET(name, dflt, values, meaning) get(#name, k.name);
+    BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_KNOB_FROM_SET)
+#undef BLOCKFUSE_KNOB_FROM_SET
+    return k;
+}
+
+}  // namespace blockfuse

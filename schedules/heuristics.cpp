@@ -1,0 +1,283 @@
+#include "schedules/heuristics.h"
+#include "schedules/block_knobs.h"
+#include "schedules/stem_knobs.h"
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace blockfuse {
+namespace {
+
+long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+// The widest channel vector (8, 4, else 1) that divides every count. Half-precision vectors need
+// it on the GPU: unaligned f16 vectors were wrong through Halide 21's PTX backend on the H200.
+int vector_width(std::initializer_list<int> counts) {
+    for (int v : {8, 4})
+        if (std::all_of(counts.begin(), counts.end(), [v](int c) { return c % v == 0; })) return v;
+    return 1;
+}
+
+// Input channels per unrolled step of the reduction (4, 2, else 1), dividing every count.
+int channel_step(const std::vector<int> &counts) {
+    for (int u : {4, 2})
+        if (std::all_of(counts.begin(), counts.end(), [u](int c) { return c % u == 0; })) return u;
+    return 1;
+}
+
+void set_mapping(ScheduleChoice &s, const std::string &prefix, const std::map<std::string, int> &knobs) {
+    for (const auto &[k, v] : knobs) s.knobs[prefix + k] = v;
+}
+
+// The flat mapping of a depthwise k x k layer (one input channel per output): vec channels x tx x ty
+// outputs per thread, whole warps per block. 3x3: 4 x 4x4 in 64-thread blocks; 5x5: 4 x 2x4 in 128
+// (H200, C=144 56x56 / C=240 28x28, f16, N=128: 74 and 65 us, docs/depthwise.md); 7x7: 1x4 columns
+// in 128 (4 x 2x2 spilled at 255 registers). Tiles shrink to the output (edge tiles shift inwards).
+std::map<std::string, int> depthwise_mapping(const Conv2dWorkload &l) {
+    const int k = std::max(l.r, l.s);
+    int tx = 4, ty = 4, threads = 64;
+    if (k >= 7) {
+        tx = 1, threads = 128;
+    } else if (k >= 5) {
+        tx = 2, threads = 128;
+    }
+    return {{"vec_k", vector_width({l.c}) >= 4 ? 4 : 1},
+            {"flat_threads", threads},
+            {"tile_x", std::min(tx, l.out_w())},
+            {"tile_y", std::min(ty, l.out_h())}};
+}
+
+// The flat mapping shared by a set of 1x1 layers (a block's expand and project, or one conv2d): 8
+// channels x 7 pixels per thread where the image allows (1x7 columns or 7x1 rows: 56 accumulators), the
+// block size (32, 64 or 128 threads) that leaves the fewest idle lanes over the layers' rows of
+// (channel vector, x tile) pairs, weighted by their flops, and the pixels computed past the image.
+// (H200, f16, N=128: the MBConv 1x1 layers at 8 x 1x7 in 32-thread blocks, 0.32 ms for c=24 56x56; the
+// wide blocks' at 8 x 7x1 in 64: 43-47% of the FFMA ceiling; docs/layer-by-layer.md.)
+std::map<std::string, int> pointwise_mapping(const std::vector<Conv2dWorkload> &layers) {
+    std::vector<int> channels, in_channels;
+    int min_w = 1 << 30, min_h = 1 << 30;
+    bool strided = false;
+    for (const auto &l : layers) {
+        channels.push_back(l.c);
+        channels.push_back(l.k);
+        in_channels.push_back(l.c);
+        min_w = std::min(min_w, l.out_w());
+        min_h = std::min(min_h, l.out_h());
+        strided |= l.stride_h != 1 || l.stride_w != 1;
+    }
+    int vec = 8;
+    for (int c : channels)
+        while (vec > 1 && c % vec) vec = vec == 8 ? 4 : 1;
+    const int step = channel_step(in_channels);
+    static const std::pair<int, int> tiles[] = {{1, 7}, {7, 1}, {4, 2}, {2, 2}, {2, 1}, {1, 2}, {1, 1}};
+    double best = -1;
+    std::map<std::string, int> out;
+    for (auto [tx, ty] : tiles) {
+        if (tx > min_w || ty > min_h) continue;
+        for (int threads : {64, 32, 128}) {
+            double score = 0, total = 0;
+            for (const auto &l : layers) {
+                const long long row = ceil_div(l.k, vec) * ceil_div(l.out_w(), tx);
+                const double lanes = double(row) / double(ceil_div(row, threads) * threads);
+                const double computed = double(ceil_div(l.out_w(), tx) * tx) * double(ceil_div(l.out_h(), ty) * ty);
+                const double flops = double(l.k) * l.c * l.out_w() * l.out_h();
+                score += flops * lanes * (double(l.out_w()) * l.out_h() / computed);
+                total += flops;
+            }
+            score /= total;
+            if (score > best + 1e-9) {
+                best = score;
+                out = {{"vec_k", vec}, {"flat_threads", threads}, {"tile_x", tx}, {"tile_y", ty}};
+            }
+        }
+        if (best > 0) break;  // the largest register tile the images allow
+    }
+    if (step > 1) {
+        out["unroll_channels"] = step;
+        // each step's channels loaded into registers as one vector per pixel (the 1x1 window)
+        if (!strided) out["stage_channels"] = 1;
+    }
+    return out;
+}
+
+// A dense k x k layer (one group): with a static square window, stride 1 and channels in steps of 4,
+// 8 channels x 4x2 pixels per thread on an 8 x 8 block whose input tile + halo is staged in shared
+// memory, each step's 4 channels in registers (H200, Conv3x3-BN-ReLU C=K=64 N=128: 1.17 ms, 39% of
+// FFMA); from global memory where the tile would not fit in 48 KB, or with stride 2.
+std::map<std::string, int> dense_mapping(const Conv2dWorkload &l) {
+    const bool square = l.r == l.s && l.stride_h == l.stride_w && l.dil_h == 1 && l.dil_w == 1;
+    const int step = channel_step({l.c / l.groups});
+    if (!square || l.groups != 1 || step < 2 || vector_width({l.c, l.k}) < 8 || l.r == 1) return {};  // the 2-D default
+    std::map<std::string, int> m{{"vec_k", 8}, {"threads_k", 8}, {"unroll_channels", l.r >= 5 ? 2 : step},
+                                 {"stage_channels", 1}};
+    if (l.stride_h == 1) {
+        m.insert({{"threads_x", 8}, {"tile_x", 4}, {"tile_y", 2}});
+        if (staged_tile_bytes(l.c, 8 * 4, 2, 1, l.r, 1) <= 48 * 1024) m["stage_input"] = 2;
+    } else {
+        m.insert({{"threads_x", 16}, {"tile_x", 2}, {"tile_y", 2}});
+    }
+    return m;
+}
+
+// A layer's mapping by its kind; half-precision channel vectors only where the input and output
+// channel counts keep every vector aligned (else one channel per thread, 64 threads along K).
+std::map<std::string, int> layer_mapping_for(const Conv2dWorkload &l, DType dtype) {
+    std::map<std::string, int> m;
+    switch (l.kind()) {
+    case ConvKindTag::depthwise:
+        if (l.k == l.c && l.r == l.s) m = depthwise_mapping(l);
+        break;
+    case ConvKindTag::pointwise: m = pointwise_mapping({l}); break;
+    case ConvKindTag::general: m = dense_mapping(l); break;
+    }
+    const int vec = m.count("vec_k") ? m["vec_k"] : Conv2dGpuKnobs{}.vec_k;
+    if (dtype != DType::f32 && vec > 1 && (l.c % vec || l.k % vec)) {
+        m["vec_k"] = 1;
+        if (!m.count("flat_threads")) m["threads_k"] = 64;
+    }
+    return m;
+}
+
+}  // namespace
+
+ScheduleChoice conv2d_heuristic(const Conv2dWorkload &w, Device device) {
+    ScheduleChoice s;
+    if (device == Device::cpu) {
+        // f32 lanes: one AVX-512 register where the host has it, else AVX's 8.
+        const bool avx512 = host_target().find("avx512") != std::string::npos;
+        s.knobs = {{"cpu_vec_k", avx512 ? 16 : 8}, {"cpu_tile_x", 4}};
+        s.why = fmt::format("heuristic: {} lanes along K x 4 pixels", avx512 ? 16 : 8);
+        return s;
+    }
+    s.knobs = layer_mapping_for(w, w.dtype);
+    if (w.kind() == ConvKindTag::depthwise && !s.knobs.empty()) {
+        s.max_registers = 128;  // as many warps as the taps' registers allow
+        s.why = "heuristic: depthwise, flat mapping";
+    } else if (w.kind() == ConvKindTag::pointwise) {
+        s.why = "heuristic: 1x1, flat mapping sized to the rows";
+    } else {
+        s.why = s.knobs.count("stage_channels") ? "heuristic: dense k x k, channel steps in registers"
+                                                : "heuristic: the 2-D default mapping";
+    }
+    return s;
+}
+
+namespace {
+
+// The fused GPU mapping of one block: vec_k output channels per thread, tile_x x tile_y pixels per
+// thread block, hidden chunks of 8 channels produced 4 per thread, each chunk stored as the next layer's
+// padded f32 view with its weights staged in shared memory, the expand's input pixel in registers
+// (H200, MBConv c=24 56x56 N=128: 0.535 ms at 56x8, docs/fused-blocks.md). The tile is the largest of a
+// list that keeps the threads and the shared memory within the limits and wastes the fewest pixels
+// at the image's edge; the register cap 64 keeps two blocks per SM.
+ScheduleChoice fused_gpu(const BlockWorkload &w, int blocks) {
+    const BlockSpec spec = w.spec();
+    const bool depth_first = blocks > 1;
+    ScheduleChoice s;
+    const int vec = spec.cout % 4 == 0 ? 4 : spec.cout % 2 == 0 ? 2 : 1;
+    const int chunk = effective_chunk(spec.hidden, depth_first ? 16 : 8);
+    // Channel vectors of 2 only in f32: 2-wide f16 vectors were wrong through Halide 21's PTX backend.
+    const bool f32 = w.dtype == DType::f32;
+    const int hidden_vec = chunk % 4 == 0 ? 4 : chunk % 2 == 0 && f32 ? 2 : 1;
+    int input_vec = 0;
+    for (int v : {8, 4, f32 ? 2 : 0}) {
+        if (!v) break;
+        bool ok = true;
+        for (const auto &l : spec.layers)
+            if (pointwise_hidden_layer(l) && l.in_ch % v) ok = false;
+        if (ok) {
+            input_vec = v;
+            break;
+        }
+    }
+    int full_vec = 4;
+    for (size_t i = 0; i + 1 < spec.layers.size(); ++i)
+        if (!spec.layers[i].hidden)
+            while (full_vec > 1 && (spec.layers[i].out_ch % full_vec || (full_vec == 2 && !f32))) full_vec /= 2;
+    const int stage_weights = depth_first ? 0 : 1, stage_padded = depth_first ? 0 : 1;
+    const int out_w = w.out_w(), out_h = w.out_h();
+    static const std::pair<int, int> tiles[] = {{56, 8}, {28, 16}, {28, 14}, {32, 8}, {32, 4}, {16, 8}, {14, 14}, {16, 4},
+                                                {14, 7}, {8, 8},   {8, 4},   {7, 7},  {4, 4},  {4, 2},  {2, 2},   {2, 1},
+                                                {1, 1}};
+    double best = -1;
+    int bx = 0, by = 0;
+    long long need = 0;
+    for (auto [tx, ty] : tiles) {
+        const int threads = fused_kernel_threads(spec.cout, vec, tx, spec.has_se(), chunk);
+        const long long shared = fused_block_shared_bytes(spec, tx, ty, chunk, dtype_bytes(w.dtype), blocks,
+                                                          stage_weights, stage_padded != 0);
+        if (threads > kHeuristicMaxThreads || shared > kHeuristicSharedBytes) {
+            need = need ? std::min(need, shared) : shared;
+            continue;
+        }
+        // useful pixels over computed ones, times the tile size (a larger tile amortizes its halo)
+        const double computed = double(ceil_div(out_w, tx) * tx) * double(ceil_div(out_h, ty) * ty);
+        const double score = double(out_w) * out_h / computed * std::min(1.0, double(tx * ty) / 448.0);
+        if (score > best + 1e-9) {
+            best = score;
+            bx = tx, by = ty;
+        }
+    }
+    if (!bx)
+        throw WorkloadError(fmt::format("{} for {}: the smallest tile needs {} bytes of shared memory per block, more "
+                                        "than the {} the generated kernels may use",
+                                        depth_first ? "depth_first" : "fused", to_key(w), need,
+                                        kHeuristicSharedBytes));
+    s.knobs = {{"vec_k", vec}, {"tile_x", bx}, {"tile_y", by}, {"chunk", chunk}, {"hidden_vec", hidden_vec},
+               {"full_vec", full_vec}};
+    if (stage_weights) s.knobs["stage_weights"] = 1;
+    if (stage_padded) s.knobs["stage_padded"] = 1;
+    if (input_vec && !depth_first) s.knobs["input_vec"] = input_vec;
+    s.max_registers = depth_first ? 128 : 64;
+    s.why = fmt::format("heuristic: {}x{} tiles, chunk {}, the largest that fit {} threads and {} KB", bx, by, chunk,
+                        kHeuristicMaxThreads, kHeuristicSharedBytes / 1024);
+    return s;
+}
+
+}  // namespace
+
+ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strategy, Device device) {
+    if (strategy == "depth_first" && w.blocks < 2)
+        throw WorkloadError("depth_first needs a stage (blocks >= 2): " + to_key(w));
+    if (device == Device::cpu) {  // the CPU schedules read tile_x, tile_y and chunk only
+        ScheduleChoice s;
+        s.knobs = {{"chunk", effective_chunk(w.spec().hidden, 8)}};
+        s.why = "heuristic: the CPU defaults";
+        return s;
+    }
+    if (strategy != "layer_by_layer") return fused_gpu(w, strategy == "depth_first" ? w.blocks : 1);
+    ScheduleChoice s;
+    std::vector<Conv2dWorkload> pointwise;
+    int depthwise_k = 0;
+    for (const auto &l : w.layers()) {
+        switch (layer_mapping(l.r, l.groups)) {
+        case LayerMapping::pointwise: pointwise.push_back(l); break;
+        case LayerMapping::full: set_mapping(s, "full_", layer_mapping_for(l, w.dtype)); break;
+        case LayerMapping::layer:  // depthwise (flat), or grouped (the 2-D default)
+            set_mapping(s, "layer_", layer_mapping_for(l, w.dtype));
+            if (l.kind() == ConvKindTag::depthwise) depthwise_k = l.r;
+            break;
+        }
+    }
+    if (!pointwise.empty()) set_mapping(s, "pw_", pointwise_mapping(pointwise));
+    // A 5x5 or larger depthwise layer took 229 registers uncapped (MBConv c=40, H200) and ran 2.5%
+    // faster at 128, with more warps per SM.
+    if (depthwise_k >= 5) s.max_registers = 128;
+    s.why = "heuristic: each layer's mapping from its shape";
+    return s;
+}
+
+ScheduleChoice stem_heuristic(const StemWorkload &w, const std::string &strategy, Device device) {
+    ScheduleChoice s;
+    s.why = "heuristic: the stem defaults";
+    if (device == Device::cpu || strategy != "depth_first") return s;
+    // Each producing thread reuses its pixel's 27 inputs for conv_vec channels (H200, N=128 224x224:
+    // 0.87 ms at 16 against 3.28 at 1).
+    int conv_vec = 16;
+    while (conv_vec > 1 && w.k % conv_vec) conv_vec /= 2;
+    s.knobs = {{"conv_vec", conv_vec}};
+    s.why = fmt::format("heuristic: {} conv channels per producing thread", conv_vec);
+    return s;
+}
+
+}  // namespace blockfuse

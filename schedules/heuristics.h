@@ -1,0 +1,34 @@
+// The schedules' default knobs as functions of the shape: what a kernel generated for a workload gets
+// when no tuning record applies and no hand-written variant is the default for it. Every choice is
+// derived from the workload (channel counts, image sizes, kernel size, stride, dtype) within the
+// limits of the target class below, never looked up by configuration. The knobs they return are valid
+// for the generators (the property tests build and check them on random shapes).
+#pragma once
+#include "runtime/block.h"
+#include "runtime/stem.h"
+#include <map>
+#include <string>
+
+namespace blockfuse {
+
+// What a heuristic decides: the schedule knobs (only those it sets; the rest keep their declared
+// defaults), the CUDA JIT register cap (0: the register policy's rule) and one line saying why.
+struct ScheduleChoice {
+    std::map<std::string, int> knobs;
+    int max_registers = 0;
+    std::string why;
+};
+
+// Kernels are generated where no GPU may be present and the cache is carried to the GPU, so the
+// heuristics never ask the device: GPU kernels stay within what every CUDA GPU of compute capability
+// 8.0 or later grants a block with the opt-in (99 KB of shared memory), and at most 512 threads.
+constexpr long long kHeuristicSharedBytes = 99 * 1024;
+constexpr int kHeuristicMaxThreads = 512;
+
+ScheduleChoice conv2d_heuristic(const Conv2dWorkload &w, Device device);
+// strategy: layer_by_layer, fused, depth_first. Throws WorkloadError naming the limit if the strategy
+// cannot serve the workload within it (e.g. a depth-first stage whose tiles do not fit in shared memory).
+ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strategy, Device device);
+ScheduleChoice stem_heuristic(const StemWorkload &w, const std::string &strategy, Device device);
+
+}  // namespace blockfuse
