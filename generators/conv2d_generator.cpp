@@ -56,21 +56,21 @@ public:
         g.in_width = input.dim(1).extent();
         g.in_height = input.dim(2).extent();
         Expr K = weights.dim(0).extent();
+        // stage_channels steps the input channels unroll_channels at a time: the extent is declared a
+        // multiple of the step, which Halide checks at the call; the dispatcher only sends such workloads.
+        auto whole_channel_steps = [&] {
+            const int u = unroll_channels;
+            weights.dim(1).set_extent((weights.dim(1).extent() / u) * u);
+            return (weights.dim(1).extent() / u) * u;
+        };
         switch (kind) {
         case ConvKind::general:
             g.groups = static_groups > 0 ? Expr(int(static_groups)) : Expr(groups);
-            g.in_channels_per_group = weights.dim(1).extent();
-            if (stage_channels) {
-                // Whole channel steps (see the schedule): the extent is declared a multiple of the
-                // step, which Halide checks at the call; the dispatcher only sends such workloads.
-                const int u = unroll_channels;
-                weights.dim(1).set_extent((weights.dim(1).extent() / u) * u);
-                g.in_channels_per_group = (weights.dim(1).extent() / u) * u;
-            }
+            g.in_channels_per_group = stage_channels ? whole_channel_steps() : weights.dim(1).extent();
             break;
         case ConvKind::pointwise:
             g.groups = 1;
-            g.in_channels_per_group = weights.dim(1).extent();
+            g.in_channels_per_group = stage_channels ? whole_channel_steps() : weights.dim(1).extent();
             break;
         case ConvKind::depthwise:  // groups = C, one input channel per group, K = C * multiplier
             g.groups = input.dim(0).extent();

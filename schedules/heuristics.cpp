@@ -164,17 +164,17 @@ ScheduleChoice conv2d_heuristic(const Conv2dWorkload &w, Device device) {
 
 namespace {
 
-// The fused GPU mapping of one block: vec_k output channels per thread, tile_x x tile_y pixels per
-// thread block, hidden chunks of 8 channels produced 4 per thread, each chunk stored as the next layer's
-// padded f32 view with its weights staged in shared memory, the expand's input pixel in registers
-// (H200, MBConv c=24 56x56 N=128: 0.535 ms at 56x8, docs/fused-blocks.md). The tile is the largest of a
-// list that keeps the threads and the shared memory within the limits and wastes the fewest pixels
-// at the image's edge; the register cap 64 keeps two blocks per SM.
-ScheduleChoice fused_gpu(const BlockWorkload &w, int blocks) {
+// The fused GPU mapping of one block: hidden chunks of 8 channels produced 4 per thread, each chunk
+// stored as the next layer's padded f32 view with its weights staged in shared memory, the expand's input
+// pixel in registers (H200, MBConv c=24 56x56 N=128: 0.535 ms at 56x8, docs/fused-blocks.md). The tile
+// maximizes the useful share of the pixels computed (each tile computes its hidden layers on the tile
+// grown by their halos) times the square root of how well the tiles fill 2 x 132 SMs, among those whose
+// threads (the fewest output channels per thread that keep them within the limit) and shared memory fit;
+// the register cap 64 keeps two blocks per SM.
+ScheduleChoice fused_gpu(const BlockWorkload &w, int blocks, long long shared_budget) {
     const BlockSpec spec = w.spec();
     const bool depth_first = blocks > 1;
     ScheduleChoice s;
-    const int vec = spec.cout % 4 == 0 ? 4 : spec.cout % 2 == 0 ? 2 : 1;
     const int chunk = effective_chunk(spec.hidden, depth_first ? 16 : 8);
     // Channel vectors of 2 only in f32: 2-wide f16 vectors were wrong through Halide 21's PTX backend.
     const bool f32 = w.dtype == DType::f32;
@@ -195,42 +195,50 @@ ScheduleChoice fused_gpu(const BlockWorkload &w, int blocks) {
         if (!spec.layers[i].hidden)
             while (full_vec > 1 && (spec.layers[i].out_ch % full_vec || (full_vec == 2 && !f32))) full_vec /= 2;
     const int stage_weights = depth_first ? 0 : 1, stage_padded = depth_first ? 0 : 1;
-    const int out_w = w.out_w(), out_h = w.out_h();
+    const long long out_w = w.out_w(), out_h = w.out_h();
     static const std::pair<int, int> tiles[] = {{56, 8}, {28, 16}, {28, 14}, {32, 8}, {32, 4}, {16, 8}, {14, 14}, {16, 4},
                                                 {14, 7}, {8, 8},   {8, 4},   {7, 7},  {4, 4},  {4, 2},  {2, 2},   {2, 1},
                                                 {1, 1}};
     double best = -1;
-    int bx = 0, by = 0;
+    int bx = 0, by = 0, bvec = 1;
     long long need = 0;
     for (auto [tx, ty] : tiles) {
-        const int threads = fused_kernel_threads(spec.cout, vec, tx, spec.has_se(), chunk);
+        int vec = 0;
+        for (int v : {2, 4, 8})
+            if (spec.cout % v == 0 && fused_kernel_threads(spec.cout, v, tx, spec.has_se(), chunk) <= kHeuristicMaxThreads) {
+                vec = v;
+                break;
+            }
+        if (!vec && spec.cout % 2 && fused_kernel_threads(spec.cout, 1, tx, spec.has_se(), chunk) <= kHeuristicMaxThreads)
+            vec = 1;
         const long long shared = fused_block_shared_bytes(spec, tx, ty, chunk, dtype_bytes(w.dtype), blocks,
                                                           stage_weights, stage_padded != 0);
-        if (threads > kHeuristicMaxThreads || shared > kHeuristicSharedBytes) {
+        if (!vec || shared > shared_budget) {
             need = need ? std::min(need, shared) : shared;
             continue;
         }
-        // useful pixels over computed ones, times the tile size (a larger tile amortizes its halo)
-        const double computed = double(ceil_div(out_w, tx) * tx) * double(ceil_div(out_h, ty) * ty);
-        const double score = double(out_w) * out_h / computed * std::min(1.0, double(tx * ty) / 448.0);
+        long long rx = tx, ry = ty;  // the region the first layer computes per tile
+        for (int b = 0; b < blocks; ++b) grow_through_layers(spec, rx, ry);
+        const double tiles_per_image = double(ceil_div(out_w, tx)) * double(ceil_div(out_h, ty));
+        const double useful = double(out_w * out_h) / (tiles_per_image * double(rx * ry));
+        const double fill = std::min(1.0, tiles_per_image * w.n / 264.0);
+        const double score = useful * std::sqrt(fill);
         if (score > best + 1e-9) {
             best = score;
-            bx = tx, by = ty;
+            bx = tx, by = ty, bvec = vec;
         }
     }
     if (!bx)
         throw WorkloadError(fmt::format("{} for {}: the smallest tile needs {} bytes of shared memory per block, more "
                                         "than the {} the generated kernels may use",
-                                        depth_first ? "depth_first" : "fused", to_key(w), need,
-                                        kHeuristicSharedBytes));
-    s.knobs = {{"vec_k", vec}, {"tile_x", bx}, {"tile_y", by}, {"chunk", chunk}, {"hidden_vec", hidden_vec},
+                                        depth_first ? "depth_first" : "fused", to_key(w), need, shared_budget));
+    s.knobs = {{"vec_k", bvec}, {"tile_x", bx}, {"tile_y", by}, {"chunk", chunk}, {"hidden_vec", hidden_vec},
                {"full_vec", full_vec}};
     if (stage_weights) s.knobs["stage_weights"] = 1;
     if (stage_padded) s.knobs["stage_padded"] = 1;
     if (input_vec && !depth_first) s.knobs["input_vec"] = input_vec;
     s.max_registers = depth_first ? 128 : 64;
-    s.why = fmt::format("heuristic: {}x{} tiles, chunk {}, the largest that fit {} threads and {} KB", bx, by, chunk,
-                        kHeuristicMaxThreads, kHeuristicSharedBytes / 1024);
+    s.why = fmt::format("heuristic: {}x{} tiles (the most useful pixels per pixel computed), chunk {}", bx, by, chunk);
     return s;
 }
 
@@ -245,7 +253,9 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
         s.why = "heuristic: the CPU defaults";
         return s;
     }
-    if (strategy != "layer_by_layer") return fused_gpu(w, strategy == "depth_first" ? w.blocks : 1);
+    if (strategy != "layer_by_layer")
+        return fused_gpu(w, strategy == "depth_first" ? w.blocks : 1,
+                         device == Device::opencl ? kOpenClSharedBytes : kHeuristicSharedBytes);
     ScheduleChoice s;
     std::vector<Conv2dWorkload> pointwise;
     int depthwise_k = 0;

@@ -23,6 +23,7 @@ struct ScheduleChoice {
 // heuristics never ask the device: GPU kernels stay within what every CUDA GPU of compute capability
 // 8.0 or later grants a block with the opt-in (99 KB of shared memory), and at most 512 threads.
 constexpr long long kHeuristicSharedBytes = 99 * 1024;
+constexpr long long kOpenClSharedBytes = 48 * 1024;  // OpenCL: no opt-in (what the launch checker allows there)
 constexpr int kHeuristicMaxThreads = 512;
 
 ScheduleChoice conv2d_heuristic(const Conv2dWorkload &w, Device device);

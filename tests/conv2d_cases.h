@@ -8,6 +8,7 @@
 #include "runtime/check.h"
 #include "runtime/conv2d.h"
 #include "runtime/dispatch.h"
+#include "tests/check_kernel.h"
 #include <catch2/catch.hpp>
 #include <random>
 #include <cstdlib>
@@ -119,22 +120,14 @@ inline void require_all_exercised(const std::string &family, Device device, cons
     }
 }
 
-// Runs `v` on fresh random data with a NaN-poisoned output and compares every output with
-// the float64 reference. Returns the comparison (REQUIREs are left to the caller).
-inline Comparison run_and_compare(const KernelVariant &v, const Conv2dWorkload &w, std::mt19937_64 &rng) {
-    Conv2dTensors t = make_conv2d_tensors(w);
-    randomize(t, w, rng);
-    run_conv2d(v, w, t);
-    return check_conv2d(w, t, size_t(1) << 30, rng);
-}
 
-// Every candidate variant of every workload (each in every dtype) on `device`, against the
-// float64 reference: run_and_check(v, w, rng) makes fresh random tensors with a poisoned output,
-// runs v and compares every output. Then every variant of `family` built for that device and
-// those dtypes (and in scope) must have run: a variant no shape reaches is a test gap.
-template <typename Workload, typename RunAndCheck>
+// Every kernel of every workload (each in every dtype) on `device` against the float64 reference
+// (check_kernel: fresh random tensors, a poisoned output, every output compared). Then every prebuilt
+// variant of `family` for that device and those dtypes (and in scope) must have run: a variant no
+// shape reaches is a test gap.
+template <typename Workload>
 void check_every_variant(const std::string &family, Device device, const std::vector<DType> &dtypes,
-                         const std::vector<Workload> &workloads, bool picks, RunAndCheck run_and_check,
+                         const std::vector<Workload> &workloads, bool picks,
                          const std::function<bool(const KernelVariant &)> &in_scope = nullptr) {
     install_halide_error_handler();
     uint64_t seed = std::random_device{}();
@@ -147,7 +140,7 @@ void check_every_variant(const std::string &family, Device device, const std::ve
             for (const KernelVariant *v : table_kernels(to_key(w), device, picks)) {
                 if (!selected_for_test(v->name)) continue;
                 INFO(v->name << " on " << to_key(w));
-                Comparison c = run_and_check(*v, w, rng);
+                Comparison c = check_kernel(*v, w, rng);
                 INFO(c.summary());
                 CHECK(c.unwritten == 0);
                 CHECK(c.violations == 0);
@@ -164,7 +157,7 @@ void check_every_variant(const std::string &family, Device device, const std::ve
 inline void check_all_variants(Device device, const std::vector<DType> &dtypes, bool picks = false) {
     std::vector<Conv2dWorkload> shapes;
     for (const auto &key : conv2d_shapes()) shapes.push_back(parse_conv2d(key));
-    check_every_variant("conv2d", device, dtypes, shapes, picks, run_and_compare);
+    check_every_variant("conv2d", device, dtypes, shapes, picks);
 }
 
 }  // namespace blockfuse::test

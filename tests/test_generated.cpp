@@ -1,0 +1,139 @@
+// Property tests of kernels generated on demand: every run draws fresh random shapes (tests/random_shapes.h)
+// for every family, strategy and device, generates the dispatcher's kernel of each (the shape heuristics:
+// these shapes match no named variant), and checks it against the float64 reference with a poisoned
+// output. The seed is printed; BLOCKFUSE_TEST_SEED=<seed> reproduces a run.
+//   BLOCKFUSE_TEST_DEVICES  cpu,opencl (default) | cuda
+//   BLOCKFUSE_TEST_SHAPES   conv2d and block shapes per device (default: 6 and 8 on the CPU, 4 and 6 on PoCL)
+//   BLOCKFUSE_TEST_FILL_ONLY=1  only generate the kernels into the cache (a machine with Halide, for a GPU
+//                           host without it: fill, carry the cache, run there with the same seed)
+#define CATCH_CONFIG_RUNNER
+#include "runtime/cuda_driver.h"
+#include "tests/check_kernel.h"
+#include "tests/random_shapes.h"
+#include <HalideRuntimeOpenCL.h>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <algorithm>
+#include <thread>
+
+using namespace blockfuse;
+
+namespace {
+
+std::string env(const char *name, const std::string &fallback) {
+    const char *v = std::getenv(name);
+    return v && *v ? v : fallback;
+}
+
+uint64_t test_seed() {
+    static const uint64_t seed = [] {
+        const std::string s = env("BLOCKFUSE_TEST_SEED", "");
+        return s.empty() ? uint64_t(std::random_device{}()) << 32 ^ std::random_device{}() : std::stoull(s);
+    }();
+    return seed;
+}
+
+std::vector<Device> test_devices() {
+    std::vector<Device> out;
+    std::stringstream list(env("BLOCKFUSE_TEST_DEVICES", "cpu,opencl"));
+    for (std::string part; std::getline(list, part, ',');) {
+        Device d;
+        if (!parse_device(part, &d)) throw std::runtime_error("BLOCKFUSE_TEST_DEVICES: '" + part + "' is no device");
+        out.push_back(d);
+    }
+    return out;
+}
+
+bool fill_only() { return env("BLOCKFUSE_TEST_FILL_ONLY", "") == "1"; }
+
+// The keys of one device's run: conv2d shapes, then blocks cycling through the families (with and
+// without Squeeze-Excitation; every fourth a stage), then stems.
+std::vector<std::string> draw_keys(Device d, std::mt19937_64 &rng) {
+    const std::vector<std::string> dtypes =
+        d == Device::opencl ? std::vector<std::string>{"f32"} : std::vector<std::string>{"f32", "f16", "bf16"};
+    const std::string n = env("BLOCKFUSE_TEST_SHAPES", "");
+    const int convs = n.empty() ? (d == Device::opencl ? 4 : 6) : std::stoi(n);
+    const int blocks = n.empty() ? (d == Device::opencl ? 6 : 8) : std::stoi(n);
+    std::vector<std::string> keys;
+    for (int i = 0; i < convs; ++i) keys.push_back(test::random_conv2d_key(rng, dtypes));
+    const std::vector<std::string> families{"mbconv", "fused_mbconv", "ffn", "convfirst", "convnext", "mbconv"};
+    const std::vector<std::string> block_dtypes =
+        d == Device::cuda ? std::vector<std::string>{"f32", "f16"} : dtypes;  // CUDA blocks: f16 storage, f32 check
+    for (int i = 0; i < blocks; ++i)
+        keys.push_back(test::random_block_key(rng, families[i % families.size()], i % 4 == 3, block_dtypes));
+    keys.push_back(test::random_stem_key(rng, dtypes));
+    return keys;
+}
+
+}  // namespace
+
+TEST_CASE("kernels generated for random shapes of every family and strategy match the float64 reference",
+          "[generated]") {
+    install_halide_error_handler();
+    const uint64_t seed = test_seed();
+    std::cout << "BLOCKFUSE_TEST_SEED=" << seed << " (set it to reproduce this run)\n";
+    INFO("BLOCKFUSE_TEST_SEED=" << seed);
+    std::mt19937_64 rng(seed);
+    for (Device d : test_devices()) {
+        struct Item {
+            std::string key, strategy;
+            const KernelVariant *kernel;
+        };
+        std::vector<Item> items;
+        const std::vector<std::string> keys = draw_keys(d, rng);
+        for (const auto &key : keys)
+            for (const auto &s : strategies_of(key)) {
+                INFO(device_name(d) << " " << key << " " << s);
+                // Every strategy serves every valid key, but for depth-first stages whose earlier blocks'
+                // tiles (grown by every later block's halos) exceed a thread block's shared memory: that
+                // must be one clear error naming the limit.
+                try {
+                    items.push_back({key, s, dispatch(key, s, d, nullptr).variant});
+                } catch (const WorkloadError &e) {
+                    INFO(e.what());
+                    CHECK(s == "depth_first");
+                    CHECK(std::string(e.what()).find("bytes of shared memory per block") != std::string::npos);
+                    WARN(device_name(d) << " " << key << ": " << e.what());
+                }
+            }
+        // Generated all at once, as many at a time as there are cores (each in its own process).
+        std::vector<KernelRequest> reqs;
+        for (const auto &it : items) reqs.push_back(it.kernel->request());
+        const auto built = ensure_built_all(reqs, kernel_cache_dir(), int(std::max(1u, std::thread::hardware_concurrency())));
+        for (size_t i = 0; i < items.size(); ++i) {
+            INFO(device_name(d) << " " << items[i].key << " " << items[i].strategy << ": " << built[i].message);
+            CHECK(built[i].ok);
+        }
+        std::cout << device_name(d) << ": " << items.size() << " kernels for " << keys.size()
+                  << " random shapes generated or found in " << kernel_cache_dir() << "\n";
+        if (fill_only()) continue;
+        for (const auto &it : items) {
+            INFO(device_name(d) << " " << it.key << " " << it.strategy << ": " << it.kernel->name << " ["
+                                << it.kernel->knob_summary() << "]");
+            const Comparison c = test::check_kernel(*it.kernel, it.key, rng);
+            INFO(c.summary());
+            CHECK(c.unwritten == 0);
+            CHECK(c.violations == 0);
+        }
+    }
+}
+
+int main(int argc, char **argv) {
+    const auto devices = test_devices();
+    const bool cuda = std::find(devices.begin(), devices.end(), Device::cuda) != devices.end();
+    if (cuda && !fill_only()) {
+        if (!cuda::device().available) {
+            std::cout << "SKIP: " << cuda::device().reason << "\n";
+            return 77;
+        }
+        cuda::install_halide_hooks();
+        cuda::make_current();
+    }
+    if (std::find(devices.begin(), devices.end(), Device::opencl) != devices.end() && !std::getenv("HL_OCL_DEVICE_TYPE"))
+        halide_opencl_set_device_type("cpu");
+    const int rc = Catch::Session().run(argc, argv);
+    if (cuda && !fill_only()) cuda::release_halide_allocation_cache();
+    return rc;
+}

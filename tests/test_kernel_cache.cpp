@@ -1,0 +1,111 @@
+// The kernel cache (runtime/kernel_cache.h): what decides a kernel's identity, two processes building
+// the same kernel at once, a failed build recorded and not retried until cleared, loading from the
+// cache, a machine without generators.
+#define CATCH_CONFIG_MAIN
+#include "runtime/dispatch.h"
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace blockfuse;
+namespace fs = std::filesystem;
+
+namespace {
+fs::path fresh_cache(const std::string &name) {
+    const fs::path p = fs::path(BLOCKFUSE_TEST_TMP) / name;
+    fs::remove_all(p);
+    return p;
+}
+// A CPU kernel that builds in about a second.
+KernelRequest small_kernel(const std::map<std::string, int> &knobs = {}) {
+    return kernel_with_knobs("conv2d:n=1,c=4,h=3,w=3,k=4,r=1,s=1,dtype=f32", "direct", Device::cpu, knobs, 0, "test")
+        ->request();
+}
+}  // namespace
+
+TEST_CASE("a kernel's identity: its params, knobs and target, not their order", "[cache]") {
+    KernelRequest a = small_kernel(), b = a;
+    std::reverse(b.params.begin(), b.params.end());
+    CHECK(a.hash() == b.hash());
+    CHECK(a.hash() != small_kernel({{"cpu_tile_x", 2}}).hash());
+    b = a;
+    b.target += "-debug";
+    CHECK(a.hash() != b.hash());
+    CHECK(a.hash().size() == 32);
+    CHECK(a.function_name() == "bf_" + a.hash().substr(0, 16));
+}
+
+TEST_CASE("two processes building one kernel at once: one builds, both get it, nothing half-written", "[cache]") {
+    const fs::path root = fresh_cache("cache_concurrent");
+    const KernelRequest r = small_kernel({{"cpu_tile_x", 3}});
+    pid_t kids[2];
+    for (pid_t &k : kids) {
+        k = fork();
+        REQUIRE(k >= 0);
+        if (k == 0) {
+            const BuildOutcome o = ensure_built(r, root.string());
+            _exit(!o.ok ? 1 : o.built ? 10 : 11);  // 10: built it, 11: found it built
+        }
+    }
+    int codes[2];
+    for (int i = 0; i < 2; ++i) {
+        int status = 0;
+        waitpid(kids[i], &status, 0);
+        codes[i] = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+    INFO("exit codes " << codes[0] << ", " << codes[1]);
+    CHECK(((codes[0] == 10 && codes[1] == 11) || (codes[0] == 11 && codes[1] == 10)));
+    size_t entries = 0;
+    for (const auto &e : fs::directory_iterator(root)) {
+        const std::string n = e.path().filename().string();
+        CHECK(n.rfind(".tmp-", 0) != 0);  // no temporary folder left behind
+        if (e.is_directory()) ++entries;
+    }
+    CHECK(entries == 1);
+    CHECK(fs::exists(root / r.hash() / "kernel.so"));
+    CHECK(fs::exists(root / r.hash() / "description.json"));
+    CHECK(fs::exists(root / r.hash() / "build.log"));
+    const auto listed = list_cache(root.string());
+    REQUIRE(listed.size() == 1);
+    CHECK(listed[0].status == "ok");
+    CHECK(listed[0].bytes > 0);
+}
+
+TEST_CASE("a failed build is recorded and reported, not retried until cleared", "[cache]") {
+    const fs::path root = fresh_cache("cache_failed");
+    // hidden_vec must divide the chunk: the block generator refuses 3 with one message naming the knob.
+    KernelRequest r = kernel_with_knobs("mbconv:n=1,c=8,h=5,w=5,e=2,k=3,stride=1,act=relu6,dtype=f32", "fused",
+                                        Device::opencl, {{"hidden_vec", 3}, {"chunk", 8}}, 0, "test")
+                          ->request();
+    const BuildOutcome first = ensure_built(r, root.string());
+    CHECK_FALSE(first.ok);
+    CHECK(first.built);
+    CHECK_THAT(first.message, Catch::Contains("hidden_vec = 3 must divide the chunk"));
+    const BuildOutcome again = ensure_built(r, root.string());
+    CHECK_FALSE(again.ok);
+    CHECK_FALSE(again.built);  // remembered, not rebuilt
+    CHECK_THAT(again.message, Catch::Contains("failed earlier") && Catch::Contains("build.log") &&
+                                  Catch::Contains("cache clear --failed"));
+    CHECK(list_cache(root.string()).at(0).status == "failed");
+    CHECK(clear_cache(root.string(), true) == 1);
+    CHECK(list_cache(root.string()).empty());
+    CHECK(ensure_built(r, root.string()).built);  // cleared: tried again
+}
+
+TEST_CASE("kernels load from the cache once built, and a machine without generators says what to do", "[cache]") {
+    const fs::path root = fresh_cache("cache_load");
+    setenv("BLOCKFUSE_KERNEL_CACHE", root.c_str(), 1);
+    const KernelRequest r = small_kernel({{"cpu_tile_x", 5}});
+    const LoadedKernel &k = load_kernel(r);
+    CHECK(k.origin.rfind("generated in", 0) == 0);
+    CHECK(k.argv != nullptr);
+    REQUIRE(k.metadata != nullptr);
+    CHECK(k.metadata->num_arguments == 12);  // input, weights, bias, 8 scalars, output
+    const KernelRequest other = small_kernel({{"cpu_tile_x", 6}});
+    setenv("BLOCKFUSE_GENERATOR_DIR", (root / "nowhere").c_str(), 1);
+    CHECK_THROWS_WITH(load_kernel(other), Catch::Contains("nor in the kernel cache") &&
+                                              Catch::Contains("no conv2d.generator") && Catch::Contains("cache fill"));
+    unsetenv("BLOCKFUSE_GENERATOR_DIR");
+    unsetenv("BLOCKFUSE_KERNEL_CACHE");
+}
