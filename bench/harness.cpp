@@ -3,6 +3,7 @@
 #include "runtime/block.h"
 #include "runtime/stem.h"
 #include "runtime/ceilings.h"
+#include "runtime/model.h"
 #include "runtime/check.h"
 #include "runtime/conv2d.h"
 #include "runtime/cuda_driver.h"
@@ -18,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <thread>
 
 #ifndef BLOCKFUSE_SOURCE_DIR
 #define BLOCKFUSE_SOURCE_DIR "."
@@ -125,8 +127,10 @@ std::shared_ptr<Tensors> tensors_for_candidate(std::optional<Tensors> &shared, c
 
 // One candidate: the row's problem columns, strategy label and per-kernel accounting (flops and
 // bytes are their sums), and closures that time one call and check against the reference.
+// The label: the strategy, with the name of a named variant (a generated kernel's name is in the
+// line that says where it came from), and a note where the strategy needs one.
 template <typename W>
-Candidate make_candidate(const std::string &name, const W &w, const ChosenKernel &ck, std::string label,
+Candidate make_candidate(const std::string &name, const W &w, const ChosenKernel &ck, const std::string &note,
                          bool is_default, std::vector<KernelCost> kernels, std::function<void()> run,
                          std::function<Comparison()> check) {
     const KernelVariant &v = *ck.variant;
@@ -134,7 +138,7 @@ Candidate make_candidate(const std::string &name, const W &w, const ChosenKernel
     c.variant = &v;
     c.row.workload = name;
     c.row.key = to_key(w);
-    c.row.strategy = std::move(label);
+    c.row.strategy = ck.strategy + (find_data_variant(v.name) == &v ? " (" + v.name + ")" : "") + note;
     c.row.variant = v.name;
     c.row.family = v.family;
     c.row.knobs = v.schedule_knobs();
@@ -153,7 +157,6 @@ Candidate make_candidate(const std::string &name, const W &w, const ChosenKernel
     return c;
 }
 
-std::string strategy_label(const KernelVariant *v) { return v->param("strategy") + " (" + v->name + ")"; }
 
 // conv2d: every candidate kernel of the workload, checked at 4096 sampled outputs (+ a full
 // scan for unwritten ones).
@@ -165,7 +168,7 @@ std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv
         const KernelVariant *v = cands[i].variant;
         auto t = tensors_for_candidate(shared, w, rng, make_conv2d_tensors);
         auto run = [t, v, w] { run_conv2d(*v, w, *t); };
-        out.push_back(make_candidate(name, w, cands[i], v->name, i == 0, {{v->name, conv2d_flops(w), conv2d_bytes(w, v)}}, run,
+        out.push_back(make_candidate(name, w, cands[i], "", i == 0, {{v->name, conv2d_flops(w), conv2d_bytes(w, v)}}, run,
                                      [t, w, run, &rng] {
                                          run();
                                          return check_conv2d(w, *t, 4096, rng);
@@ -183,7 +186,7 @@ std::vector<Candidate> stem_candidates_for(const std::string &name, const StemWo
         const KernelVariant *v = cands[i].variant;
         auto t = tensors_for_candidate(shared, w, rng, make_stem_tensors);
         auto run = [t, v, w] { run_stem(*v, w, *t); };
-        out.push_back(make_candidate(name, w, cands[i], strategy_label(v), i == 0, stem_costs(w, v->param("strategy")), run,
+        out.push_back(make_candidate(name, w, cands[i], "", i == 0, stem_costs(w, v->param("strategy")), run,
                                      [t, w, run] {
                                          run();
                                          return check_stem(w, *t);
@@ -216,9 +219,9 @@ std::vector<Candidate> block_candidates_for(const std::string &name, const Block
         auto t = tensors_for_candidate(shared, w, rng, make_block_tensors);
         // Squeeze-Excitation's global mean splits a fused block: the label says so (the kernels are
         // in the row's accounting: se_pool, block).
-        std::string label = strategy_label(v);
-        if (w.se && v->param("strategy") == "fused") label += " [split at SE: tile sums, then the block with the gate]";
-        out.push_back(make_candidate(name, w, cands[i], label, i == 0,
+        const std::string note =
+            w.se && v->param("strategy") == "fused" ? " [split at SE: tile sums, then the block with the gate]" : "";
+        out.push_back(make_candidate(name, w, cands[i], note, i == 0,
                                      block_costs(w, v->param("strategy"), v->knob("tile_x"), v->knob("tile_y")),
                                      [t, v, w] { run_block(*v, w, *t); },
                                      [v, chk, &rng] {
@@ -344,7 +347,7 @@ nlohmann::json results_document(const nlohmann::json &ctx, const std::vector<Row
                        {"check", r.check}, {"rel_l2", r.rel_l2}, {"kernels", kernels_json(r)},
                        {"strategy_name", r.strategy_name}, {"family", r.family}, {"knobs", r.knobs},
                        {"max_registers", r.max_registers}, {"record_target", r.record_target}, {"origin", r.origin},
-                       {"pick", r.pick_source}, {"why", r.why}});
+                       {"pick", r.pick_source}, {"why", r.why}, {"waterline_ms", r.waterline_ms}});
     }
     return {{"context", ctx}, {"results", arr}};
 }
@@ -386,25 +389,34 @@ void print_table(const std::vector<Row> &rows, const Ceilings &ceil, Device dev,
             if (!fresh) it->second = std::min(it->second, r.median_ms);
         }
     }
-    const std::string head = fmt::format("\n{:<26} {:<{}} {:>10} {:>10} {:>9} {:>9} {:>8} {:>7} {:>7} {:>7}\n", "workload",
-                                         "strategy", sw, "median ms", "GFLOP/s", "model MB", "GB/s",
-                                         ceil.measured ? "%copyBW" : "", ceil.measured ? "%FFMA" : "", "vs LBL", "check");
+    const std::string head =
+        fmt::format("\n{:<26} {:<{}} {:>10} {:>10} {:>7} {:>10} {:>9} {:>9} {:>8} {:>7} {:>7} {:>7}\n", "workload",
+                    "strategy", sw, "median ms", ceil.measured ? "floor ms" : "", ceil.measured ? "x floor" : "",
+                    "GFLOP/s", "model MB", "GB/s", ceil.measured ? "%copyBW" : "", ceil.measured ? "%FMA" : "", "vs LBL",
+                    "check");
     std::cout << head;
     for (const auto &r : rows) {
         const std::string name = r.strategy + (r.is_default ? "*" : "");
         if (!r.ok) {
-            std::cout << fmt::format("{:<26} {:<{}} {:>10} {:>10} {:>9.1f} {:>9} {:>8} {:>7} {:>7} {:>7}\n", r.workload, name, sw,
-                                     "-", "-", r.bytes / 1e6, "-", "", "", "", "FAILED");
+            std::cout << fmt::format("{:<26} {:<{}} {:>10} {:>10} {:>7} {:>10} {:>9.1f} {:>9} {:>8} {:>7} {:>7} {:>7}\n",
+                                     r.workload, name, sw, "-", "", "", "-", r.bytes / 1e6, "-", "", "", "", "FAILED");
             continue;
         }
         const double gbps = r.bytes / (r.median_ms * 1e-3) / 1e9, gf = r.flops / (r.median_ms * 1e-3) / 1e9;
         const std::string bw = ceil.measured ? fmt::format("{:.1f}", 100 * gbps / ceil.copy_gbps) : "";
         const std::string ffma = ceil.measured ? fmt::format("{:.1f}", 100 * gf / (ceil.ffma_f32_tflops * 1e3)) : "";
+        const std::string floor = ceil.measured ? fmt::format("{:.4f}", r.waterline_ms) : "";
+        const std::string over = ceil.measured ? fmt::format("{:.1f}", r.median_ms / r.waterline_ms) : "";
         auto lbl = lbl_ms.find(r.workload + "|" + r.key);
         const std::string vs = lbl == lbl_ms.end() ? "" : fmt::format("{:.2f}x", lbl->second / r.median_ms);
-        std::cout << fmt::format("{:<26} {:<{}} {:>10.4f} {:>10.1f} {:>9.1f} {:>9.1f} {:>8} {:>7} {:>7} {:>7}\n", r.workload,
-                                 name, sw, r.median_ms, gf, r.bytes / 1e6, gbps, bw, ffma, vs, "ok");
+        std::cout << fmt::format("{:<26} {:<{}} {:>10.4f} {:>10} {:>7} {:>10.1f} {:>9.1f} {:>9.1f} {:>8} {:>7} {:>7} {:>7}\n",
+                                 r.workload, name, sw, r.median_ms, floor, over, gf, r.bytes / 1e6, gbps, bw, ffma, vs, "ok");
     }
+    if (ceil.measured)
+        std::cout << fmt::format("(floor ms = the waterline of the row's kernels, Eq. 12: the sum over its kernels of max(ops / "
+                                 "{:.4g} TFLOP/s, compulsory bytes / {:.0f} GB/s), the {} measured now; x floor = median over it)\n",
+                                 ceil.ffma_f32_tflops, ceil.copy_gbps,
+                                 dev == Device::cuda ? "FFMA f32 and copy ceilings" : "CPU's FMA f32 and copy ceilings");
     std::cout << "(* = the variant the dispatcher picks by default; model MB = modelled compulsory DRAM bytes, GB/s = "
                  "those over the median time; vs LBL = the workload's fastest passing layer-by-layer time over this "
                  "row's (> 1: faster); times are "
@@ -470,6 +482,13 @@ int run_bench(const BenchOptions &opt) {
                                {"ffma_f32_tflops", ceil.ffma_f32_tflops},
                                {"hfma2_f16_tflops", ceil.hfma2_f16_tflops}};
         }
+    }
+
+    if ((dev == Device::cpu || dev == Device::opencl) && !opt.model_only && opt.ceilings) {
+        ceil = measure_cpu_ceilings();  // PoCL runs on the same CPU
+        std::cout << fmt::format("ceilings (measured now, {} cores): copy {:.1f} GB/s, FMA f32 {:.0f} GFLOP/s\n",
+                                 std::thread::hardware_concurrency(), ceil.copy_gbps, ceil.ffma_f32_tflops * 1e3);
+        ctx["ceilings"] = {{"copy_gbps", ceil.copy_gbps}, {"fma_f32_tflops", ceil.ffma_f32_tflops}};
     }
 
     TimingOptions topt;
@@ -570,6 +589,8 @@ int run_bench(const BenchOptions &opt) {
         return 0;
     }
     if (dev == Device::cuda) record_gpu_state(ctx, "end");
+    if (ceil.measured)
+        for (Row &r : rows) r.waterline_ms = 1e3 * waterline_seconds(r.kernels, ceil.ffma_f32_tflops * 1e12, ceil.copy_gbps * 1e9);
     print_table(rows, ceil, dev, topt.l2_flush);
     const nlohmann::json doc = results_document(ctx, rows, ceil, dev);
     if (!opt.out_dir.empty()) {

@@ -51,6 +51,7 @@ struct Row {
     std::string record_target;
     bool is_default = false, ok = false;
     double flops = 0, bytes = 0, median_ms = 0, min_ms = 0, max_ms = 0, host_ms = 0, rel_l2 = 0;
+    double waterline_ms = 0;  // the model's minimum latency of the row's kernels (Eq. 12), 0 without ceilings
     int samples = 0;
     Problem w;
     std::vector<KernelCost> kernels;  // the strategy's kernels (tensor-machine accounting)

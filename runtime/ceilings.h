@@ -14,6 +14,9 @@ struct Ceilings {
 
 // Requires a CUDA device; each figure is the median of 10 event-timed runs.
 Ceilings measure_ceilings();
+// The CPU's: a copy on every core and the f32 FMA rate of every core (runtime/cpu_ceilings.cpp);
+// ffma_f32_tflops then holds the CPU's FMA f32 rate.
+Ceilings measure_cpu_ceilings();
 
 // A read-only L2 eviction for profilers: evict() runs the kernel `l2_evict_read` over a buffer of
 // 2x the L2 (at least 64 MiB) and waits. The H200's L2 is write-back, so a kernel's output can
