@@ -260,7 +260,7 @@ std::vector<ChosenKernel> choose_kernels(const std::string &key, Device dev, con
     for (const auto &s : strategies) {
         Pick p;
         try {
-            p = dispatch(key, s, dev, records);
+            p = dispatch(key, s, dev, records, sel.heuristics_only);
         } catch (const WorkloadError &e) {
             // this strategy cannot serve the key within its limits; the others may
             unavailable += std::string(unavailable.empty() ? "" : "; ") + e.what();
@@ -273,7 +273,7 @@ std::vector<ChosenKernel> choose_kernels(const std::string &key, Device dev, con
                 if (v != p.variant) out.push_back({v, s, "named variant"});
     }
     if (out.empty()) throw WorkloadError("no kernel can serve " + canonical_key(key) + ": " + unavailable);
-    if (records && !sel.quiet && !std::any_of(out.begin(), out.end(), [](const ChosenKernel &c) {
+    if (records && !sel.quiet && !sel.heuristics_only && !std::any_of(out.begin(), out.end(), [](const ChosenKernel &c) {
             return c.source == "tuning record";
         })) {
         const auto other = records->elsewhere(canonical_key(key), record_target(dev), BLOCKFUSE_HALIDE_VERSION);
@@ -503,6 +503,7 @@ int run_bench(const BenchOptions &opt) {
     sel.strategies = opt.strategies;
     sel.all_variants = opt.variants == "all";
     sel.only = opt.only;
+    sel.heuristics_only = opt.heuristics_only;
     std::unique_ptr<L2ReadEvictor> evictor;  // --single-run on CUDA
     for (const auto &entry : work) {
         std::vector<ChosenKernel> kernels = choose_kernels(entry.key, dev, sel, records ? &*records : nullptr);

@@ -32,6 +32,7 @@ struct BenchOptions {
     L2Flush l2_flush = L2Flush::write;  // CUDA: before each sample, a memset or a clean read-only eviction (runtime/timing.h)
     std::vector<std::string> tuning_records;  // dispatch by these records (runtime/tuning_records.h); default: autotune/records/
     bool no_tuning_records = false;     // dispatch by the variant data and the heuristics only
+    bool heuristics_only = false;       // every pick from the shape heuristics (no records, no data defaults)
     std::string record_to;              // append every measured kernel here as a tuning record
     std::string command_line;
 };
@@ -74,6 +75,7 @@ struct Selection {
     bool all_variants = false;
     std::vector<std::string> only;
     bool quiet = false;                   // no dispatch lines
+    bool heuristics_only = false;         // runtime/dispatch.h
 };
 
 // One kernel to check and time, with why it was chosen; the default (the dispatcher's pick of the

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -48,6 +49,9 @@ int main(int argc, char **argv) {
                       "strategy the fastest record of this device and Halide version; a line says when none applies");
     bench->add_flag("--no-tuning-records", bopt.no_tuning_records, "dispatch by the variant data and the heuristics only");
     bench->add_option("--record", bopt.record_to, "append every measured kernel to this file as a tuning record");
+    bench->add_flag("--heuristics", bopt.heuristics_only,
+                    "every kernel from the shape heuristics: no tuning record, no named variant (what a shape no one "
+                    "tuned gets)");
     bench->add_option("--min-samples", bopt.min_samples, "samples per kernel, at least")->capture_default_str();
     bench->add_option("--min-seconds", bopt.min_seconds, "seconds of samples per kernel, at least")->capture_default_str();
     bench->add_option("--max-registers", bopt.max_registers,
@@ -111,18 +115,19 @@ int main(int argc, char **argv) {
     fopt.device = "cuda";
     std::string fill_into, fill_gpu;
     int fill_jobs = 0;
-    bool fill_prebuilt = false, fill_quiet = false;
+    bool fill_prebuilt = false, fill_quiet = false, fill_prune = false;
     auto *cache_fill = cache->add_subcommand(
         "fill", "generate every kernel a bench run of these workloads would load (no device needed): on a "
                 "machine with Halide, for a GPU host without it; or the variant data's prebuilt kernels");
     cache_fill->add_option("--suite", fopt.suite, "suite name (workloads/NAME.txt) or path");
     cache_fill->add_option("--workload", fopt.keys, "workload key(s)");
-    cache_fill->add_option("--device", fopt.device, "cuda | cpu | opencl")->capture_default_str();
+    cache_fill->add_option("--device", fopt.device, "cuda | cpu | opencl, or a comma-separated list")->capture_default_str();
     cache_fill->add_option("--strategies", fopt.strategies, "only these strategies")->delimiter(',');
     cache_fill->add_option("--variants", fopt.variants, "all | default (as bench)")->capture_default_str();
     cache_fill->add_option("--variant", fopt.only, "only kernels whose name contains one of these");
     cache_fill->add_option("--tuning-records", fopt.tuning_records, "as bench");
     cache_fill->add_flag("--no-tuning-records", fopt.no_tuning_records, "as bench");
+    cache_fill->add_flag("--heuristics", fopt.heuristics_only, "as bench");
     cache_fill->add_option("--gpu", fill_gpu,
                            "the GPU the kernels are for, as records name it (e.g. \"NVIDIA H200:sm_90\"), so that its "
                            "tuning records apply on a machine without it");
@@ -130,6 +135,7 @@ int main(int argc, char **argv) {
     cache_fill->add_option("--into", fill_into, "build into this folder instead of the cache");
     cache_fill->add_option("--jobs", fill_jobs, "generators run at once (default: the cores)");
     cache_fill->add_flag("--quiet", fill_quiet, "only failures and a summary");
+    cache_fill->add_flag("--prune", fill_prune, "remove every other kernel from the folder");
     fopt.variants = "default";
 
     CLI11_PARSE(app, argc, argv);
@@ -195,31 +201,33 @@ int main(int argc, char **argv) {
         }
         if (*cache_fill) {
             if (!fill_gpu.empty()) setenv("BLOCKFUSE_GPU", fill_gpu.c_str(), 1);
-            Device d = Device::cuda;
-            if (!fill_prebuilt && !parse_device(fopt.device, &d))
-                throw WorkloadError("--device '" + fopt.device + "' is not one of cpu, cuda, opencl");
             std::vector<KernelRequest> reqs;
             std::set<std::string> seen;
             auto add = [&](const KernelVariant &v) {
                 KernelRequest r = v.request();
                 if (seen.insert(r.hash()).second) reqs.push_back(r);
             };
-            if (fill_prebuilt) {
+            if (fill_prebuilt)
                 for (const auto &v : data_variants())
                     if (v.prebuilt) add(v);
-            } else {
-                std::vector<SuiteEntry> entries;
-                if (!fopt.suite.empty()) entries = load_suite(resolve_suite(fopt.suite));
-                for (const auto &k : fopt.keys) entries.push_back({k.substr(0, k.find(':')), k});
-                if (entries.empty()) throw WorkloadError("nothing to fill: give --suite NAME, --workload KEY or --prebuilt");
-                std::optional<TuningRecords> recs;
-                if (!fopt.no_tuning_records)
-                    recs = TuningRecords::load(fopt.tuning_records.empty() ? default_record_files() : fopt.tuning_records);
-                Selection sel;
-                sel.strategies = fopt.strategies;
-                sel.all_variants = fopt.variants == "all";
-                sel.only = fopt.only;
-                sel.quiet = fill_quiet;
+            std::vector<SuiteEntry> entries;
+            if (!fopt.suite.empty()) entries = load_suite(resolve_suite(fopt.suite));
+            for (const auto &k : fopt.keys) entries.push_back({k.substr(0, k.find(':')), k});
+            if (entries.empty() && !fill_prebuilt)
+                throw WorkloadError("nothing to fill: give --suite NAME, --workload KEY or --prebuilt");
+            std::optional<TuningRecords> recs;
+            if (!fopt.no_tuning_records && !entries.empty())
+                recs = TuningRecords::load(fopt.tuning_records.empty() ? default_record_files() : fopt.tuning_records);
+            Selection sel;
+            sel.strategies = fopt.strategies;
+            sel.all_variants = fopt.variants == "all";
+            sel.only = fopt.only;
+            sel.quiet = fill_quiet;
+            sel.heuristics_only = fopt.heuristics_only;
+            std::stringstream devices(fopt.device);
+            for (std::string dn; !entries.empty() && std::getline(devices, dn, ',');) {
+                Device d;
+                if (!parse_device(dn, &d)) throw WorkloadError("--device '" + dn + "' is not one of cpu, cuda, opencl");
                 for (const auto &e : entries)
                     for (const auto &c : choose_kernels(e.key, d, sel, recs ? &*recs : nullptr)) add(*c.variant);
             }
@@ -239,8 +247,15 @@ int main(int argc, char **argv) {
                                                                : std::string("already there"));
                 }
             }
-            std::cout << fmt::format("{} kernels in {}: {} generated, {} already there, {} failed ({:.0f} s, {} at a time)\n",
-                                     reqs.size(), root, built, int(reqs.size()) - built - failed, failed,
+            size_t pruned = 0;
+            if (fill_prune) {  // the folder holds exactly these kernels (the build's prebuilt folder)
+                std::set<std::string> keep;
+                for (const auto &r : reqs) keep.insert(r.hash());
+                for (const auto &e : list_cache(root))
+                    if (!keep.count(e.hash)) pruned += std::filesystem::remove_all(e.dir) > 0;
+            }
+            std::cout << fmt::format("{} kernels in {}: {} generated, {} already there, {} failed, {} pruned ({:.0f} s, {} at a time)\n",
+                                     reqs.size(), root, built, int(reqs.size()) - built - failed, failed, pruned,
                                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), jobs);
             return failed ? 1 : 0;
         }

@@ -101,9 +101,12 @@ const KernelVariant *kernel_with_knobs(const std::string &key, const std::string
     return keep_variant(generated(key, strategy, device, s));
 }
 
-Pick dispatch(const std::string &key, const std::string &strategy, Device device, const TuningRecords *records) {
+Pick dispatch(const std::string &key, const std::string &strategy, Device device, const TuningRecords *records,
+              bool heuristics_only) {
     require_strategy(key, strategy);
     const std::string canonical = canonical_key(key);
+    if (heuristics_only) return {keep_variant(generated(key, strategy, device, heuristic(key, strategy, device))),
+                                 strategy, "heuristic", nullptr};
     if (records)
         if (const TuningRecord *r = records->best(canonical, strategy, record_target(device), BLOCKFUSE_HALIDE_VERSION))
             return {kernel_with_knobs(key, strategy, device, r->knobs, r->max_registers,

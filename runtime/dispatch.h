@@ -31,8 +31,10 @@ struct Pick {
 };
 
 // The dispatcher's kernel for one strategy. Throws WorkloadError if the strategy cannot serve the key
-// (naming the limit).
-Pick dispatch(const std::string &key, const std::string &strategy, Device device, const TuningRecords *records);
+// (naming the limit). heuristics_only: neither records nor the variant data's defaults, the heuristic's
+// kernel (how a shape no one tuned is served; bench --heuristics compares it with the hand-tuned ones).
+Pick dispatch(const std::string &key, const std::string &strategy, Device device, const TuningRecords *records,
+              bool heuristics_only = false);
 // The strategy to run by default: the one with the fastest applicable record, else strategies_of()[0].
 std::string default_strategy(const std::string &key, Device device, const TuningRecords *records);
 

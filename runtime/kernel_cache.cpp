@@ -76,15 +76,20 @@ std::string first_error_line(const fs::path &log) {
     return fallback;
 }
 
-// A lock held for the lifetime of the object (flock on root/<hash>.lock).
+// A lock held for the lifetime of the object (flock on root/<hash>.lock). The file is removed before
+// it is released: whoever waits on it, or opens a new one, then finds the kernel's folder in place
+// (every holder checks for it after taking the lock).
 struct FileLock {
     int fd = -1;
-    explicit FileLock(const fs::path &p) {
+    fs::path path;
+    explicit FileLock(const fs::path &p) : path(p) {
         fd = open(p.c_str(), O_CREAT | O_RDWR, 0644);
         if (fd >= 0) flock(fd, LOCK_EX);
     }
     ~FileLock() {
         if (fd >= 0) {
+            std::error_code ec;
+            fs::remove(path, ec);
             flock(fd, LOCK_UN);
             close(fd);
         }

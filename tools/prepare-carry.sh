@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
-# Packs what a GPU host needs into .carry/bin.tar.gz (ignored by git; name .carry in the device
-# tool's `carry`): the CLI, the CUDA test binary and the shared library with every kernel,
-# stripped and gzipped (the kernels' PTX is text: 70 MB -> 15 MB, under the tool's 64 MiB).
-# On the host, `tar -xzf .carry/bin.tar.gz -C .carry` puts them back beside each other (the
-# binaries find the library through their $ORIGIN run path).
+# Packs what a GPU host (a remote machine with the GPU, without Halide or network) needs into
+# .carry/carry.tar.xz, for bench/gpu_host.sh there: the CLI, the test binaries and the runtime library
+# (stripped), the prebuilt CUDA kernels of the build, and a kernel cache filled here for the runs to come
+# (`./run cache fill ... --device cuda`, test_generated with BLOCKFUSE_TEST_FILL_ONLY=1). Kernels are
+# shared libraries with PTX inside: xz packs them to a fraction (the carry limit is 64 MiB).
+#   usage: tools/prepare-carry.sh [CACHE_DIR]     (default: the kernel cache, BLOCKFUSE_KERNEL_CACHE)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BLOCKFUSE_BUILD_DIR:-$root/build}"
-rm -rf "$root/.carry" && mkdir -p "$root/.carry/stage"
+cache="${1:-${BLOCKFUSE_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/blockfuse/kernels}}"
+stage="$root/.carry/stage"
+rm -rf "$root/.carry" && mkdir -p "$stage/kernels" "$stage/cache"
 grep -qx '/.carry/' "$root/.git/info/exclude" 2>/dev/null || echo '/.carry/' >> "$root/.git/info/exclude"
-for f in bench/blockfuse tests/test_conv2d_gpu runtime/libblockfuse_runtime.so; do
-    strip -o "$root/.carry/stage/$(basename "$f")" "$build/$f"
+for f in bench/blockfuse bench/blockfuse_gbench tests/test_conv2d_gpu tests/test_generated runtime/libblockfuse_runtime.so; do
+    strip -o "$stage/$(basename "$f")" "$build/$f"
 done
-tar -C "$root/.carry/stage" -cf - . | gzip -6 > "$root/.carry/bin.tar.gz"
-rm -rf "$root/.carry/stage"
-du -sh "$root/.carry"
+# CUDA kernels only: the host runs no CPU or PoCL kernel.
+for d in "$build/kernels"/*/ "$cache"/*/; do
+    [ -f "$d/description.json" ] || continue
+    grep -q '"device": "cuda"' "$d/description.json" || continue
+    grep -q '"status": "ok"' "$d/description.json" || continue
+    case "$d" in "$build/kernels"/*) dest="$stage/kernels" ;; *) dest="$stage/cache" ;; esac
+    cp -r "${d%/}" "$dest/"
+done
+tar -C "$stage" -cf - . | xz -6 -T0 > "$root/.carry/carry.tar.xz"
+rm -rf "$stage"
+echo "$(ls "$build/kernels" | wc -l) prebuilt, $(find "$cache" -maxdepth 1 -mindepth 1 -type d | wc -l) cached kernels looked at;" \
+     "carry: $(du -h "$root/.carry/carry.tar.xz" | cut -f1)"
