@@ -1,30 +1,17 @@
-// [gpu] The CUDA kernels against the float64 reference. Without a CUDA device the binary exits
+// [gpu] The prebuilt CUDA kernels against the float64 reference. Without a CUDA device the binary exits
 // with code 77, which ctest reports as skipped (SKIP_RETURN_CODE), not passed.
 #define CATCH_CONFIG_RUNNER
 #include "runtime/cuda_driver.h"
-#include "tests/block_cases.h"
-#include "tests/stem_cases.h"
 #include "tests/conv2d_cases.h"
 #include <iostream>
 
 using namespace blockfuse;
 
-// The dispatcher's kernel of every strategy on the shape tables, and every prebuilt CUDA variant.
-TEST_CASE("the CUDA conv2d kernels match the float64 reference on the shape table", "[conv2d][gpu]") {
-    test::check_all_variants(Device::cuda, {DType::f32, DType::f16, DType::bf16}, true);
-}
-
-TEST_CASE("the CUDA block kernels match the float64 reference", "[blocks][gpu]") {
-    test::check_all_block_variants(Device::cuda, {DType::f32, DType::f16}, false, true);
-}
-
-TEST_CASE("the CUDA stage kernels (layer-by-layer, per-block fused, depth-first) match the float64 reference",
-          "[stages][gpu]") {
-    test::check_all_block_variants(Device::cuda, {DType::f32, DType::f16}, true, true);
-}
-
-TEST_CASE("the CUDA stem kernels match the float64 reference", "[stem][gpu]") {
-    test::check_all_stem_variants(Device::cuda, {DType::f32, DType::f16}, true);
+// The conv2d shape table on the prebuilt CUDA variants (the generic kinds, f32, f16 and bf16). Kernels
+// generated for a shape, blocks, stages and the stem among them, run on the GPU in test_generated
+// (ctest generated_random_shapes_gpu) from a cache filled where Halide is.
+TEST_CASE("the prebuilt CUDA conv2d variants match the float64 reference on the shape table", "[conv2d][gpu]") {
+    test::check_all_variants(Device::cuda, {DType::f32, DType::f16, DType::bf16});
 }
 
 int main(int argc, char **argv) {
