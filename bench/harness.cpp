@@ -101,44 +101,38 @@ void record_gpu_state(nlohmann::json &ctx, const std::string &when) {
 
 namespace {
 
-Problem problem_of(const Conv2dWorkload &w) {
-    return {w.n, w.h, w.w, w.c, w.k, w.r, w.s, w.stride_h, w.stride_w, w.dil_h, w.dil_w, w.groups};
-}
-Problem problem_of(const StemWorkload &w) { return {w.n, w.h, w.w, w.c, w.k, 3, 3, 2, 2, 1, 1, 1}; }
-
-Problem problem_of(const BlockWorkload &w) {
-    return {w.n, w.h, w.w, w.c, w.c, w.k, w.k, w.stride, w.stride, 1, 1, w.c * w.e};
-}
-
-// The tensors one candidate kernel is timed on. The candidates of a workload share one fresh random
-// input set, made on first use (inputs, weights and biases are read-only for every kernel); each
-// gets its own NaN-poisoned output. With a fresh 115 MB input per candidate, a 60-variant
-// depthwise run had timed nothing after 230 s on the H200; with one shared input, two such runs
-// and PyTorch took 348 s (bench/results/h200/depthwise-flat/).
-template <class Tensors, class W>
-std::shared_ptr<Tensors> tensors_for_candidate(std::optional<Tensors> &shared, const W &w, std::mt19937_64 &rng,
-                                               Tensors (*make)(const W &)) {
-    if (!shared) {
-        shared = make(w);
-        randomize(*shared, w, rng);
+// The data the candidates of one workload run on, made on first use and shared: one fresh random input
+// set for timing (inputs, weights and biases are read-only for every kernel; each candidate times into an
+// output of its own), one for checking (its float64 reference computed once). With a fresh 115 MB input per
+// candidate, a 60-variant depthwise run had timed nothing after 230 s on the H200; with one shared input,
+// two such runs and PyTorch took 348 s (bench/results/h200/depthwise-flat/).
+struct SharedData {
+    std::shared_ptr<const Op> op;
+    std::mt19937_64 *rng;
+    std::unique_ptr<OpData> timing, checking;
+    OpData &for_timing() {
+        if (!timing) timing = op->data(*rng);
+        return *timing;
     }
-    return std::make_shared<Tensors>(with_own_output(*shared, w.dtype));
-}
+    OpData &for_checking() {
+        if (!checking) checking = op->check_data(*rng);
+        return *checking;
+    }
+};
 
-// One candidate: the row's problem columns, strategy label and per-kernel accounting (flops and
-// bytes are their sums), and closures that time one call and check against the reference.
-// The label: the strategy, with the name of a named variant (a generated kernel's name is in the
-// line that says where it came from), and a note where the strategy needs one.
-template <typename W>
-Candidate make_candidate(const std::string &name, const W &w, const ChosenKernel &ck, const std::string &note,
-                         bool is_default, std::vector<KernelCost> kernels, std::function<void()> run,
-                         std::function<Comparison()> check) {
+// One candidate: the row's problem columns, label and per-kernel accounting (flops and bytes are their
+// sums), and closures that time one call and check against the reference. The label: the strategy, with
+// the name of a named variant (a generated kernel's name is in the line that says where it came from),
+// and a note where the strategy needs one.
+Candidate make_candidate(const std::string &name, const std::shared_ptr<SharedData> &shared, const ChosenKernel &ck,
+                         bool is_default) {
+    const Op &op = *shared->op;
     const KernelVariant &v = *ck.variant;
     Candidate c;
     c.variant = &v;
     c.row.workload = name;
-    c.row.key = to_key(w);
-    c.row.strategy = ck.strategy + (find_data_variant(v.name) == &v ? " (" + v.name + ")" : "") + note;
+    c.row.key = op.key();
+    c.row.strategy = ck.strategy + (find_data_variant(v.name) == &v ? " (" + v.name + ")" : "") + op.strategy_note(ck.strategy);
     c.row.variant = v.name;
     c.row.family = v.family;
     c.row.knobs = v.schedule_knobs();
@@ -148,91 +142,23 @@ Candidate make_candidate(const std::string &name, const W &w, const ChosenKernel
     c.row.why = v.why;
     c.row.record_target = record_target(v.device);
     c.row.is_default = is_default;
-    c.row.dtype = dtype_name(w.dtype);
-    c.row.kernels = std::move(kernels);
+    c.row.dtype = dtype_name(op.dtype());
+    c.row.kernels = op.costs(v);
     for (const auto &k : c.row.kernels) c.row.flops += k.flops, c.row.bytes += k.bytes;
-    c.row.w = problem_of(w);
-    c.run = std::move(run);
-    c.check = std::move(check);
-    return c;
-}
-
-
-// conv2d: every candidate kernel of the workload, checked at 4096 sampled outputs (+ a full
-// scan for unwritten ones).
-std::vector<Candidate> conv2d_candidates_for(const std::string &name, const Conv2dWorkload &w,
-                                             const std::vector<ChosenKernel> &cands, std::mt19937_64 &rng) {
-    std::vector<Candidate> out;
-    std::optional<Conv2dTensors> shared;
-    for (size_t i = 0; i < cands.size(); ++i) {
-        const KernelVariant *v = cands[i].variant;
-        auto t = tensors_for_candidate(shared, w, rng, make_conv2d_tensors);
-        auto run = [t, v, w] { run_conv2d(*v, w, *t); };
-        out.push_back(make_candidate(name, w, cands[i], "", i == 0, {{v->name, conv2d_flops(w), conv2d_bytes(w, v)}}, run,
-                                     [t, w, run, &rng] {
-                                         run();
-                                         return check_conv2d(w, *t, 4096, rng);
-                                     }));
-    }
-    return out;
-}
-
-// The stem: each strategy (layer-by-layer, depth-first), checked at full size (its reference is small).
-std::vector<Candidate> stem_candidates_for(const std::string &name, const StemWorkload &w,
-                                           const std::vector<ChosenKernel> &cands, std::mt19937_64 &rng) {
-    std::vector<Candidate> out;
-    std::optional<StemTensors> shared;
-    for (size_t i = 0; i < cands.size(); ++i) {
-        const KernelVariant *v = cands[i].variant;
-        auto t = tensors_for_candidate(shared, w, rng, make_stem_tensors);
-        auto run = [t, v, w] { run_stem(*v, w, *t); };
-        out.push_back(make_candidate(name, w, cands[i], "", i == 0, stem_costs(w, v->param("strategy")), run,
-                                     [t, w, run] {
-                                         run();
-                                         return check_stem(w, *t);
-                                     }));
-    }
-    return out;
-}
-
-// Blocks: each strategy's kernel. The float64 reference runs every layer over the whole tensor,
-// so above ~2e8 MACs the kernel is checked on the same workload at n=1 (same code path, said
-// in the check column) and then timed at full size.
-std::vector<Candidate> block_candidates_for(const std::string &name, const BlockWorkload &w,
-                                            const std::vector<ChosenKernel> &cands, std::mt19937_64 &rng) {
-    std::vector<Candidate> out;
-    double macs = 0;
-    for (const auto &l : w.layers()) macs += w.blocks * conv2d_flops(l) / 2;
-    std::optional<BlockTensors> shared;
-    // The check's workload (n=1 above ~2e8 MACs), its inputs and its float64 reference: made once
-    // per workload, on the first candidate's check, and shared by the others.
-    struct SharedCheck {
-        BlockWorkload small;
-        std::optional<BlockTensors> tensors;
-        std::optional<BlockReference> ref;
+    c.row.w = op.problem();
+    auto own = std::make_shared<std::unique_ptr<OpData>>();  // this candidate's timing output, made on first use
+    c.run = [shared, own, &v] {
+        if (!*own) *own = shared->for_timing().with_fresh_output();
+        (*own)->run(v);
     };
-    auto chk = std::make_shared<SharedCheck>();
-    chk->small = w;
-    if (macs > 2e8) chk->small.n = 1;
-    for (size_t i = 0; i < cands.size(); ++i) {
-        const KernelVariant *v = cands[i].variant;
-        auto t = tensors_for_candidate(shared, w, rng, make_block_tensors);
-        // Squeeze-Excitation's global mean splits a fused block: the label says so (the kernels are
-        // in the row's accounting: se_pool, block).
-        const std::string note =
-            w.se && v->param("strategy") == "fused" ? " [split at SE: tile sums, then the block with the gate]" : "";
-        out.push_back(make_candidate(name, w, cands[i], note, i == 0,
-                                     block_costs(w, v->param("strategy"), v->knob("tile_x"), v->knob("tile_y")),
-                                     [t, v, w] { run_block(*v, w, *t); },
-                                     [v, chk, &rng] {
-                                         auto s = tensors_for_candidate(chk->tensors, chk->small, rng,
-                                                                        make_block_tensors);
-                                         run_block(*v, chk->small, *s);
-                                         if (!chk->ref) chk->ref = block_reference(chk->small, *s);
-                                         return compare_to_reference(chk->small, *s, *chk->ref);
-                                     }));
-    }
-    return out;
+    c.check = [shared, &v] {
+        std::unique_ptr<OpData> d = shared->for_checking().with_fresh_output();
+        d->run(v);
+        Comparison cmp = d->check();
+        cmp.note = d->check_note();
+        return cmp;
+    };
+    return c;
 }
 
 }  // namespace
@@ -273,17 +199,12 @@ std::vector<ChosenKernel> choose_kernels(const std::string &key, Device dev, con
                 if (v != p.variant) out.push_back({v, s, "named variant"});
     }
     if (out.empty()) throw WorkloadError("no kernel can serve " + canonical_key(key) + ": " + unavailable);
-    if (records && !sel.quiet && !sel.heuristics_only && !std::any_of(out.begin(), out.end(), [](const ChosenKernel &c) {
-            return c.source == "tuning record";
-        })) {
-        const auto other = records->elsewhere(canonical_key(key), record_target(dev), BLOCKFUSE_HALIDE_VERSION);
-        std::cout << fmt::format("tuning records: NONE for {} on {} (Halide {}){}\n", canonical_key(key),
-                                 record_target(dev), BLOCKFUSE_HALIDE_VERSION,
-                                 other.empty() ? "" : fmt::format("; {} recorded on other targets or Halide versions, "
-                                                                  "not applied (e.g. {}, Halide {})",
-                                                                  other.size(), other[0]->target,
-                                                                  other[0]->halide_version));
-    }
+    // A line per workload where records exist for this target but none for the workload (run_bench says
+    // once when none at all is for this target).
+    if (records && !sel.quiet && !sel.heuristics_only && records->for_target(record_target(dev), BLOCKFUSE_HALIDE_VERSION) &&
+        !std::any_of(out.begin(), out.end(), [](const ChosenKernel &c) { return c.source == "tuning record"; }))
+        std::cout << fmt::format("tuning records: NONE for {} on {} (Halide {})\n", canonical_key(key), record_target(dev),
+                                 BLOCKFUSE_HALIDE_VERSION);
     if (!sel.only.empty()) {
         std::vector<ChosenKernel> kept;
         for (const auto &c : out)
@@ -299,9 +220,12 @@ std::vector<ChosenKernel> choose_kernels(const std::string &key, Device dev, con
 
 std::vector<Candidate> build_candidates(const SuiteEntry &entry, const std::vector<ChosenKernel> &kernels,
                                         std::mt19937_64 &rng) {
-    if (is_block_key(entry.key)) return block_candidates_for(entry.name, parse_block(entry.key), kernels, rng);
-    if (is_stem_key(entry.key)) return stem_candidates_for(entry.name, parse_stem(entry.key), kernels, rng);
-    return conv2d_candidates_for(entry.name, parse_conv2d(entry.key), kernels, rng);
+    auto shared = std::make_shared<SharedData>();
+    shared->op = parse_op(entry.key);
+    shared->rng = &rng;
+    std::vector<Candidate> out;
+    for (size_t i = 0; i < kernels.size(); ++i) out.push_back(make_candidate(entry.name, shared, kernels[i], i == 0));
+    return out;
 }
 
 namespace {
@@ -338,8 +262,9 @@ nlohmann::json results_document(const nlohmann::json &ctx, const std::vector<Row
         arr.push_back({{"workload", r.workload}, {"key", r.key}, {"strategy", r.strategy}, {"variant", r.variant},
                        {"default", r.is_default},
                        {"device", device_name(dev)}, {"dtype", r.dtype}, {"n", w.n}, {"h", w.h}, {"w", w.w},
-                       {"c", w.c}, {"k", w.k}, {"r", w.r}, {"s", w.s}, {"stride_h", w.stride_h},
-                       {"stride_w", w.stride_w}, {"dil_h", w.dil_h}, {"dil_w", w.dil_w}, {"groups", w.groups},
+                       {"d", w.d}, {"c", w.c}, {"k", w.k}, {"t", w.t}, {"r", w.r}, {"s", w.s},
+                       {"stride_d", w.stride_d}, {"stride_h", w.stride_h}, {"stride_w", w.stride_w},
+                       {"dil_h", w.dil_h}, {"dil_w", w.dil_w}, {"groups", w.groups},
                        {"flops", r.flops}, {"bytes", r.bytes},
                        {"flops_per_byte", r.flops / r.bytes}, {"runtime_ms", r.median_ms}, {"min_ms", r.min_ms},
                        {"max_ms", r.max_ms}, {"host_ms", r.host_ms}, {"samples", r.samples}, {"gbps", gbps},
@@ -453,6 +378,13 @@ int run_bench(const BenchOptions &opt) {
     Device dev = opt.model_only && opt.device == "cuda" ? Device::cuda : pick_device(opt.device, &why);
     if (opt.model_only) why = "--model-only: the candidates of this device's kernels, nothing runs";
     std::cout << "device: " << device_name(dev) << " -- " << why << "\n";
+    if (records && !records->for_target(record_target(dev), BLOCKFUSE_HALIDE_VERSION))
+        std::cout << fmt::format("tuning records: none of the {} in {} is for {} with Halide {}: every kernel comes from "
+                                 "the variant data or the shape heuristics\n",
+                                 records->records.size(),
+                                 records->paths.empty() ? std::string("(no file)") : records->paths.front() +
+                                     (records->paths.size() > 1 ? " ..." : ""),
+                                 record_target(dev), BLOCKFUSE_HALIDE_VERSION);
     install_halide_error_handler();
     halide_reuse_device_allocations(nullptr, true);  // layer-by-layer intermediates: no cudaMalloc per call
     nlohmann::json ctx = run_context(opt.command_line);

@@ -2,6 +2,7 @@
 // float64 reference before it is timed, interleaved timing, results as JSON + CSV.
 #pragma once
 #include "runtime/dispatch.h"
+#include "runtime/op.h"
 #include "runtime/tuning_records.h"
 #include "runtime/block.h"
 #include "runtime/kernel_registry.h"
@@ -35,12 +36,6 @@ struct BenchOptions {
     bool heuristics_only = false;       // every pick from the shape heuristics (no records, no data defaults)
     std::string record_to;              // append every measured kernel here as a tuning record
     std::string command_line;
-};
-
-// Problem columns of a row (CUTLASS-profiler style); for blocks: k = output channels,
-// r = s = the block's spatial kernel, groups = hidden width.
-struct Problem {
-    int n = 0, h = 0, w = 0, c = 0, k = 0, r = 0, s = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, groups = 1;
 };
 
 struct Row {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace blockfuse {
@@ -472,5 +473,90 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
     }
     return out;
 }
+
+}  // namespace blockfuse
+
+namespace blockfuse {
+namespace {
+
+// Above this many MACs the float64 reference (every layer over the whole tensor, one thread) would
+// take minutes: such blocks are checked on the same configuration at n=1, the same code path.
+constexpr double kCheckMacs = 2e8;
+
+class BlockData : public OpData {
+public:
+    BlockData(const BlockWorkload &w, std::mt19937_64 &rng, std::string note) : w_(w), note_(std::move(note)) {
+        inputs_ = std::make_shared<BlockTensors>(make_block_tensors(w));
+        randomize(*inputs_, w, rng);
+        t_ = *inputs_;
+        ref_ = std::make_shared<std::optional<BlockReference>>();
+    }
+    void run(const KernelVariant &v) override { run_block(v, w_, t_); }
+    Comparison check() override {
+        if (!*ref_) *ref_ = block_reference(w_, t_);
+        return compare_to_reference(w_, t_, **ref_);
+    }
+    std::unique_ptr<OpData> with_fresh_output() const override {
+        auto d = std::make_unique<BlockData>(*this);
+        d->t_ = with_own_output(*inputs_, w_.dtype);
+        return d;
+    }
+    std::string check_note() const override { return note_; }
+
+private:
+    BlockWorkload w_;
+    std::string note_;
+    std::shared_ptr<BlockTensors> inputs_;
+    BlockTensors t_;
+    std::shared_ptr<std::optional<BlockReference>> ref_;  // one reference for every kernel on these inputs
+};
+
+class BlockOp : public Op {
+public:
+    explicit BlockOp(const BlockWorkload &w) : w_(w) {}
+    std::string key() const override { return to_key(w_); }
+    std::string generator() const override { return "block"; }
+    DType dtype() const override { return w_.dtype; }
+    std::vector<std::string> strategies() const override {
+        if (w_.blocks > 1) return {"layer_by_layer", "fused", "depth_first"};
+        return {"layer_by_layer", "fused"};
+    }
+    ScheduleChoice heuristic(const std::string &s, Device d) const override { return block_heuristic(w_, s, d); }
+    KernelVariant kernel_for(const std::string &st, Device d, const ScheduleChoice &s) const override {
+        return block_kernel_for(w_, st, d, s);
+    }
+    std::vector<const KernelVariant *> named_variants(Device d) const override { return block_candidates(w_, d); }
+    std::vector<KernelCost> costs(const KernelVariant &v) const override {
+        return block_costs(w_, v.param("strategy"), v.knob("tile_x"), v.knob("tile_y"));
+    }
+    Problem problem() const override {
+        Problem p;
+        p.n = w_.n, p.h = w_.h, p.w = w_.w, p.c = w_.c, p.k = w_.c, p.r = p.s = w_.k;
+        p.stride_h = p.stride_w = w_.stride, p.groups = w_.c * w_.e;
+        return p;
+    }
+    std::unique_ptr<OpData> data(std::mt19937_64 &rng) const override {
+        return std::make_unique<BlockData>(w_, rng, "");
+    }
+    std::unique_ptr<OpData> check_data(std::mt19937_64 &rng) const override {
+        double macs = 0;
+        for (const auto &l : w_.layers()) macs += w_.blocks * conv2d_flops(l) / 2;
+        if (macs <= kCheckMacs || w_.n == 1) return data(rng);
+        BlockWorkload small = w_;
+        small.n = 1;
+        return std::make_unique<BlockData>(small, rng, "at n=1 (the same kernel; the float64 reference of n=" +
+                                                           std::to_string(w_.n) + " would take minutes)");
+    }
+    std::string strategy_note(const std::string &s) const override {
+        return w_.se && s == "fused" ? " [split at SE: tile sums, then the block with the gate]" : "";
+    }
+
+private:
+    BlockWorkload w_;
+};
+
+}  // namespace
+
+std::unique_ptr<Op> block_op(const std::string &key) { return std::make_unique<BlockOp>(parse_block(key)); }
 
 }  // namespace blockfuse

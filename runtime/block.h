@@ -8,6 +8,7 @@
 #pragma once
 #include "generators/block_spec.h"
 #include "runtime/conv2d.h"
+#include "runtime/cost.h"
 #include "runtime/reference.h"
 #include <random>
 #include <string>
@@ -31,6 +32,8 @@ struct BlockWorkload {
 };
 
 bool is_block_key(const std::string &key);
+// The block families (single blocks and stages) behind the Op interface (runtime/op.h).
+std::unique_ptr<Op> block_op(const std::string &key);
 BlockWorkload parse_block(const std::string &key);  // throws WorkloadError
 std::string to_key(const BlockWorkload &w);
 
@@ -77,20 +80,6 @@ Comparison compare_to_reference(const BlockWorkload &w, BlockTensors &t, const B
 // fused: per block, block input, its weights, block output once; depth_first: one kernel for the
 // stage, stage input, all weights, stage output once; its halo recompute is not counted, the
 // bench README reports it beside).
-struct KernelCost {
-    std::string name;
-    double flops = 0, bytes = 0;
-    // Tensors counted in `bytes` that an earlier kernel of the same run wrote or read (their sizes,
-    // each read once). The tensor machine charges them to DRAM; on a GPU whose L2 still holds such
-    // a tensor they come from the L2 (bench/ncu_compare.py's L2-aware column).
-    std::vector<double> rereads;
-    // The flops the kernel executes, recomputation included (< 0: the same as `flops`; NaN: not
-    // modelled). The tensor machine counts each op once (`flops`); a fused tile recomputes its hidden
-    // layers on the halo the later layers need, and a split at Squeeze-Excitation recomputes the
-    // layers before it.
-    double executed_flops = -1;
-    double executed() const { return executed_flops < 0 ? flops : executed_flops; }
-};
 // tile_x, tile_y: the fused variant's output tile (the SE split keeps partial sums per tile).
 std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy, int tile_x = 8, int tile_y = 4);
 

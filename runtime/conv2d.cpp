@@ -1,4 +1,5 @@
 #include "runtime/conv2d.h"
+#include "runtime/check.h"
 #include "runtime/cuda_driver.h"
 #include "schedules/conv2d_knobs.h"
 #include "schedules/heuristics.h"
@@ -212,5 +213,74 @@ double conv2d_bytes(const Conv2dWorkload &w, const KernelVariant *v) {
     double out = double(w.n) * w.k * w.out_h() * w.out_w();
     return e * (in + out) + ew * wt + (w.bias ? 4.0 * w.k : 0.0);
 }
+
+}  // namespace blockfuse
+
+namespace blockfuse {
+namespace {
+
+// conv2d outputs are compared at every point where the float64 reference stays under ~2e8 MACs, else at
+// 4096 sampled points (every output is still scanned for being written).
+constexpr double kFullCheckMacs = 2e8;
+constexpr size_t kSampledPoints = 4096;
+
+class Conv2dData : public OpData {
+public:
+    Conv2dData(const Conv2dWorkload &w, std::mt19937_64 &rng) : w_(w), rng_(rng()) {
+        inputs_ = std::make_shared<Conv2dTensors>(make_conv2d_tensors(w));
+        randomize(*inputs_, w, rng_);
+        t_ = *inputs_;
+    }
+    void run(const KernelVariant &v) override { run_conv2d(v, w_, t_); }
+    Comparison check() override { return check_conv2d(w_, t_, full() ? size_t(1) << 40 : kSampledPoints, rng_); }
+    std::unique_ptr<OpData> with_fresh_output() const override {
+        auto d = std::make_unique<Conv2dData>(*this);
+        d->t_ = with_own_output(*inputs_, w_.dtype);
+        return d;
+    }
+    std::string check_note() const override {
+        return full() ? "" : "at " + std::to_string(kSampledPoints) + " sampled outputs, every output scanned for NaN";
+    }
+
+private:
+    bool full() const {
+        return conv2d_flops(w_) / 2 <= kFullCheckMacs;
+    }
+    Conv2dWorkload w_;
+    std::mt19937_64 rng_;
+    std::shared_ptr<Conv2dTensors> inputs_;
+    Conv2dTensors t_;
+};
+
+class Conv2dOp : public Op {
+public:
+    explicit Conv2dOp(const Conv2dWorkload &w) : w_(w) {}
+    std::string key() const override { return to_key(w_); }
+    std::string generator() const override { return "conv2d"; }
+    DType dtype() const override { return w_.dtype; }
+    std::vector<std::string> strategies() const override { return {"direct"}; }
+    ScheduleChoice heuristic(const std::string &, Device d) const override { return conv2d_heuristic(w_, d); }
+    KernelVariant kernel_for(const std::string &, Device d, const ScheduleChoice &s) const override {
+        return conv2d_kernel_for(w_, d, s);
+    }
+    std::vector<const KernelVariant *> named_variants(Device d) const override { return conv2d_candidates(w_, d); }
+    std::vector<KernelCost> costs(const KernelVariant &v) const override {
+        return {{v.name, conv2d_flops(w_), conv2d_bytes(w_, &v)}};
+    }
+    Problem problem() const override {
+        Problem p;
+        p.n = w_.n, p.h = w_.h, p.w = w_.w, p.c = w_.c, p.k = w_.k, p.r = w_.r, p.s = w_.s;
+        p.stride_h = w_.stride_h, p.stride_w = w_.stride_w, p.dil_h = w_.dil_h, p.dil_w = w_.dil_w, p.groups = w_.groups;
+        return p;
+    }
+    std::unique_ptr<OpData> data(std::mt19937_64 &rng) const override { return std::make_unique<Conv2dData>(w_, rng); }
+
+private:
+    Conv2dWorkload w_;
+};
+
+}  // namespace
+
+std::unique_ptr<Op> conv2d_op(const std::string &key) { return std::make_unique<Conv2dOp>(parse_conv2d(key)); }
 
 }  // namespace blockfuse

@@ -2,6 +2,7 @@
 // launch against the device, calling it, and the tensor-machine accounting.
 #pragma once
 #include "runtime/kernel_registry.h"
+#include "runtime/op.h"
 #include "runtime/tensor.h"
 #include "runtime/workload.h"
 #include <random>
@@ -71,6 +72,9 @@ void run_conv2d(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &
 double conv2d_flops(const Conv2dWorkload &w);
 // Compulsory bytes; a variant that takes f32 weights reads 4-byte weights.
 double conv2d_bytes(const Conv2dWorkload &w, const KernelVariant *v = nullptr);
+
+// The conv2d family behind the Op interface (runtime/op.h).
+std::unique_ptr<Op> conv2d_op(const std::string &key);
 
 // Routes Halide runtime errors into KernelError messages (call once at start-up).
 void install_halide_error_handler();

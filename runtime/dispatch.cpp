@@ -1,43 +1,15 @@
 #include "runtime/dispatch.h"
 #include "build_info.h"
-#include "runtime/block.h"
-#include "runtime/stem.h"
+#include "runtime/op.h"
 #include "schedules/heuristics.h"
 #include <algorithm>
 
 namespace blockfuse {
 
-std::string workload_family(const std::string &key) {
-    if (is_block_key(key)) return "block";
-    if (is_stem_key(key)) return "stem";
-    return "conv2d";
-}
-
-std::string canonical_key(const std::string &key) {
-    if (is_block_key(key)) return to_key(parse_block(key));
-    if (is_stem_key(key)) return to_key(parse_stem(key));
-    return to_key(parse_conv2d(key));
-}
-
-DType workload_dtype(const std::string &key) {
-    if (is_block_key(key)) return parse_block(key).dtype;
-    if (is_stem_key(key)) return parse_stem(key).dtype;
-    return parse_conv2d(key).dtype;
-}
-
-std::vector<std::string> strategies_of(const std::string &key) {
-    if (is_block_key(key)) {
-        const BlockWorkload w = parse_block(key);
-        if (w.blocks > 1) return {"layer_by_layer", "fused", "depth_first"};
-        return {"layer_by_layer", "fused"};
-    }
-    if (is_stem_key(key)) {
-        parse_stem(key);
-        return {"layer_by_layer", "depth_first"};
-    }
-    parse_conv2d(key);
-    return {"direct"};
-}
+std::string workload_family(const std::string &key) { return parse_op(key)->generator(); }
+std::string canonical_key(const std::string &key) { return parse_op(key)->key(); }
+DType workload_dtype(const std::string &key) { return parse_op(key)->dtype(); }
+std::vector<std::string> strategies_of(const std::string &key) { return parse_op(key)->strategies(); }
 
 std::string strategy_of(const KernelVariant &v) {
     const std::string s = v.param("strategy");
@@ -56,29 +28,18 @@ void require_strategy(const std::string &key, const std::string &strategy) {
 }
 
 ScheduleChoice heuristic(const std::string &key, const std::string &strategy, Device device) {
-    if (is_block_key(key)) return block_heuristic(parse_block(key), strategy, device);
-    if (is_stem_key(key)) return stem_heuristic(parse_stem(key), strategy, device);
-    return conv2d_heuristic(parse_conv2d(key), device);
+    return parse_op(key)->heuristic(strategy, device);
 }
 
 KernelVariant generated(const std::string &key, const std::string &strategy, Device device, const ScheduleChoice &s) {
-    if (is_block_key(key)) return block_kernel_for(parse_block(key), strategy, device, s);
-    if (is_stem_key(key)) return stem_kernel_for(parse_stem(key), strategy, device, s);
-    return conv2d_kernel_for(parse_conv2d(key), device, s);
+    return parse_op(key)->kernel_for(strategy, device, s);
 }
 
 }  // namespace
 
 std::vector<const KernelVariant *> data_variants_for(const std::string &key, const std::string &strategy,
                                                      Device device) {
-    std::vector<const KernelVariant *> all;
-    if (is_block_key(key)) {
-        all = block_candidates(parse_block(key), device);
-    } else if (is_stem_key(key)) {
-        all = stem_candidates(parse_stem(key), device);
-    } else {
-        all = conv2d_candidates(parse_conv2d(key), device);
-    }
+    const std::vector<const KernelVariant *> all = parse_op(key)->named_variants(device);
     std::vector<const KernelVariant *> out;
     for (const KernelVariant *v : all)
         if (strategy_of(*v) == strategy) out.push_back(v);

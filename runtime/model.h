@@ -1,7 +1,7 @@
 // The performance model of A. Lavin, "On the Efficiency of Convolutional Neural Networks" (2024), as the
 // harness prints it beside each measured time (bench/model.py holds the same equations for the reports).
 #pragma once
-#include "runtime/block.h"
+#include "runtime/cost.h"
 #include <algorithm>
 #include <vector>
 

@@ -61,6 +61,7 @@ std::string Comparison::summary() const {
     s << elements << " elements, " << unwritten << " unwritten/non-finite, " << violations
       << " beyond tolerance, worst err/tol " << max_err_over_tol << " (out " << worst_out << " vs ref "
       << worst_ref << " at " << worst << "), rel L2 " << rel_l2;
+    if (!note.empty()) s << "; " << note;
     return s.str();
 }
 

@@ -26,6 +26,7 @@ struct Comparison {
     double rel_l2 = 0;            // ||out-ref|| / ||ref||
     size_t worst = 0;
     double worst_out = 0, worst_ref = 0;
+    std::string note;  // what was compared where not every output of the workload as given
     bool ok() const { return unwritten == 0 && violations == 0; }
     std::string summary() const;
 };

@@ -174,3 +174,57 @@ std::vector<KernelCost> stem_costs(const StemWorkload &w, const std::string &str
 }
 
 }  // namespace blockfuse
+
+namespace blockfuse {
+namespace {
+
+class StemData : public OpData {
+public:
+    StemData(const StemWorkload &w, std::mt19937_64 &rng) : w_(w) {
+        inputs_ = std::make_shared<StemTensors>(make_stem_tensors(w));
+        randomize(*inputs_, w, rng);
+        t_ = *inputs_;
+    }
+    void run(const KernelVariant &v) override { run_stem(v, w_, t_); }
+    Comparison check() override { return check_stem(w_, t_); }
+    std::unique_ptr<OpData> with_fresh_output() const override {
+        auto d = std::make_unique<StemData>(*this);
+        d->t_ = with_own_output(*inputs_, w_.dtype);
+        return d;
+    }
+
+private:
+    StemWorkload w_;
+    std::shared_ptr<StemTensors> inputs_;
+    StemTensors t_;
+};
+
+class StemOp : public Op {
+public:
+    explicit StemOp(const StemWorkload &w) : w_(w) {}
+    std::string key() const override { return to_key(w_); }
+    std::string generator() const override { return "stem"; }
+    DType dtype() const override { return w_.dtype; }
+    std::vector<std::string> strategies() const override { return {"layer_by_layer", "depth_first"}; }
+    ScheduleChoice heuristic(const std::string &s, Device d) const override { return stem_heuristic(w_, s, d); }
+    KernelVariant kernel_for(const std::string &st, Device d, const ScheduleChoice &s) const override {
+        return stem_kernel_for(w_, st, d, s);
+    }
+    std::vector<const KernelVariant *> named_variants(Device d) const override { return stem_candidates(w_, d); }
+    std::vector<KernelCost> costs(const KernelVariant &v) const override { return stem_costs(w_, v.param("strategy")); }
+    Problem problem() const override {
+        Problem p;
+        p.n = w_.n, p.h = w_.h, p.w = w_.w, p.c = w_.c, p.k = w_.k, p.r = p.s = 3, p.stride_h = p.stride_w = 2;
+        return p;
+    }
+    std::unique_ptr<OpData> data(std::mt19937_64 &rng) const override { return std::make_unique<StemData>(w_, rng); }
+
+private:
+    StemWorkload w_;
+};
+
+}  // namespace
+
+std::unique_ptr<Op> stem_op(const std::string &key) { return std::make_unique<StemOp>(parse_stem(key)); }
+
+}  // namespace blockfuse

@@ -14,6 +14,8 @@ struct StemWorkload {
 };
 
 bool is_stem_key(const std::string &key);
+// The stem behind the Op interface (runtime/op.h).
+std::unique_ptr<Op> stem_op(const std::string &key);
 StemWorkload parse_stem(const std::string &key);  // throws WorkloadError
 std::string to_key(const StemWorkload &w);
 

@@ -95,6 +95,12 @@ const TuningRecord *TuningRecords::best(const std::string &workload, const std::
     return b;
 }
 
+size_t TuningRecords::for_target(const std::string &target, const std::string &halide_version) const {
+    return size_t(std::count_if(records.begin(), records.end(), [&](const TuningRecord &r) {
+        return r.target == target && r.halide_version == halide_version;
+    }));
+}
+
 std::vector<const TuningRecord *> TuningRecords::elsewhere(const std::string &workload, const std::string &target,
                                                           const std::string &halide_version) const {
     std::vector<const TuningRecord *> out;

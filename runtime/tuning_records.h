@@ -42,6 +42,8 @@ struct TuningRecords {
     // The fastest passing record for (canonical key, strategy; empty: any) on `target` with `halide_version`.
     const TuningRecord *best(const std::string &workload, const std::string &strategy, const std::string &target,
                              const std::string &halide_version) const;
+    // How many records are for this target and Halide version.
+    size_t for_target(const std::string &target, const std::string &halide_version) const;
     // Records of the workload that do not apply here (another target or Halide version): for the line
     // that says so.
     std::vector<const TuningRecord *> elsewhere(const std::string &workload, const std::string &target,

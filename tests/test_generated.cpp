@@ -7,6 +7,7 @@
 //   BLOCKFUSE_TEST_FILL_ONLY=1  only generate the kernels into the cache (a machine with Halide, for a GPU
 //                           host without it: fill, carry the cache, run there with the same seed)
 #define CATCH_CONFIG_RUNNER
+#include "runtime/conv2d.h"
 #include "runtime/cuda_driver.h"
 #include "tests/check_kernel.h"
 #include "tests/random_shapes.h"

@@ -1,0 +1,14 @@
+#include "runtime/op.h"
+#include "runtime/block.h"
+#include "runtime/stem.h"
+
+namespace blockfuse {
+
+// One line per family; conv2d last: its parser names a key of no family ("family 'x' ...").
+std::unique_ptr<Op> parse_op(const std::string &key) {
+    if (is_block_key(key)) return block_op(key);
+    if (is_stem_key(key)) return stem_op(key);
+    return conv2d_op(key);
+}
+
+}  // namespace blockfuse
