@@ -483,31 +483,20 @@ namespace {
 // take minutes: such blocks are checked on the same configuration at n=1, the same code path.
 constexpr double kCheckMacs = 2e8;
 
-class BlockData : public OpData {
+class BlockData : public TensorOpData<BlockData, BlockWorkload, BlockTensors> {
 public:
-    BlockData(const BlockWorkload &w, std::mt19937_64 &rng, std::string note) : w_(w), note_(std::move(note)) {
-        inputs_ = std::make_shared<BlockTensors>(make_block_tensors(w));
-        randomize(*inputs_, w, rng);
-        t_ = *inputs_;
-        ref_ = std::make_shared<std::optional<BlockReference>>();
-    }
+    BlockData(const BlockWorkload &w, std::mt19937_64 &rng, std::string note)
+        : TensorOpData(w, rng, make_block_tensors), note_(std::move(note)),
+          ref_(std::make_shared<std::optional<BlockReference>>()) {}
     void run(const KernelVariant &v) override { run_block(v, w_, t_); }
     Comparison check() override {
         if (!*ref_) *ref_ = block_reference(w_, t_);
         return compare_to_reference(w_, t_, **ref_);
     }
-    std::unique_ptr<OpData> with_fresh_output() const override {
-        auto d = std::make_unique<BlockData>(*this);
-        d->t_ = with_own_output(*inputs_, w_.dtype);
-        return d;
-    }
     std::string check_note() const override { return note_; }
 
 private:
-    BlockWorkload w_;
     std::string note_;
-    std::shared_ptr<BlockTensors> inputs_;
-    BlockTensors t_;
     std::shared_ptr<std::optional<BlockReference>> ref_;  // one reference for every kernel on these inputs
 };
 

@@ -224,20 +224,11 @@ namespace {
 constexpr double kFullCheckMacs = 2e8;
 constexpr size_t kSampledPoints = 4096;
 
-class Conv2dData : public OpData {
+class Conv2dData : public TensorOpData<Conv2dData, Conv2dWorkload, Conv2dTensors> {
 public:
-    Conv2dData(const Conv2dWorkload &w, std::mt19937_64 &rng) : w_(w), rng_(rng()) {
-        inputs_ = std::make_shared<Conv2dTensors>(make_conv2d_tensors(w));
-        randomize(*inputs_, w, rng_);
-        t_ = *inputs_;
-    }
+    Conv2dData(const Conv2dWorkload &w, std::mt19937_64 &rng) : TensorOpData(w, rng, make_conv2d_tensors), rng_(rng()) {}
     void run(const KernelVariant &v) override { run_conv2d(v, w_, t_); }
     Comparison check() override { return check_conv2d(w_, t_, full() ? size_t(1) << 40 : kSampledPoints, rng_); }
-    std::unique_ptr<OpData> with_fresh_output() const override {
-        auto d = std::make_unique<Conv2dData>(*this);
-        d->t_ = with_own_output(*inputs_, w_.dtype);
-        return d;
-    }
     std::string check_note() const override {
         return full() ? "" : "at " + std::to_string(kSampledPoints) + " sampled outputs, every output scanned for NaN";
     }
@@ -246,10 +237,7 @@ private:
     bool full() const {
         return conv2d_flops(w_) / 2 <= kFullCheckMacs;
     }
-    Conv2dWorkload w_;
-    std::mt19937_64 rng_;
-    std::shared_ptr<Conv2dTensors> inputs_;
-    Conv2dTensors t_;
+    std::mt19937_64 rng_;  // the sampled check's points
 };
 
 class Conv2dOp : public Op {

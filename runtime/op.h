@@ -6,6 +6,7 @@
 #include "runtime/cost.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/reference.h"
+#include "runtime/tensor.h"
 #include <memory>
 #include <random>
 #include <string>
@@ -33,6 +34,28 @@ public:
     virtual std::unique_ptr<OpData> with_fresh_output() const = 0;
     // What check() compares, e.g. "all 4096 outputs" or "at n=1 (the reference of n=128 is too slow)".
     virtual std::string check_note() const { return ""; }
+};
+
+// The common part of a family's data: the tensors (inputs randomized once and shared by every copy, an
+// output of each copy's own, poisoned) for a workload W. Derived: the family's OpData.
+template <class Derived, class W, class Tensors>
+class TensorOpData : public OpData {
+public:
+    TensorOpData(const W &w, std::mt19937_64 &rng, Tensors (*make)(const W &)) : w_(w) {
+        inputs_ = std::make_shared<Tensors>(make(w));
+        randomize(*inputs_, w, rng);
+        t_ = *inputs_;
+    }
+    std::unique_ptr<OpData> with_fresh_output() const override {
+        auto d = std::make_unique<Derived>(static_cast<const Derived &>(*this));
+        d->t_ = with_own_output(*inputs_, w_.dtype);
+        return d;
+    }
+
+protected:
+    W w_;
+    std::shared_ptr<Tensors> inputs_;
+    Tensors t_;
 };
 
 class Op {

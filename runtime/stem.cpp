@@ -178,25 +178,11 @@ std::vector<KernelCost> stem_costs(const StemWorkload &w, const std::string &str
 namespace blockfuse {
 namespace {
 
-class StemData : public OpData {
+class StemData : public TensorOpData<StemData, StemWorkload, StemTensors> {
 public:
-    StemData(const StemWorkload &w, std::mt19937_64 &rng) : w_(w) {
-        inputs_ = std::make_shared<StemTensors>(make_stem_tensors(w));
-        randomize(*inputs_, w, rng);
-        t_ = *inputs_;
-    }
+    StemData(const StemWorkload &w, std::mt19937_64 &rng) : TensorOpData(w, rng, make_stem_tensors) {}
     void run(const KernelVariant &v) override { run_stem(v, w_, t_); }
     Comparison check() override { return check_stem(w_, t_); }
-    std::unique_ptr<OpData> with_fresh_output() const override {
-        auto d = std::make_unique<StemData>(*this);
-        d->t_ = with_own_output(*inputs_, w_.dtype);
-        return d;
-    }
-
-private:
-    StemWorkload w_;
-    std::shared_ptr<StemTensors> inputs_;
-    StemTensors t_;
 };
 
 class StemOp : public Op {
