@@ -13,8 +13,9 @@
 #   bench NAME [blockfuse bench args...]          the harness; results in NAME/results.{json,csv}
 #   torch NAME SUITE [pytorch_baseline.py args...] PyTorch eager and torch.compile on a suite file
 #   merge NAME BENCH TORCH               our results beside PyTorch's (bench/merge_results.py)
-# Each step is limited to $STEP_LIMIT seconds (default 300) and prints its exit status; a failing step
-# does not stop the recipe (its log says why), the runner's exit status counts the failures.
+# Each step is limited to $STEP_LIMIT seconds (default 300) and to what is left of $BUDGET (default 540 s
+# for the whole recipe: the archive is always written), and prints its exit status; a failing step does
+# not stop the recipe (its log says why), the runner's exit status counts the failed and skipped steps.
 set -uo pipefail
 recipe="${1:?usage: OUT=DIR bench/gpu_host.sh RECIPE}"
 file="bench/recipes/$recipe.txt"
@@ -26,7 +27,7 @@ carry=.carry
 export BLOCKFUSE_KERNEL_CACHE="$PWD/$carry/cache" BLOCKFUSE_PREBUILT_DIR="$PWD/$carry/kernels" PYTHONUNBUFFERED=1
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /opt/nvidia/*/compute-sanitizer/compute-sanitizer \
       2>/dev/null | head -1)
-limit="${STEP_LIMIT:-300}"
+budget="${BUDGET:-540}"
 failed=0
 
 env_words() {  # how many leading VAR=value words
@@ -38,7 +39,13 @@ env_words() {  # how many leading VAR=value words
 step() {
     local kind="$1" name="$2"; shift 2
     local log="$out/$name.txt" rc
-    local t0=$SECONDS
+    local t0=$SECONDS limit=$((budget - SECONDS))
+    [ "$limit" -gt "${STEP_LIMIT:-300}" ] && limit="${STEP_LIMIT:-300}"
+    if [ "$limit" -lt 5 ]; then
+        echo "== $kind $name: skipped, the recipe's budget of $budget s is spent"
+        failed=$((failed + 1))
+        return
+    fi
     case "$kind" in
         context) bash bench/gpu_context.sh > "$log" 2>&1 ;;
         test | sanitize)
