@@ -437,7 +437,9 @@ int run_bench(const BenchOptions &opt) {
     sel.only = opt.only;
     sel.heuristics_only = opt.heuristics_only;
     std::unique_ptr<L2ReadEvictor> evictor;  // --single-run on CUDA
+    std::string fatal;  // an error outside a candidate (a CUDA context a kernel left unusable): the run stops
     for (const auto &entry : work) {
+      try {
         std::vector<ChosenKernel> kernels = choose_kernels(entry.key, dev, sel, records ? &*records : nullptr);
         if (kernels.empty()) {  // every kernel filtered out by --variant: the workload did not run
             ++not_run;
@@ -509,6 +511,21 @@ int run_bench(const BenchOptions &opt) {
             r.host_ms = stats[i].host_median_ms;
             r.samples = stats[i].samples();
         }
+      } catch (const KernelError &) {
+        throw;
+      } catch (const WorkloadError &) {
+        throw;
+      } catch (const std::exception &e) {
+        fatal = entry.name + ": " + e.what();
+        std::cout << "error: " << fatal << " -- the run stops here; the rows so far are written\n";
+        for (Row &r : rows)
+            if (r.key == canonical_key(entry.key) && r.ok && r.samples == 0) {
+                r.ok = false;
+                r.check = "not timed: " + fatal;
+            }
+        ++failures;
+        break;
+      }
     }
 
     if (opt.model_only) {

@@ -144,40 +144,47 @@ inline void grow_through_layers(const BlockSpec &b, long long &rx, long long &ry
 }
 
 // Shared memory of the fused GPU schedule, per thread block (the launch checker's estimate): the
-// f32 output accumulator tile, each hidden layer's chunk on its region (the tile grown by the
-// halos of the spatial layers after it), each full-width layer (and LayerNorm) on its region.
+// f32 output accumulator tile, each hidden layer's chunk on its region (the tile grown by the halos of
+// the spatial layers after it), each full-width layer (and LayerNorm) on its region.
 // blocks > 1 (depth-first stage): the same for every block on its region (the tile grown by the
 // halos of the blocks after it), plus the output of every block but the last; the sum, as if no
 // allocation were reused. stage_weights: plus the f32 chunk of weights of the last block's chunked layers
 // (2: and the whole weights of its full-width layers).
 // stage_padded: the hidden chunks padded_view_stageable() allows are f32.
+// Every shared allocation's innermost dimension is padded to 8 elements (schedules/gpu_mapping.h).
+inline long long shared_pad8(long long n) { return (n + 7) / 8 * 8; }
 inline long long fused_block_shared_bytes(const BlockSpec &b, int tile_x, int tile_y, int chunk, int elem_bytes,
                                           int blocks = 1, int stage_weights = 0, bool stage_padded = false) {
     const int ch = effective_chunk(b.hidden, chunk);
+    const long long cout = shared_pad8(b.cout);
     long long bytes = 0, bx = tile_x, by = tile_y;  // region of the current block's output
     for (int blk = blocks - 1; blk >= 0; --blk) {
-        bytes += 4LL * b.cout * bx * by;                                        // accumulator
-        if (blk + 1 < blocks) bytes += 1LL * b.cout * bx * by * elem_bytes;     // block output
+        bytes += 4LL * cout * bx * by;                                        // accumulator
+        if (blk + 1 < blocks) bytes += cout * bx * by * elem_bytes;           // block output
         for (size_t i = 0; i + 1 < b.layers.size(); ++i) {
             long long rx = bx, ry = by;  // region of layer i's output the block needs
             grow_through_layers(b, rx, ry, i + 1);
             const LayerSpec &L = b.layers[i];
             const int bytes_per = stage_padded && padded_view_stageable(b, i) ? 4 : elem_bytes;
-            bytes += (L.hidden ? ch : L.out_ch) * rx * ry * bytes_per;
-            if (L.norm_after) bytes += L.out_ch * rx * ry * elem_bytes + 2 * 4 * rx * ry;  // normed + mean, rstd
+            bytes += shared_pad8(L.hidden ? ch : L.out_ch) * rx * ry * bytes_per;
+            if (L.norm_after)  // normed, then the mean and reciprocal deviation per pixel (x innermost)
+                bytes += shared_pad8(L.out_ch) * rx * ry * elem_bytes + 2 * 4 * shared_pad8(rx) * ry;
         }
         grow_through_layers(b, bx, by);
     }
     // Squeeze-Excitation: the block's mean, reduce and gate; and, counted on top though they live in the other kernel
     // (which holds the same hidden chunks and fewer weights), the partial-sum kernel's column and tile sums.
-    if (b.has_se()) bytes += 4LL * (2 * b.layers[b.se_after].out_ch + b.se_ch) + 4LL * (chunk * tile_x + b.layers[b.se_after].out_ch);
+    if (b.has_se()) {
+        const long long e = shared_pad8(b.layers[b.se_after].out_ch);
+        bytes += 4LL * (2 * e + shared_pad8(b.se_ch)) + 4LL * (shared_pad8(chunk) * tile_x + e);
+    }
     if (stage_weights) {  // the last block's chunk of weights of every chunked layer, f32 (2: every layer's)
         for (size_t i = 0; i < b.layers.size(); ++i) {
             if (!chunked_layer(b, i) && stage_weights < 2) continue;
             const LayerSpec &L = b.layers[i];
             const bool last = i + 1 == b.layers.size();
             const long long k = L.hidden ? ch : L.out_ch, cg = last ? ch : L.in_ch / L.groups;
-            bytes += 4LL * k * cg * L.ks * L.ks;
+            bytes += 4LL * shared_pad8(k) * cg * L.ks * L.ks;
         }
     }
     return bytes;

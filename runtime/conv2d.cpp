@@ -9,11 +9,6 @@
 
 namespace blockfuse {
 namespace {
-thread_local std::string g_last_halide_error;
-void halide_error_to_string(void *, const char *msg) {
-    g_last_halide_error = msg;
-    while (!g_last_halide_error.empty() && g_last_halide_error.back() == '\n') g_last_halide_error.pop_back();
-}
 const char *kind_name(ConvKindTag k) {
     switch (k) {
     case ConvKindTag::general: return "general";
@@ -35,13 +30,6 @@ LaunchLimits launch_limits(Device device) {
     return l;
 }
 
-void install_halide_error_handler() { halide_set_error_handler(&halide_error_to_string); }
-
-void clear_halide_error() { g_last_halide_error.clear(); }
-
-std::string last_halide_error(int rc) {
-    return g_last_halide_error.empty() ? "Halide error " + std::to_string(rc) : g_last_halide_error;
-}
 
 Conv2dTensors make_conv2d_tensors(const Conv2dWorkload &w) {
     Conv2dTensors t;

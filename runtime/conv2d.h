@@ -76,10 +76,5 @@ double conv2d_bytes(const Conv2dWorkload &w, const KernelVariant *v = nullptr);
 // The conv2d family behind the Op interface (runtime/op.h).
 std::unique_ptr<Op> conv2d_op(const std::string &key);
 
-// Routes Halide runtime errors into KernelError messages (call once at start-up).
-void install_halide_error_handler();
-// The last Halide runtime error message, or "Halide error <rc>" if none was recorded.
-std::string last_halide_error(int rc);
-void clear_halide_error();
 
 }  // namespace blockfuse

@@ -2,6 +2,7 @@
 // kernel that cannot or did not run, or gave a wrong result (exit 1).
 #pragma once
 #include <stdexcept>
+#include <string>
 
 namespace blockfuse {
 
@@ -14,5 +15,11 @@ struct WorkloadError : std::runtime_error {
 struct KernelError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
+
+// Routes Halide runtime errors into KernelError messages (call once at start-up).
+void install_halide_error_handler();
+// The last Halide runtime error message, or "Halide error <rc>" if none was recorded.
+std::string last_halide_error(int rc);
+void clear_halide_error();
 
 }  // namespace blockfuse

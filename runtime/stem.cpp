@@ -110,7 +110,7 @@ void check_stem_launch(const KernelVariant &v, const StemWorkload &w) {
         throw KernelError(what + std::to_string(v.threads_per_block()) + " threads per block exceed the device limit of " +
                           std::to_string(max_threads));
     if (v.param("strategy") == "depth_first") {  // the conv tile of a pool tile: (2t+1) pixels a side
-        long long shared = 1LL * w.k * (2 * tx + 1) * (2 * ty + 1) * dtype_bytes(w.dtype);
+        long long shared = shared_pad8(w.k) * (2 * tx + 1) * (2 * ty + 1) * dtype_bytes(w.dtype);
         if (shared > max_shared)
             throw KernelError(what + std::to_string(shared) + " bytes of shared memory per block exceed the limit of " +
                               std::to_string(max_shared));

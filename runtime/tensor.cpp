@@ -1,4 +1,5 @@
 #include "runtime/tensor.h"
+#include "runtime/errors.h"
 
 namespace blockfuse {
 
@@ -21,7 +22,11 @@ void poison(Tensor &t, DType dtype) {
 }
 
 std::vector<double> to_doubles(Tensor &t, DType dtype) {
-    t.copy_to_host();
+    // A kernel that failed on the device (a launch is asynchronous) shows here first.
+    clear_halide_error();
+    if (int rc = t.copy_to_host())
+        throw KernelError("copying a result from the device failed (a kernel before it failed there): " +
+                          last_halide_error(rc));
     size_t n = t.number_of_elements();
     std::vector<double> out(n);
     for (size_t i = 0; i < n; ++i) out[i] = load_as_double(t.data(), dtype, i);

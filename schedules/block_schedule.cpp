@@ -44,7 +44,7 @@ void se_gate_in_tile(SEFuncs se, Func root, Var xo, int threads_x, int threads_y
     for (Func g : {se.pooled, se.reduced, se.gate}) {
         g.compute_at(root, xo);
         if (!gpu) continue;
-        g.store_in(MemoryType::GPUShared);
+        store_in_shared(g);
         spread_var_over_block(g, g.args()[0], threads_x, threads_y);
         if (g.has_update_definition()) spread_var_over_block(g.update(), g.args()[0], threads_x, threads_y);
     }
@@ -254,7 +254,8 @@ void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs
     }
     bout.compute_at(root, xo);
     spread_over_block(bout, threads_x, threads_y);
-    acc.compute_at(root, xo).store_in(MemoryType::GPUShared);
+    acc.compute_at(root, xo);
+    store_in_shared(acc);
     Var k = acc.args()[0], x = acc.args()[1], y = acc.args()[2];
     Var xy("dxy"), t("dt"), to("dto"), ti("dti"), tb("dtb"), ta("dta");
     const int nt = threads_x * threads_y;
@@ -302,8 +303,8 @@ Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     // copy of the whole tile: local memory, 200-650x the modelled DRAM bytes under Nsight
     // Compute on the H200.) Full tile even at image edges: extra pixels read clamped inputs
     // and are never stored.
+    store_in_shared(acc);
     acc.compute_at(out, xo)
-        .store_in(MemoryType::GPUShared)
         .bound_extent(ak, spec.cout)
         .bound_extent(ax, kn.tile_x)
         .bound_extent(ay, kn.tile_y);
@@ -396,7 +397,8 @@ void se_partial_sums(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, 
     const int tx = fused_threads_k(spec.cout, kn.vec_k), ty = kn.tile_x;
     upd.split(e, eo, ei, kn.chunk, guard).reorder(rxi, ei, eo, u, v, n).gpu_threads(ei);
     Var ce = colsum.args()[0], cxv = colsum.args().back();
-    colsum.compute_at(partial, eo).store_in(MemoryType::GPUShared);
+    colsum.compute_at(partial, eo);
+    store_in_shared(colsum);
     colsum.split(ce, ceo, cei, kn.chunk, guard).reorder(cei, cxv, ceo).gpu_threads(cei, cxv);
     colsum.update().split(ce, ceo, cei, kn.chunk, guard).reorder(ryi, cei, cxv, ceo).gpu_threads(cei, cxv);
     Func stored = partial.in();
@@ -410,7 +412,8 @@ void se_partial_sums(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, 
         .gpu_blocks(su, vn)
         .gpu_threads(si);
     Var po("sz_o"), pi("sz_i");
-    partial.compute_at(stored, su).store_in(MemoryType::GPUShared).split(e, po, pi, kn.chunk, guard).gpu_threads(pi);
+    store_in_shared(partial);
+    partial.compute_at(stored, su).split(e, po, pi, kn.chunk, guard).gpu_threads(pi);
     // The clones, all of them, as the hidden layers of a block whose chunk loop is the sums' (partial at eo).
     BlockFuncs clones;
     clones.layers = c;

@@ -309,10 +309,11 @@ TEST_CASE("depth-first shared memory: every earlier block on its grown region", 
     BlockSpec s = parse_block("mbconv:n=1,c=10,h=9,w=9,e=3,k=3,stride=1,act=relu6").spec();
     // One block = the fused estimate; two blocks add block 0 on the tile grown by block 1's
     // 3x3 halo (10 x 6): its accumulator, its output and its hidden chunks (12 x 8 expand, 10 x 6 depthwise).
+    // Channels count as allocated: padded to 8 (10 -> 16, 6 -> 8; schedules/gpu_mapping.h).
     const long long one = fused_block_shared_bytes(s, 8, 4, 6, 4);
-    CHECK(one == 4LL * 10 * 8 * 4 + 6LL * 10 * 6 * 4 + 6LL * 8 * 4 * 4);
+    CHECK(one == 4LL * 16 * 8 * 4 + 8LL * 10 * 6 * 4 + 8LL * 8 * 4 * 4);
     CHECK(fused_block_shared_bytes(s, 8, 4, 6, 4, 2) ==
-          one + 4LL * 10 * 10 * 6 + 4LL * 10 * 10 * 6 + 6LL * 12 * 8 * 4 + 6LL * 10 * 6 * 4);
+          one + 4LL * 16 * 10 * 6 + 4LL * 16 * 10 * 6 + 8LL * 12 * 8 * 4 + 8LL * 10 * 6 * 4);
 }
 
 TEST_CASE("Squeeze-Excitation accounting: the kernels as launched, split around the mean", "[blocks][model]") {
@@ -339,7 +340,7 @@ TEST_CASE("Squeeze-Excitation accounting: the kernels as launched, split around 
     CHECK(fused_kernel_threads(24, 4, 16, true, 4) == 6 * 16);
     CHECK(fused_kernel_threads(24, 4, 16, false, 48) == 6 * 16);
     CHECK(fused_block_shared_bytes(w.spec(), 16, 4, 8, 2) ==
-          fused_block_shared_bytes(plain.spec(), 16, 4, 8, 2) + 4 * (2 * 144 + 6) + 4 * (8 * 16 + 144));
+          fused_block_shared_bytes(plain.spec(), 16, 4, 8, 2) + 4 * (2 * 144 + 8) + 4 * (8 * 16 + 144));  // 6 -> 8
     // layer0, layer1, se_pool_init, se_pool, se_reduce, se_gate, layer2
     REQUIRE(lbl.size() == 7);
     CHECK(lbl[2].name == "se_pool_init");
