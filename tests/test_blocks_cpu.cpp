@@ -242,27 +242,37 @@ TEST_CASE("layer-by-layer mappings: which layer takes which knobs, threads and t
 }
 
 TEST_CASE("the dispatcher: a named variant the data marks default, else a kernel from the heuristics", "[blocks]") {
-    // key, strategy, the source the pick must come from, and a part of its name. The defaults are the
-    // layer-by-layer mappings measured fastest on the H200 for the suite's configurations ("sfyd",
-    // "sfqd", "sfm", "sf"; schedules/variants/block.json); other strategies and configurations get a
-    // kernel generated for them.
-    const std::vector<std::tuple<const char *, const char *, const char *, const char *>> cases{
-        {"ffn:n=1,c=256,h=14,w=14,e=4,act=relu,dtype=f16", "layer_by_layer", "variant data", "_sfm_"},
-        {"convnext:n=1,c=96,h=56,w=56,e=4,k=7,stride=1,act=gelu,dtype=f16", "layer_by_layer", "variant data", "_sf_"},
-        {"mbconv:n=1,c=40,h=28,w=28,e=6,k=5,stride=1,act=relu6,dtype=f16", "layer_by_layer", "variant data", "_sfydc_"},
-        {"mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16", "layer_by_layer", "variant data", "_sfqd_"},
-        {"mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16", "layer_by_layer", "variant data",
-         "_sfqd_"},
-        {"mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16", "fused", "heuristic", "mbconv_c24e6k3s1_relu6_fused"},
-        {"mbconv:n=1,c=32,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16", "layer_by_layer", "heuristic", "mbconv_c32e6"},
-        {"convfirst:n=1,c=16,h=9,w=7,e=2,k=3,stride=1,act=relu,dtype=f32", "fused", "heuristic", "convfirst_c16e2"}};
-    for (const auto &[key, strategy, source, part] : cases) {
-        const Pick p = dispatch(key, strategy, Device::cuda, nullptr);
-        INFO(key << " " << strategy << ": " << p.variant->name << " (" << p.source << ")");
-        CHECK(p.source == source);
-        CHECK(p.variant->name.find(part) != std::string::npos);
-        CHECK(p.variant->param("strategy") == strategy);
+    // Every default of the variant data is what the dispatcher picks for a workload of its configuration
+    // (any image size; without records), and its other strategies get a kernel generated for them.
+    int defaults = 0;
+    for (const auto &v : data_variants()) {
+        if (!v.data_default || v.family != "block") continue;
+        ++defaults;
+        const std::string key = std::string(v.param("family")) + ":n=1,c=" + std::to_string(v.knob("channels")) +
+                                ",h=31,w=29,e=" + std::to_string(v.knob("expansion")) +
+                                (v.param("family") == "ffn" ? "" : ",k=" + std::to_string(v.knob("kernel_size")) +
+                                                                       ",stride=" + std::to_string(v.knob("stride"))) +
+                                (v.knob("blocks") > 1 ? ",blocks=" + std::to_string(v.knob("blocks")) : "") +
+                                (v.knob("se") ? ",se=1" : "") + ",act=" + activation_name(Activation(v.knob("act"))) +
+                                ",dtype=" + dtype_name(v.dtype);
+        INFO(v.name << " for " << key);
+        const Pick p = dispatch(key, v.param("strategy"), v.device, nullptr);
+        CHECK(p.variant == &v);
+        CHECK(p.source == "variant data");
+        for (const auto &s : strategies_of(key))
+            if (s != v.param("strategy")) {
+                const Pick other = dispatch(key, s, v.device, nullptr);
+                CHECK(other.variant->param("strategy") == s);
+                if (!other.variant->data_default) CHECK(other.source == "heuristic");
+            }
     }
+    CHECK(defaults > 0);
+    // A configuration no variant was made for: generated, named after its shape, the knobs from the heuristics.
+    const Pick g = dispatch("mbconv:n=1,c=32,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16", "layer_by_layer",
+                            Device::cuda, nullptr);
+    CHECK(g.source == "heuristic");
+    CHECK(g.variant->name.rfind("mbconv_c32e6k3s1_relu6_layer_by_layer_f16_cuda@", 0) == 0);
+    CHECK(g.variant->why.rfind("heuristic", 0) == 0);
     CHECK_THROWS_WITH(dispatch("mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16", "depth_first",
                                Device::cuda, nullptr),
                       Catch::Contains("strategy 'depth_first' does not apply") && Catch::Contains("layer_by_layer, fused"));
