@@ -450,7 +450,8 @@ int run_bench(const BenchOptions &opt) {
         if (opt.model_only) {
             for (auto &c : cands) {
                 c.row.check = "not run: --model-only";
-                std::cout << fmt::format("{} {}: {} kernels\n", entry.name, c.row.strategy, c.row.kernels.size());
+                std::cout << fmt::format("{} {}: {} [{}] ({}), {} kernels\n", entry.name, c.row.strategy, c.variant->name,
+                                         c.variant->knob_summary(), c.variant->why, c.row.kernels.size());
                 rows.push_back(c.row);
             }
             continue;

@@ -164,21 +164,32 @@ ScheduleChoice conv2d_heuristic(const Conv2dWorkload &w, Device device) {
 
 namespace {
 
-// The fused GPU mapping of one block: hidden chunks of 8 channels produced 4 per thread, each chunk
-// stored as the next layer's padded f32 view with its weights staged in shared memory, the expand's input
-// pixel in registers (H200, MBConv c=24 56x56 N=128: 0.535 ms at 56x8, docs/fused-blocks.md). The tile
-// maximizes the useful share of the pixels computed (each tile computes its hidden layers on the tile
-// grown by their halos) times the square root of how well the tiles fill 2 x 132 SMs, among those whose
-// threads (the fewest output channels per thread that keep them within the limit) and shared memory fit;
-// the register cap 64 keeps two blocks per SM.
+// The fused GPU mapping of one block: the hidden width in chunks of 8, 16 or 32 channels, the smallest that
+// keeps the chunk loop (a barrier and a weight copy per step) within 32 steps, produced 4 or 8 channels per
+// thread; each chunk stored as the next layer's padded f32 view with its weights staged in shared memory,
+// the full-width layers' weights too (ConvFirst's grouped 3x3, ConvNeXt's 7x7), the expand's input pixel
+// in registers (H200, f16, N=128: MBConv c=24 56x56 0.52 ms at 56x8 tiles and chunk 8; ConvNeXt c=96 17.6
+// ms at chunk 32 against 49 at chunk 8; docs/fused-blocks.md). The tile maximizes the useful share of the
+// pixels computed (each tile computes its hidden layers on the tile grown by their halos) times the square
+// root of how well the tiles fill 2 x 132 SMs, among those whose threads (the fewest output channels per
+// thread that keep them within the limit) and shared memory fit. The register cap: 64 keeps two blocks
+// per SM; 128 where a full-width layer's 5x5 or larger taps are unrolled per thread.
 ScheduleChoice fused_gpu(const BlockWorkload &w, int blocks, long long shared_budget) {
     const BlockSpec spec = w.spec();
     const bool depth_first = blocks > 1;
-    ScheduleChoice s;
-    const int chunk = effective_chunk(spec.hidden, depth_first ? 16 : 8);
     // Channel vectors of 2 only in f32: 2-wide f16 vectors were wrong through Halide 21's PTX backend.
     const bool f32 = w.dtype == DType::f32;
-    const int hidden_vec = chunk % 4 == 0 ? 4 : chunk % 2 == 0 && f32 ? 2 : 1;
+    // The full-width layers before the hidden ones (ConvFirst's grouped k x k, ConvNeXt's depthwise): their
+    // weights are staged once per tile too where they take at most a quarter of the shared memory.
+    long long full_weight_bytes = 0;
+    int full_ks = 0;
+    for (size_t i = 0; i + 1 < spec.layers.size(); ++i)
+        if (!spec.layers[i].hidden) {
+            const LayerSpec &l = spec.layers[i];
+            full_weight_bytes += 4LL * shared_pad8(l.out_ch) * (l.in_ch / l.groups) * l.ks * l.ks;
+            full_ks = std::max(full_ks, l.ks);
+        }
+    const bool stage_full = full_ks > 0 && full_weight_bytes <= shared_budget / 4;
     int input_vec = 0;
     for (int v : {8, 4, f32 ? 2 : 0}) {
         if (!v) break;
@@ -194,51 +205,70 @@ ScheduleChoice fused_gpu(const BlockWorkload &w, int blocks, long long shared_bu
     for (size_t i = 0; i + 1 < spec.layers.size(); ++i)
         if (!spec.layers[i].hidden)
             while (full_vec > 1 && (spec.layers[i].out_ch % full_vec || (full_vec == 2 && !f32))) full_vec /= 2;
-    const int stage_weights = depth_first ? 0 : 1, stage_padded = depth_first ? 0 : 1;
+    const int stage_weights = depth_first ? 0 : stage_full ? 2 : 1, stage_padded = depth_first ? 0 : 1;
     const long long out_w = w.out_w(), out_h = w.out_h();
     static const std::pair<int, int> tiles[] = {{56, 8}, {28, 16}, {28, 14}, {32, 8}, {32, 4}, {16, 8}, {14, 14}, {16, 4},
                                                 {14, 7}, {8, 8},   {8, 4},   {7, 7},  {4, 4},  {4, 2},  {2, 2},   {2, 1},
                                                 {1, 1}};
-    double best = -1;
-    int bx = 0, by = 0, bvec = 1;
-    long long need = 0;
-    for (auto [tx, ty] : tiles) {
-        int vec = 0;
-        for (int v : {2, 4, 8})
-            if (spec.cout % v == 0 && fused_kernel_threads(spec.cout, v, tx, spec.has_se(), chunk) <= kHeuristicMaxThreads) {
-                vec = v;
-                break;
+    struct Tile {
+        int x = 0, y = 0, vec = 1;
+        double score = -1;
+        long long need = 0;  // the least shared memory a tile asked for, where none fits
+    };
+    auto best_tile = [&](int chunk) {
+        Tile best;
+        for (auto [tx, ty] : tiles) {
+            int vec = 0;
+            for (int v : {2, 4, 8})
+                if (spec.cout % v == 0 && fused_kernel_threads(spec.cout, v, tx, spec.has_se(), chunk) <= kHeuristicMaxThreads) {
+                    vec = v;
+                    break;
+                }
+            if (!vec && spec.cout % 2 && fused_kernel_threads(spec.cout, 1, tx, spec.has_se(), chunk) <= kHeuristicMaxThreads)
+                vec = 1;
+            const long long shared = fused_block_shared_bytes(spec, tx, ty, chunk, dtype_bytes(w.dtype), blocks,
+                                                              stage_weights, stage_padded != 0);
+            if (!vec || shared > shared_budget) {
+                best.need = best.need ? std::min(best.need, shared) : shared;
+                continue;
             }
-        if (!vec && spec.cout % 2 && fused_kernel_threads(spec.cout, 1, tx, spec.has_se(), chunk) <= kHeuristicMaxThreads)
-            vec = 1;
-        const long long shared = fused_block_shared_bytes(spec, tx, ty, chunk, dtype_bytes(w.dtype), blocks,
-                                                          stage_weights, stage_padded != 0);
-        if (!vec || shared > shared_budget) {
-            need = need ? std::min(need, shared) : shared;
-            continue;
+            long long rx = tx, ry = ty;  // the region the first layer computes per tile
+            for (int b = 0; b < blocks; ++b) grow_through_layers(spec, rx, ry);
+            const double tiles_per_image = double(ceil_div(out_w, tx)) * double(ceil_div(out_h, ty));
+            const double useful = double(out_w * out_h) / (tiles_per_image * double(rx * ry));
+            const double fill = std::min(1.0, tiles_per_image * w.n / 264.0);
+            const double score = useful * std::sqrt(fill);
+            if (score > best.score + 1e-9) best = {tx, ty, vec, score, best.need};
         }
-        long long rx = tx, ry = ty;  // the region the first layer computes per tile
-        for (int b = 0; b < blocks; ++b) grow_through_layers(spec, rx, ry);
-        const double tiles_per_image = double(ceil_div(out_w, tx)) * double(ceil_div(out_h, ty));
-        const double useful = double(out_w * out_h) / (tiles_per_image * double(rx * ry));
-        const double fill = std::min(1.0, tiles_per_image * w.n / 264.0);
-        const double score = useful * std::sqrt(fill);
-        if (score > best + 1e-9) {
-            best = score;
-            bx = tx, by = ty, bvec = vec;
-        }
+        return best;
+    };
+    // The chunk: the smallest of 8, 16, 32 that keeps the chunk loop within 32 steps, smaller again where
+    // its staged weights would leave no tile of 32 pixels (or the whole image) in shared memory.
+    int want = 8;
+    while (want < 32 && spec.hidden > 32 * want) want *= 2;
+    if (depth_first) want = std::max(want, 16);
+    int chunk = 0;
+    Tile tile;
+    for (int c = want; c >= 8 || !chunk; c /= 2) {
+        chunk = effective_chunk(spec.hidden, std::max(c, 1));
+        tile = best_tile(chunk);
+        if (tile.x && (tile.x * tile.y >= 32 || tile.x * tile.y >= out_w * out_h || c <= 8)) break;
+        if (c <= 1) break;
     }
-    if (!bx)
+    if (!tile.x)
         throw WorkloadError(fmt::format("{} for {}: the smallest tile needs {} bytes of shared memory per block, more "
                                         "than the {} the generated kernels may use",
-                                        depth_first ? "depth_first" : "fused", to_key(w), need, shared_budget));
-    s.knobs = {{"vec_k", bvec}, {"tile_x", bx}, {"tile_y", by}, {"chunk", chunk}, {"hidden_vec", hidden_vec},
+                                        depth_first ? "depth_first" : "fused", to_key(w), tile.need, shared_budget));
+    const int hidden_vec = chunk >= 16 && chunk % 8 == 0 ? 8 : chunk % 4 == 0 ? 4 : chunk % 2 == 0 && f32 ? 2 : 1;
+    ScheduleChoice s;
+    s.knobs = {{"vec_k", tile.vec}, {"tile_x", tile.x}, {"tile_y", tile.y}, {"chunk", chunk}, {"hidden_vec", hidden_vec},
                {"full_vec", full_vec}};
-    if (stage_weights) s.knobs["stage_weights"] = 1;
+    if (stage_weights) s.knobs["stage_weights"] = stage_weights;
     if (stage_padded) s.knobs["stage_padded"] = 1;
     if (input_vec && !depth_first) s.knobs["input_vec"] = input_vec;
-    s.max_registers = depth_first ? 128 : 64;
-    s.why = fmt::format("heuristic: {}x{} tiles (the most useful pixels per pixel computed), chunk {}", bx, by, chunk);
+    s.max_registers = depth_first || full_ks >= 5 ? 128 : 64;
+    s.why = fmt::format("heuristic: {}x{} tiles (the most useful pixels per pixel computed), chunk {}", tile.x, tile.y,
+                        chunk);
     return s;
 }
 
