@@ -106,6 +106,7 @@ TEST_CASE("kernels generated for random shapes of every family and strategy matc
         for (size_t i = 0; i < items.size(); ++i) {
             INFO(device_name(d) << " " << items[i].key << " " << items[i].strategy << ": " << built[i].message);
             CHECK(built[i].ok);
+            std::cout << "  " << items[i].key << " " << items[i].strategy << ": " << items[i].kernel->name << "\n";
         }
         std::cout << device_name(d) << ": " << items.size() << " kernels for " << keys.size()
                   << " random shapes generated or found in " << kernel_cache_dir() << "\n";
