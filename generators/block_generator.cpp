@@ -108,31 +108,12 @@ public:
         // hidden layers read weights past the end (seen on PoCL with hidden 30, chunk 8), so the
         // largest divisor of the hidden width not above the requested chunk is used.
         kn.chunk = blockfuse::effective_chunk(spec.hidden, chunk);
-        if (kn.chunk % kn.hidden_vec)
-            throw CompileError("hidden_vec = " + std::to_string(int(hidden_vec)) + " must divide the chunk (" +
-                               std::to_string(kn.chunk) + ")");
-        // (depth-first bounds every earlier block's hidden outputs, which stage_padded inlines)
-        if (kn.stage_weights < 0 || kn.stage_weights > 2)
-            throw CompileError("stage_weights = " + std::to_string(kn.stage_weights) + " must be 0, 1 or 2");
-        if (kn.unroll_staging && !kn.stage_weights) throw CompileError("unroll_staging needs stage_weights");
-        if (kn.stage_padded && strategy != blockfuse::BlockStrategy::fused)
-            throw CompileError("stage_padded applies to the fused strategy only");
-        for (const blockfuse::LayerSpec &l : spec.layers)
-            if (kn.input_vec > 0 && blockfuse::pointwise_hidden_layer(l) && l.in_ch % kn.input_vec)
-                throw CompileError("input_vec = " + std::to_string(kn.input_vec) + " must divide the input channels (" +
-                                   std::to_string(l.in_ch) + ") of every 1x1 hidden layer");
-        for (size_t i = 0; i + 1 < spec.layers.size(); ++i)
-            if (!spec.layers[i].hidden && (kn.full_vec < 1 || spec.layers[i].out_ch % kn.full_vec))
-                throw CompileError("full_vec = " + std::to_string(kn.full_vec) + " must divide the channels (" +
-                                   std::to_string(spec.layers[i].out_ch) + ") of every full-width layer before the last");
-        if (get_target().has_gpu_feature()) {
-            const int threads = blockfuse::block_threads_per_block(spec, strategy, kn);
-            if (threads > blockfuse::kMaxThreadsPerBlock)
-                throw CompileError(std::to_string(threads) + " threads per block (the largest kernel of this mapping" +
-                                   std::string(spec.has_se() && strategy != blockfuse::BlockStrategy::layer_by_layer
-                                                   ? ", with SE's partial sums chunk x tile_x" : "") +
-                                   ") exceed " + std::to_string(blockfuse::kMaxThreadsPerBlock));
-        }
+        const char *strategy_name = strategy == blockfuse::BlockStrategy::layer_by_layer ? "layer_by_layer"
+                                    : strategy == blockfuse::BlockStrategy::fused        ? "fused"
+                                                                                         : "depth_first";
+        if (const std::string why = blockfuse::block_knobs_error(spec, strategy_name, kn, get_target().has_gpu_feature());
+            !why.empty())
+            throw CompileError(why);
         blockfuse::schedule_stage(stage, spec, strategy, kn, get_target().has_gpu_feature());
         // Static channel counts: the runtime passes matching buffers (checked by Halide too).
         // Dense NHWC / (k, cg, kx, ky) buffers with static channel counts: every channel vector

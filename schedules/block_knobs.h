@@ -3,7 +3,9 @@
 // layer with the conv2d GPU knobs of its mapping, prefixed: pw_ (1x1 layers), full_ (dense k x k),
 // layer_ (depthwise and grouped).
 #pragma once
+#include "generators/block_spec.h"
 #include "schedules/conv2d_knobs.h"
+#include <algorithm>
 
 #define BLOCKFUSE_BLOCK_KNOBS(X)                                                                                    \
     X(chunk, 8, (4, 8, 16, 24, 32, 48, 72),                                                                       \
@@ -55,6 +57,53 @@ inline BlockKnobs block_knobs_from(const std::map<std::string, int> &set) {
     k.full_gpu = conv2d_gpu_knobs_from(set, "full_");
     k.layer_gpu = conv2d_gpu_knobs_from(set, "layer_");
     return k;
+}
+
+// Threads per block of a GPU block schedule: layer by layer, the largest of the three layer mappings;
+// fused and depth-first, the block's tile (with SE, its partial-sum kernel's chunk x tile_x too).
+inline int block_threads_per_block(const BlockSpec &spec, const std::string &strategy, const BlockKnobs &kn) {
+    if (strategy == "layer_by_layer")
+        return std::max({kn.layer_gpu.threads_per_block(), kn.pointwise_gpu.threads_per_block(),
+                         kn.full_gpu.threads_per_block()});
+    return fused_kernel_threads(spec.cout, kn.vec_k, kn.tile_x, spec.has_se(), effective_chunk(spec.hidden, kn.chunk));
+}
+
+// Why these knobs cannot schedule the block with `strategy` ("" if they can): the generator's constraints,
+// which it raises as a CompileError and the tuner checks before it builds a candidate. gpu: a GPU schedule.
+inline std::string block_knobs_error(const BlockSpec &spec, const std::string &strategy, const BlockKnobs &kn, bool gpu) {
+    const int chunk = effective_chunk(spec.hidden, kn.chunk);
+    auto n = [](int v) { return std::to_string(v); };
+    if (kn.hidden_vec < 1 || chunk % kn.hidden_vec)
+        return "hidden_vec = " + n(kn.hidden_vec) + " must divide the chunk (" + n(chunk) + ")";
+    if (kn.stage_weights < 0 || kn.stage_weights > 2) return "stage_weights = " + n(kn.stage_weights) + " must be 0, 1 or 2";
+    if (kn.unroll_staging && !kn.stage_weights) return "unroll_staging needs stage_weights";
+    if (kn.stage_padded && strategy != "fused") return "stage_padded applies to the fused strategy only";
+    for (const LayerSpec &l : spec.layers)
+        if (kn.input_vec > 0 && pointwise_hidden_layer(l) && l.in_ch % kn.input_vec)
+            return "input_vec = " + n(kn.input_vec) + " must divide the input channels (" + n(l.in_ch) +
+                   ") of every 1x1 hidden layer";
+    for (size_t i = 0; i + 1 < spec.layers.size(); ++i)
+        if (!spec.layers[i].hidden && (kn.full_vec < 1 || spec.layers[i].out_ch % kn.full_vec))
+            return "full_vec = " + n(kn.full_vec) + " must divide the channels (" + n(spec.layers[i].out_ch) +
+                   ") of every full-width layer before the last";
+    if (!gpu) return "";
+    if (const int threads = block_threads_per_block(spec, strategy, kn); threads > kMaxThreadsPerBlock)
+        return n(threads) + " threads per block (the largest kernel of this mapping" +
+               std::string(spec.has_se() && strategy != "layer_by_layer" ? ", with SE's partial sums chunk x tile_x" : "") +
+               ") exceed " + n(kMaxThreadsPerBlock);
+    if (strategy == "layer_by_layer")  // each layer on its mapping (the block's windows are static)
+        for (const LayerSpec &l : spec.layers) {
+            const LayerMapping m = layer_mapping(l.ks, l.groups);
+            const Conv2dGpuKnobs &k = m == LayerMapping::pointwise ? kn.pointwise_gpu
+                                      : m == LayerMapping::full    ? kn.full_gpu
+                                                                   : kn.layer_gpu;
+            const ConvKind kind = l.groups > 1 && l.groups == l.in_ch && l.in_ch == l.out_ch ? ConvKind::depthwise
+                                  : l.ks == 1 && l.groups == 1                             ? ConvKind::pointwise
+                                                                                            : ConvKind::general;
+            if (const std::string why = conv2d_gpu_knobs_error(k, kind, true, l.in_ch / l.groups); !why.empty())
+                return std::string(knob_prefix(m)) + " mapping: " + why;
+        }
+    return "";
 }
 
 }  // namespace blockfuse

@@ -6,7 +6,7 @@ namespace blockfuse {
 using namespace Halide;
 
 namespace {
-ConvKind kind_of(const LayerSpec &L) {
+ConvKind kind_of(const LayerSpec &L) {  // (as block_knobs_error reads it)
     if (L.groups > 1 && L.groups == L.in_ch && L.in_ch == L.out_ch) return ConvKind::depthwise;
     if (L.ks == 1 && L.groups == 1) return ConvKind::pointwise;
     return ConvKind::general;
@@ -460,13 +460,6 @@ void schedule_stage(const std::vector<BlockFuncs> &stage, const BlockSpec &spec,
                                 kn.tile_x, gpu);
         }
     }
-}
-
-int block_threads_per_block(const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn) {
-    if (s == BlockStrategy::layer_by_layer)
-        return std::max({kn.layer_gpu.threads_per_block(), kn.pointwise_gpu.threads_per_block(),
-                         kn.full_gpu.threads_per_block()});
-    return fused_kernel_threads(spec.cout, kn.vec_k, kn.tile_x, spec.has_se(), kn.chunk);
 }
 
 }  // namespace blockfuse

@@ -20,7 +20,4 @@ enum class BlockStrategy { layer_by_layer, fused, depth_first };
 void schedule_stage(const std::vector<BlockFuncs> &stage, const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn,
                     bool gpu);
 
-// Threads per block and shared-memory bytes of a GPU schedule (for the launch checker).
-int block_threads_per_block(const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn);
-
 }  // namespace blockfuse

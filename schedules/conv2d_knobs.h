@@ -2,6 +2,7 @@
 // the schedule, the runtime's launch checker and dispatcher, the heuristics and the tuner read it.
 #pragma once
 #include "schedules/knobs.h"
+#include <string>
 
 // GPU (CUDA, OpenCL): each thread owns a register tile of vec_k output channels x tile_x x tile_y
 // pixels; a block is threads_k x threads_x threads, or flat_threads in the flat mapping.
@@ -28,6 +29,12 @@
     X(cpu_tile_x, 4, (1, 2, 4, 8), "output pixels per register tile along x")
 
 namespace blockfuse {
+
+enum class ConvKind { general, pointwise, depthwise };
+
+// Device limits every GPU schedule must respect; checked when a kernel is made and again against the
+// actual device before any launch (runtime/conv2d.cpp check_launch).
+constexpr int kMaxThreadsPerBlock = 1024;
 
 struct Conv2dGpuKnobs {
     BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_KNOB_FIELD)
@@ -58,6 +65,27 @@ inline Conv2dGpuKnobs conv2d_gpu_knobs_from(const std::map<std::string, int> &se
     BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_KNOB_FROM_SET)
 #undef BLOCKFUSE_KNOB_FROM_SET
     return k;
+}
+
+// Why these knobs cannot schedule a conv2d layer on the GPU ("" if they can): the schedule's own
+// constraints, which schedule_conv2d_gpu raises as a CompileError and the tuner checks before it builds a
+// candidate. static_window: kernel size, stride and dilation are constants; in_per_group: the input
+// channels per group (0: not known when the kernel is made).
+inline std::string conv2d_gpu_knobs_error(const Conv2dGpuKnobs &kn, ConvKind kind, bool static_window, int in_per_group) {
+    if (kn.threads_per_block() > kMaxThreadsPerBlock)
+        return "threads_k*threads_x (or flat_threads) = " + std::to_string(kn.threads_per_block()) + " exceeds " +
+               std::to_string(kMaxThreadsPerBlock) + " threads per block";
+    if (kn.stage_input && !static_window) return "stage_input needs a static kernel size, stride and dilation";
+    if (kn.stage_input == 2 && kn.flat_threads > 0) return "stage_input=2 (a block's shared tile) needs the 2-D mapping";
+    if (kn.stage_channels) {
+        const bool general_ok = kind == ConvKind::general && static_window && kn.stage_input != 1;
+        const bool pointwise_ok = kind == ConvKind::pointwise && !kn.stage_input;
+        if (kn.unroll_channels < 2 || !(general_ok || pointwise_ok) ||
+            (in_per_group > 0 && in_per_group % kn.unroll_channels))
+            return "stage_channels needs unroll_channels (> 1) dividing the input channels per group, and either a "
+                   "pointwise layer without stage_input or a general one with a static kernel and stage_input 0 or 2";
+    }
+    return "";
 }
 
 }  // namespace blockfuse

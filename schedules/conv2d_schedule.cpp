@@ -29,9 +29,9 @@ Expr channels_divisible(const Expr &channels, int vec) { return channels % vec =
 // the FFMA ceiling (the per-tap global loads and selects of the plain mapping: 6.96 ms, 6.5%).
 void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKnobs &kn,
                          bool static_kernel, const Expr &out_channels, const Expr &activation_id) {
-    if (kn.threads_per_block() > kMaxThreadsPerBlock)
-        throw CompileError("conv2d GPU schedule: threads_k*threads_x = " + std::to_string(kn.threads_per_block()) +
-                           " exceeds " + std::to_string(kMaxThreadsPerBlock) + " threads per block");
+    // static_kernel: the window is static here (the generator checks stride and dilation for stage_input).
+    if (const std::string why = conv2d_gpu_knobs_error(kn, kind, static_kernel, 0); !why.empty())
+        throw CompileError("conv2d GPU schedule: " + why);
     Func out = f.output, acc = f.accum;
     Var k = out.args()[0], x = out.args()[1], y = out.args()[2], n = out.args()[3];
     Var k1("k1"), ko("ko"), kt("kt"), kv("kv"), xo("xo"), xi("xi"), xt("xt"), xr("xr"), yo("yo"), yi("yi"),
@@ -91,8 +91,6 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
     // the PTX by loop partitioning (9 MB for one 5x5 variant).
     acc.compute_at(out, thread_var).bound_extent(ax, kn.tile_x).bound_extent(ay, kn.tile_y);
     if (kn.stage_input) {
-        if (!static_kernel)
-            throw CompileError("conv2d GPU schedule: stage_input needs a static kernel size, stride and dilation");
         // The thread's input window, loaded once (vectorized along channels) and kept in
         // registers; the unrolled taps then read registers. The window extent is a constant
         // because kernel size, stride and dilation are static in such variants.
@@ -106,7 +104,6 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
                 window.specialize(div).vectorize(wc, kn.vec_k, TailStrategy::RoundUp);
             }
         } else {
-            if (flat) throw CompileError("conv2d GPU schedule: stage_input=2 (a block's shared tile) needs the 2-D mapping");
             // stage_input=2: the block's input tile + halo goes through shared memory once, so
             // neighbouring threads' halos stop re-reading L2 (ncu on the H200: the register-
             // window variant was L2-throughput-bound at 94% with DRAM at 43%). The block's
@@ -140,13 +137,9 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
         // The step's input channel count must divide the group's: the pointwise layers' count is
         // a constant; the general kernels constrain the weights' extent to a multiple of it
         // (generators/conv2d_generator.cpp), which the dispatcher matches.
-        const Expr cin = simplify(r.x.extent() % kn.unroll_channels == 0);
-        const bool general_ok = kind == ConvKind::general && static_kernel && kn.stage_input != 1;
-        const bool pointwise_ok = kind == ConvKind::pointwise && !kn.stage_input;
-        if (kn.unroll_channels < 2 || !(general_ok || pointwise_ok) || !is_const_one(cin))
-            throw CompileError("conv2d GPU schedule: stage_channels needs unroll_channels (> 1) dividing the input "
-                               "channels per group, and either a pointwise layer without stage_input or a general "
-                               "one with a static kernel and stage_input 0 or 2");
+        if (!is_const_one(simplify(r.x.extent() % kn.unroll_channels == 0)))
+            throw CompileError("conv2d GPU schedule: stage_channels needs unroll_channels dividing the input channels "
+                               "per group");
         // Per step of the channel loop, the step's channels x the thread's tile (+ halo for a
         // k x k window) in registers, loaded as channel vectors: from the block's shared tile
         // (stage_input=2) or from global memory. The unrolled taps then read registers only.

@@ -13,12 +13,6 @@
 
 namespace blockfuse {
 
-enum class ConvKind { general, pointwise, depthwise };
-
-// Device limits every GPU schedule must respect; checked at generation time and again
-// against the actual device before any launch (runtime/launch_check).
-constexpr int kMaxThreadsPerBlock = 1024;
-
 // out_channels: K (vectors along K are used where K is a multiple of vec_k).
 // activation_id: the kernel's runtime activation argument, specialized on none and relu;
 // leave undefined when the activation is static.
