@@ -61,7 +61,7 @@ int main(int argc, char **argv) {
         }
         std::mt19937_64 rng(std::random_device{}());
         int failures = 0;
-        std::vector<std::shared_ptr<Candidate>> keep;
+        std::vector<std::shared_ptr<BenchCandidate>> keep;
         for (const auto &e : entries) {
             for (auto &c : build_candidates(e, choose_kernels(e.key, dev, Selection{}, nullptr), rng)) {
                 Comparison cmp = c.check();
@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
                     std::cerr << e.name << " " << c.row.strategy << ": FAILED check: " << cmp.summary() << "\n";
                     continue;
                 }
-                auto cp = std::make_shared<Candidate>(std::move(c));
+                auto cp = std::make_shared<BenchCandidate>(std::move(c));
                 keep.push_back(cp);
                 auto *b = benchmark::RegisterBenchmark(
                     (e.name + "/" + cp->row.strategy).c_str(), [cp, gpu](benchmark::State &st) {

@@ -124,11 +124,11 @@ struct SharedData {
 // sums), and closures that time one call and check against the reference. The label: the strategy, with
 // the name of a named variant (a generated kernel's name is in the line that says where it came from),
 // and a note where the strategy needs one.
-Candidate make_candidate(const std::string &name, const std::shared_ptr<SharedData> &shared, const ChosenKernel &ck,
+BenchCandidate make_candidate(const std::string &name, const std::shared_ptr<SharedData> &shared, const ChosenKernel &ck,
                          bool is_default) {
     const Op &op = *shared->op;
     const KernelVariant &v = *ck.variant;
-    Candidate c;
+    BenchCandidate c;
     c.variant = &v;
     c.row.workload = name;
     c.row.key = op.key();
@@ -218,12 +218,12 @@ std::vector<ChosenKernel> choose_kernels(const std::string &key, Device dev, con
     return out;
 }
 
-std::vector<Candidate> build_candidates(const SuiteEntry &entry, const std::vector<ChosenKernel> &kernels,
+std::vector<BenchCandidate> build_candidates(const SuiteEntry &entry, const std::vector<ChosenKernel> &kernels,
                                         std::mt19937_64 &rng) {
     auto shared = std::make_shared<SharedData>();
     shared->op = parse_op(entry.key);
     shared->rng = &rng;
-    std::vector<Candidate> out;
+    std::vector<BenchCandidate> out;
     for (size_t i = 0; i < kernels.size(); ++i) out.push_back(make_candidate(entry.name, shared, kernels[i], i == 0));
     return out;
 }
@@ -446,7 +446,7 @@ int run_bench(const BenchOptions &opt) {
             std::cout << fmt::format("{}: no kernel of {} passes --variant -- not run\n", entry.name, entry.key);
             continue;
         }
-        std::vector<Candidate> cands = build_candidates(entry, kernels, rng);
+        std::vector<BenchCandidate> cands = build_candidates(entry, kernels, rng);
         if (opt.model_only) {
             for (auto &c : cands) {
                 c.row.check = "not run: --model-only";
@@ -457,7 +457,7 @@ int run_bench(const BenchOptions &opt) {
             continue;
         }
         // Each kernel from the prebuilt folder, the cache, or generated now; one line says which and why.
-        auto load = [&entry](Candidate &c) {
+        auto load = [&entry](BenchCandidate &c) {
             const LoadedKernel &k = c.variant->load();
             c.row.origin = k.origin;
             std::cout << fmt::format("{} {}: {} [{}] ({})\n", entry.name, c.row.strategy, k.origin,

@@ -55,7 +55,7 @@ struct Row {
 
 // One kernel variant ready to check and time on one workload: `check` runs it on fresh data
 // with a poisoned output and compares with the float64 reference; `run` is one timed call.
-struct Candidate {
+struct BenchCandidate {
     Row row;
     const KernelVariant *variant = nullptr;
     std::function<void()> run;
@@ -83,7 +83,7 @@ struct ChosenKernel {
 std::vector<ChosenKernel> choose_kernels(const std::string &key, Device dev, const Selection &sel,
                                          const TuningRecords *records);
 // The candidates (tensors, check and run closures) of the chosen kernels.
-std::vector<Candidate> build_candidates(const SuiteEntry &entry, const std::vector<ChosenKernel> &kernels,
+std::vector<BenchCandidate> build_candidates(const SuiteEntry &entry, const std::vector<ChosenKernel> &kernels,
                                         std::mt19937_64 &rng);
 
 // Returns the process exit code: 0 ok, 1 a kernel failed or was wrong, 2 bad input.

@@ -5,8 +5,12 @@
 //   blockfuse check KEY ...                             parse + print canonical keys
 //   blockfuse info                                      device, Halide version, named variants
 //   blockfuse records --from RESULTS.json --out FILE    tuning records from measured results
+//   blockfuse records best [FILE...]                    the fastest record per workload, strategy, target
+//   blockfuse tune --suite NAME | --workload KEY ...    search the schedules' knob spaces, append records
 // Exit codes: 0 ok, 1 a kernel failed or gave a wrong result, 2 bad input.
 #include "bench/harness.h"
+#include "tune/tuner.h"
+#include "tune/worker.h"
 #include "runtime/conv2d.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/kernel_registry.h"
@@ -84,15 +88,56 @@ int main(int argc, char **argv) {
 
     std::vector<std::string> from;
     std::string records_out;
-    auto *records = app.add_subcommand("records", "append the fastest passing variant of each workload of "
-                                                  "bench results.json files to a tuning-records file");
-    records->add_option("--from", from, "results.json of a bench run")->required();
-    records->add_option("--out", records_out, "tuning-records file (JSON lines), appended to")->required();
+    auto *records = app.add_subcommand("records", "tuning records: --from RESULTS.json --out FILE appends every measured "
+                                                  "kernel of bench results; `records best` shows the picks");
+    records->add_option("--from", from, "results.json of a bench run");
+    records->add_option("--out", records_out, "tuning-records file (JSON lines), appended to");
 
     // generate: what a user needs to call a kernel from their own build.
     std::vector<std::string> gen_keys, gen_knobs;
     std::string gen_strategy, gen_device = "cuda", gen_out;
     int gen_registers = 0;
+    std::vector<std::string> best_files;
+    std::string best_target;
+    auto *records_best = records->add_subcommand("best", "the fastest passing record per workload, strategy and target");
+    records_best->add_option("files", best_files, "records files (default: autotune/records/*.jsonl)");
+    records_best->add_option("--target", best_target, "only targets containing this, e.g. H200 or cpu");
+
+    TuneOptions topt;
+    topt.command_line = bopt.command_line;
+    topt.argv0 = argv[0];
+    topt.timing.min_seconds = 0.2;
+    std::string shard, tune_flush = "write";
+    auto *tune = app.add_subcommand("tune", "search each workload's schedule knobs on this device; every candidate is "
+                                            "checked, measured and appended to the records");
+    tune->add_option("--suite", topt.suite, "suite name (workloads/NAME.txt) or path");
+    tune->add_option("--workload", topt.keys, "workload key(s)");
+    tune->add_option("--device", topt.device, "auto | cpu | cuda")->capture_default_str();
+    tune->add_option("--strategies", topt.strategies, "only these strategies")->delimiter(',');
+    tune->add_option("--trials", topt.trials, "candidates per workload and strategy (those in --records count)")
+        ->capture_default_str();
+    tune->add_option("--minutes", topt.minutes, "at most this long per workload and strategy");
+    tune->add_option("--records", topt.records, "tuning records file: appended to, and resumed from")->required();
+    tune->add_option("--seed-records", topt.seed_records, "records to seed from (default: autotune/records/*.jsonl)");
+    tune->add_flag("--no-seed-records", topt.no_seed_records, "seed from the heuristic and the named variants only");
+    tune->add_option("--jobs", topt.jobs, "kernels built at once (default: the cores)");
+    tune->add_option("--search", topt.search, "evolutionary | random")->capture_default_str();
+    tune->add_option("--seed", topt.seed, "the search's seed")->capture_default_str();
+    tune->add_option("--batch", topt.batch, "candidates built per round (default 8)");
+    tune->add_option("--timeout", topt.timeout_s, "seconds a candidate's measurement may take")->capture_default_str();
+    tune->add_option("--shard", shard, "i/N: tune every N-th task (workload x strategy) from the i-th");
+    tune->add_option("--plan-out", topt.plan_out, "build one round of candidates here and write them to this file");
+    tune->add_option("--measure", topt.measure_plan, "measure a plan's candidates (made by --plan-out)");
+    tune->add_option("--gpu", topt.gpu, "with --plan-out: the GPU the kernels are for, e.g. \"NVIDIA H200:sm_90\"");
+    tune->add_option("--min-seconds", topt.timing.min_seconds, "seconds of samples per candidate")->capture_default_str();
+    tune->add_option("--min-samples", topt.timing.min_samples, "samples per candidate, at least")->capture_default_str();
+    tune->add_option("--l2-flush", tune_flush, "write | read | none (CUDA)")->capture_default_str();
+    tune->add_option("--out", topt.out_dir, "write summary.json (per task: trials, best, default, seconds) here");
+    std::string worker_device = "cpu";
+    auto *tune_worker = app.add_subcommand("tune-worker", "the tuner's measuring process (started by tune)");
+    tune_worker->add_option("--device", worker_device, "cpu | cuda");
+    tune_worker->group("");  // not listed in --help
+
     auto *generate = app.add_subcommand("generate", "write a kernel's static library, header, STMT, PTX or assembly, "
                                                     "and JSON description (arguments, knobs, target, launch resources)");
     generate->add_option("keys", gen_keys, "workload keys")->required();
@@ -259,7 +304,30 @@ int main(int argc, char **argv) {
                                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), jobs);
             return failed ? 1 : 0;
         }
+        if (*tune) {
+            if (!shard.empty()) {
+                const auto slash = shard.find('/');
+                try {
+                    if (slash == std::string::npos) throw std::invalid_argument("");
+                    topt.shard = std::stoi(shard.substr(0, slash));
+                    topt.shards = std::stoi(shard.substr(slash + 1));
+                } catch (const std::exception &) {
+                    throw WorkloadError("--shard '" + shard + "' is not i/N");
+                }
+            }
+            if (!parse_l2_flush(tune_flush, topt.timing.l2_flush))
+                throw WorkloadError("--l2-flush '" + tune_flush + "' is not one of write, read, none");
+            return run_tune(topt);
+        }
+        if (*tune_worker) {
+            Device d;
+            if (!parse_device(worker_device, &d)) throw WorkloadError("--device '" + worker_device + "' is not cpu or cuda");
+            return run_tune_worker(d);
+        }
+        if (*records_best) return print_best_records(best_files, best_target);
         if (*records) {
+            if (from.empty() || records_out.empty())
+                throw WorkloadError("records: give --from RESULTS.json and --out FILE (or `records best`)");
             size_t n = 0;
             for (const auto &f : from) {
                 const auto r = records_from_results(f);

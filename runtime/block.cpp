@@ -1,7 +1,9 @@
 #include "runtime/block.h"
+#include "schedules/block_knobs.h"
 #include "schedules/heuristics.h"
 #include <fmt/format.h>
 #include <algorithm>
+#include <set>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -538,6 +540,49 @@ public:
     }
     std::string strategy_note(const std::string &s) const override {
         return w_.se && s == "fused" ? " [split at SE: tile sums, then the block with the gate]" : "";
+    }
+    std::vector<std::string> tunable_knobs(const std::string &strategy, Device d) const override {
+        const BlockSpec spec = w_.spec();
+        std::vector<std::string> out;
+        if (d == Device::cpu) {  // the CPU schedules read the tile and the chunk (fused, depth-first) only
+            if (strategy != "layer_by_layer") out = {"tile_x", "tile_y", "chunk"};
+            return out;
+        }
+        if (strategy == "layer_by_layer") {  // the conv2d knobs of each mapping its layers use
+            std::set<std::string> prefixes;
+            for (const LayerSpec &l : spec.layers) prefixes.insert(knob_prefix(layer_mapping(l.ks, l.groups)));
+            for (const std::string &p : prefixes)
+                for (const KnobDecl &k : conv2d_gpu_knobs().knobs) out.push_back(p + k.name);
+            return out;
+        }
+        const bool full_width = std::any_of(spec.layers.begin(), spec.layers.end() - 1,
+                                            [](const LayerSpec &l) { return !l.hidden; });
+        const bool pointwise_hidden = std::any_of(spec.layers.begin(), spec.layers.end(), pointwise_hidden_layer);
+        for (const KnobDecl &k : block_fused_knobs().knobs)
+            if ((k.name != "full_vec" || full_width) && (k.name != "input_vec" || pointwise_hidden) &&
+                (k.name != "stage_padded" || strategy == "fused"))
+                out.push_back(k.name);
+        return out;
+    }
+    std::string candidate_error(const KernelVariant &v, const LaunchLimits &limits) const override {
+        const BlockSpec spec = w_.spec();
+        const std::string strategy = v.param("strategy");
+        if (std::string why = block_knobs_error(spec, strategy, block_knobs_from(v.knobs), v.device != Device::cpu);
+            !why.empty())
+            return why;
+        if (v.device == Device::cpu) return "";
+        for (const Conv2dWorkload &l : w_.layers()) {
+            const std::string p = knob_prefix(layer_mapping(l.r, l.groups));
+            if (strategy == "layer_by_layer" &&
+                !flat_tiles_fit(v.knob(p + "flat_threads"), v.knob(p + "tile_x"), v.knob(p + "tile_y"), l.out_w(), l.out_h()))
+                return p + " mapping: the flat mapping's tile exceeds a layer's output";
+        }
+        try {
+            check_block_launch(v, w_, limits);
+        } catch (const KernelError &e) {
+            return e.what();
+        }
+        return "";
     }
 
 private:

@@ -5,6 +5,7 @@
 #include "schedules/heuristics.h"
 #include <fmt/format.h>
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 namespace blockfuse {
@@ -22,11 +23,21 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
 LaunchLimits launch_limits(Device device) {
     LaunchLimits l;
-    if (device == Device::cuda && cuda::device().available) {
+    if (device != Device::cuda) return l;
+    if (cuda::device().available) {
         l.max_threads = cuda::device().max_threads_per_block;
         // with opt-in: Halide's launches get it through runtime/cuda_driver.cpp's cuLaunchKernel
         l.max_shared = cuda::device().max_shared_per_block_optin;
+        return l;
     }
+    // No GPU here: the GPU the kernels are for (BLOCKFUSE_GPU "NAME:sm_XY"), by the opt-in shared memory
+    // per block of its compute capability (CUDA C Programming Guide, technical specifications).
+    const char *gpu = std::getenv("BLOCKFUSE_GPU");
+    const std::string g = gpu ? gpu : "";
+    const size_t at = g.rfind(":sm_");
+    if (at == std::string::npos) return l;
+    const int sm = std::atoi(g.c_str() + at + 4);
+    l.max_shared = sm == 80 || sm == 87 ? 163 * 1024 : sm == 90 || sm == 100 ? 227 * 1024 : sm >= 80 ? 99 * 1024 : l.max_shared;
     return l;
 }
 
@@ -149,24 +160,23 @@ LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w)
     return s;
 }
 
-void check_launch(const KernelVariant &v, const Conv2dWorkload &w) {
-    if (v.device == Device::cpu) return;
+std::string conv2d_launch_error(const KernelVariant &v, const Conv2dWorkload &w, const LaunchLimits &limits) {
+    if (v.device == Device::cpu) return "";
     LaunchShape s = conv2d_launch_shape(v, w);
-    const auto [max_threads, max_shared] = launch_limits(v.device);
     const long long max_grid[3] = {2147483647LL, 65535, 65535};
-    std::ostringstream why;
-    if (s.threads > max_threads)
-        why << s.threads << " threads per block exceed the device limit of " << max_threads;
-    else if (s.shared_bytes > max_shared)
-        why << s.shared_bytes << " bytes of shared memory exceed the device limit of " << max_shared;
-    else
-        for (int d = 0; d < 3; ++d)
-            if (s.grid[d] > max_grid[d]) {
-                why << "grid dimension " << "xyz"[d] << " = " << s.grid[d] << " exceeds the limit of " << max_grid[d];
-                break;
-            }
-    if (!why.str().empty())
-        throw KernelError("launch rejected before running: kernel " + v.name + " on " + to_key(w) + ": " + why.str());
+    if (s.threads > limits.max_threads)
+        return fmt::format("{} threads per block exceed the device limit of {}", s.threads, limits.max_threads);
+    if (s.shared_bytes > limits.max_shared)
+        return fmt::format("{} bytes of shared memory exceed the device limit of {}", s.shared_bytes, limits.max_shared);
+    for (int d = 0; d < 3; ++d)
+        if (s.grid[d] > max_grid[d])
+            return fmt::format("grid dimension {} = {} exceeds the limit of {}", "xyz"[d], s.grid[d], max_grid[d]);
+    return "";
+}
+
+void check_launch(const KernelVariant &v, const Conv2dWorkload &w) {
+    if (const std::string why = conv2d_launch_error(v, w, launch_limits(v.device)); !why.empty())
+        throw KernelError("launch rejected before running: kernel " + v.name + " on " + to_key(w) + ": " + why);
 }
 
 void run_conv2d(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &t) {
@@ -250,6 +260,21 @@ public:
         return p;
     }
     std::unique_ptr<OpData> data(std::mt19937_64 &rng) const override { return std::make_unique<Conv2dData>(w_, rng); }
+    std::string candidate_error(const KernelVariant &v, const LaunchLimits &limits) const override {
+        if (v.device == Device::cpu) return "";
+        const ConvKind kind = w_.kind() == ConvKindTag::depthwise   ? ConvKind::depthwise
+                              : w_.kind() == ConvKindTag::pointwise ? ConvKind::pointwise
+                                                                    : ConvKind::general;
+        const bool static_window = (kind == ConvKind::pointwise || v.knob("kernel_size") > 0) &&
+                                   v.knob("static_stride") > 0 && v.knob("static_dilation") > 0;
+        if (std::string why = conv2d_gpu_knobs_error(conv2d_gpu_knobs_from(v.knobs), kind, static_window,
+                                                     w_.c / w_.groups);
+            !why.empty())
+            return why;
+        if (!flat_tiles_fit(v.knob("flat_threads"), v.knob("tile_x"), v.knob("tile_y"), w_.out_w(), w_.out_h()))
+            return "the flat mapping's tile_x x tile_y exceeds the output";
+        return conv2d_launch_error(v, w_, limits);
+    }
 
 private:
     Conv2dWorkload w_;

@@ -45,7 +45,8 @@ bool flat_tiles_fit(int flat_threads, int tile_x, int tile_y, int out_w, int out
 // Launch geometry of a GPU variant for a workload (blocks and threads per block).
 // A device's per-block launch limits: the CUDA device's (shared memory with opt-in, which
 // runtime/cuda_driver.cpp does for Halide's launches: 227 KB on the H200) where one is present,
-// else 1024 threads and 48 KB. Every launch checker (conv2d, block, stem) reads these.
+// else those of the GPU named by BLOCKFUSE_GPU ("NVIDIA H200:sm_90": kernels made here for it), else
+// 1024 threads and 48 KB. Every launch checker (conv2d, block, stem) and the tuner read these.
 struct LaunchLimits {
     int max_threads = 1024;
     long long max_shared = 48 * 1024;
@@ -64,6 +65,8 @@ long long staged_tile_bytes(long long channels, int block_x, int block_y, int st
 // Throws KernelError if the launch would exceed the device's limits (threads per block,
 // grid dims, shared memory). No-op for CPU variants.
 void check_launch(const KernelVariant &v, const Conv2dWorkload &w);
+// What check_launch would say against `limits` ("" if the launch fits).
+std::string conv2d_launch_error(const KernelVariant &v, const Conv2dWorkload &w, const LaunchLimits &limits);
 
 // Runs one variant; throws KernelError with Halide's message on failure.
 void run_conv2d(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &t);

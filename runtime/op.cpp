@@ -4,6 +4,12 @@
 
 namespace blockfuse {
 
+std::vector<std::string> Op::tunable_knobs(const std::string &, Device d) const {
+    std::vector<std::string> out;
+    for (const KnobDecl &k : schedule_knob_table(generator(), d).knobs) out.push_back(k.name);
+    return out;
+}
+
 // One line per family; conv2d last: its parser names a key of no family ("family 'x' ...").
 std::unique_ptr<Op> parse_op(const std::string &key) {
     if (is_block_key(key)) return block_op(key);

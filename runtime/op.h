@@ -15,6 +15,7 @@
 namespace blockfuse {
 
 struct ScheduleChoice;  // schedules/heuristics.h
+struct LaunchLimits;    // runtime/conv2d.h
 
 // Problem columns of a result row (CUTLASS-profiler style). Blocks: k = output channels, r = s = the block's
 // spatial kernel, groups = hidden width; 3-D ops fill d, t (kernel depth) and stride_d.
@@ -76,6 +77,12 @@ public:
     virtual std::unique_ptr<OpData> check_data(std::mt19937_64 &rng) const { return data(rng); }
     // A note on a strategy's row (e.g. Squeeze-Excitation splits a fused block in two kernels).
     virtual std::string strategy_note(const std::string &) const { return ""; }
+    // What the tuner searches: the schedule knobs that `strategy` reads on device d (the family's other
+    // knobs do not change its kernels). Default: every knob the family declares for d.
+    virtual std::vector<std::string> tunable_knobs(const std::string &strategy, Device d) const;
+    // Why kernel v cannot serve this workload within `limits` ("" if it can): the schedule's constraints
+    // on its knobs and the launch checks, so that the tuner never builds a candidate that cannot run.
+    virtual std::string candidate_error(const KernelVariant &, const LaunchLimits &) const { return ""; }
 };
 
 // The op of a key of any family; throws WorkloadError naming the field if the key is invalid.

@@ -100,21 +100,23 @@ KernelVariant stem_kernel_for(const StemWorkload &w, const std::string &strategy
     return v;
 }
 
-void check_stem_launch(const KernelVariant &v, const StemWorkload &w) {
-    if (v.device == Device::cpu) return;
-    const auto [max_threads, max_shared] = launch_limits(v.device);
-    const std::string what = "launch rejected before running: stem " + to_key(w) + ", strategy " + v.param("strategy") +
-                             " (kernel " + v.name + "): ";
+std::string stem_launch_error(const KernelVariant &v, const StemWorkload &w, const LaunchLimits &limits) {
+    if (v.device == Device::cpu) return "";
     const int tx = v.knob("tile_x"), ty = v.knob("tile_y");
-    if (v.threads_per_block() > max_threads)
-        throw KernelError(what + std::to_string(v.threads_per_block()) + " threads per block exceed the device limit of " +
-                          std::to_string(max_threads));
+    if (v.threads_per_block() > limits.max_threads)
+        return fmt::format("{} threads per block exceed the device limit of {}", v.threads_per_block(), limits.max_threads);
     if (v.param("strategy") == "depth_first") {  // the conv tile of a pool tile: (2t+1) pixels a side
         long long shared = shared_pad8(w.k) * (2 * tx + 1) * (2 * ty + 1) * dtype_bytes(w.dtype);
-        if (shared > max_shared)
-            throw KernelError(what + std::to_string(shared) + " bytes of shared memory per block exceed the limit of " +
-                              std::to_string(max_shared));
+        if (shared > limits.max_shared)
+            return fmt::format("{} bytes of shared memory per block exceed the limit of {}", shared, limits.max_shared);
     }
+    return "";
+}
+
+void check_stem_launch(const KernelVariant &v, const StemWorkload &w) {
+    if (const std::string why = stem_launch_error(v, w, launch_limits(v.device)); !why.empty())
+        throw KernelError("launch rejected before running: stem " + to_key(w) + ", strategy " + v.param("strategy") +
+                          " (kernel " + v.name + "): " + why);
 }
 
 void run_stem(const KernelVariant &v, const StemWorkload &w, StemTensors &t) {
@@ -204,6 +206,14 @@ public:
         return p;
     }
     std::unique_ptr<OpData> data(std::mt19937_64 &rng) const override { return std::make_unique<StemData>(w_, rng); }
+    std::vector<std::string> tunable_knobs(const std::string &strategy, Device d) const override {
+        if (d == Device::cpu) return {"tile_x", "tile_y"};
+        if (strategy == "depth_first") return {"tile_x", "tile_y", "vec_k", "conv_vec"};
+        return {"tile_x", "tile_y", "vec_k"};
+    }
+    std::string candidate_error(const KernelVariant &v, const LaunchLimits &limits) const override {
+        return stem_launch_error(v, w_, limits);
+    }
 
 private:
     StemWorkload w_;

@@ -34,6 +34,7 @@ KernelVariant stem_kernel_for(const StemWorkload &w, const std::string &strategy
 // Threads per block and the depth-first conv tile in shared memory against the device's limits;
 // run_stem calls it first. Throws KernelError naming the stem, the strategy and the limit.
 void check_stem_launch(const KernelVariant &v, const StemWorkload &w);
+std::string stem_launch_error(const KernelVariant &v, const StemWorkload &w, const LaunchLimits &limits);
 void run_stem(const KernelVariant &v, const StemWorkload &w, StemTensors &t);
 // Float64 reference: conv (runtime/reference), rounded to storage, then the max pool.
 Comparison check_stem(const StemWorkload &w, StemTensors &t);

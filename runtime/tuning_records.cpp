@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fcntl.h>
 #include <fstream>
+#include <sys/file.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #ifndef BLOCKFUSE_SOURCE_DIR
@@ -49,6 +52,10 @@ TuningRecord parse_record(const nlohmann::json &j, const std::string &where) {
     r.variant = j.value("variant", "");
     r.check = j.value("check", "ok");
     r.tuning_seconds = j.value("tuning_seconds", 0.0);
+    r.build_seconds = j.value("build_seconds", 0.0);
+    r.rel_l2 = j.value("rel_l2", 0.0);
+    r.searcher = j.value("searcher", "");
+    r.trial = j.value("trial", 0);
     r.source = j.value("source", "");
     try {
         r.workload = canonical_key(r.workload);
@@ -124,7 +131,7 @@ TuningRecord record_of(const KernelVariant &v, const std::string &workload, cons
 }
 
 nlohmann::json record_json(const TuningRecord &r) {
-    return {{"version", 2},          {"workload", r.workload},
+    nlohmann::json j = {{"version", 2},          {"workload", r.workload},
             {"strategy", r.strategy}, {"family", r.family},
             {"knobs", r.knobs},       {"max_registers", r.max_registers},
             {"target", r.target},     {"halide_version", r.halide_version},
@@ -133,6 +140,10 @@ nlohmann::json record_json(const TuningRecord &r) {
             {"max_ms", r.max_ms},     {"samples", r.samples},
             {"check", r.check},       {"failure", r.failure},
             {"tuning_seconds", r.tuning_seconds}, {"source", r.source}};
+    if (r.build_seconds > 0) j["build_seconds"] = r.build_seconds;
+    if (r.rel_l2 > 0) j["rel_l2"] = r.rel_l2;
+    if (!r.searcher.empty()) j["searcher"] = r.searcher, j["trial"] = r.trial;
+    return j;
 }
 
 std::vector<TuningRecord> records_from_results(const std::string &results_json) {
@@ -172,9 +183,17 @@ std::vector<TuningRecord> records_from_results(const nlohmann::json &j, const st
 }
 
 void append_records(const std::string &path, const std::vector<TuningRecord> &records) {
-    std::ofstream out(path, std::ios::app);
-    if (!out) throw WorkloadError("tuning records '" + path + "': cannot append to it");
-    for (const auto &r : records) out << record_json(r).dump() << "\n";
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0) throw WorkloadError("tuning records '" + path + "': cannot append to it");
+    flock(fd, LOCK_EX);
+    bool ok = true;
+    for (const auto &r : records) {
+        const std::string line = record_json(r).dump() + "\n";
+        ok = ok && write(fd, line.data(), line.size()) == ssize_t(line.size());
+    }
+    flock(fd, LOCK_UN);
+    close(fd);
+    if (!ok) throw WorkloadError("tuning records '" + path + "': a write failed (disk full?)");
 }
 
 std::string record_target(Device d) {

@@ -3,7 +3,8 @@
 //   {"version": 2, "workload": "mbconv:n=8,...", "strategy": "fused", "family": "block",
 //    "knobs": {...every schedule knob...}, "max_registers": 64, "target": "cuda:NVIDIA H200:sm_90",
 //    "halide_version": "21.0.0", "commit": "...", "variant": "...", "median_ms": 0.0865, "min_ms": ...,
-//    "max_ms": ..., "samples": 40, "check": "ok", "failure": "", "tuning_seconds": 0, "source": "..."}
+//    "max_ms": ..., "samples": 40, "check": "ok", "rel_l2": 1e-7, "failure": "", "tuning_seconds": 2.1,
+//    "build_seconds": 1.6, "searcher": "evolutionary", "trial": 12, "source": "..."}
 // The dispatcher (runtime/dispatch.h) takes, per workload and strategy, the fastest record that passed its
 // check on this target with this Halide version; a record of another target or Halide version is never
 // applied, and a line says which record applied or that none did.
@@ -28,7 +29,11 @@ struct TuningRecord {
     int samples = 0;
     std::string check = "ok";  // "ok", or what the float64 check said
     std::string failure;       // "" or wrong_answer | build | launch | crash | timeout
-    double tuning_seconds = 0;
+    double tuning_seconds = 0; // building and measuring it (the tuner's candidates)
+    double build_seconds = 0;  //  ... of which building
+    double rel_l2 = 0;         // the check's relative L2 error
+    std::string searcher;      // the tuner's search that proposed it ("" from a bench run)
+    int trial = 0;             // its trial number in that search (1-based; 0: not the tuner's)
     std::string source;        // how it was measured (command, results file, date)
     bool ok() const { return failure.empty() && median_ms > 0; }
 };
@@ -56,6 +61,7 @@ TuningRecord record_of(const KernelVariant &v, const std::string &workload, cons
 // ones with their failure). Throws WorkloadError naming the file if it is not one.
 std::vector<TuningRecord> records_from_results(const std::string &results_json);
 std::vector<TuningRecord> records_from_results(const nlohmann::json &results, const std::string &source);
+// Appends under an exclusive lock of the file, each record one write: tuners of several shards may share a file.
 void append_records(const std::string &path, const std::vector<TuningRecord> &records);
 nlohmann::json record_json(const TuningRecord &r);
 
