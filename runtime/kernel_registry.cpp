@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <deque>
 #include <mutex>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
 
 namespace blockfuse {
@@ -59,13 +60,17 @@ std::map<std::string, int> KernelVariant::schedule_knobs() const {
     return out;
 }
 
-std::string KernelVariant::knob_summary() const {
+std::string knob_summary(const KnobTable &table, const std::map<std::string, int> &knobs, int max_registers) {
     std::string s;
-    for (const auto &k : schedule_knob_table(family, device).knobs)
-        if (int v = knob(k.name, k.default_value); v != k.default_value)
-            s += (s.empty() ? "" : " ") + k.name + "=" + std::to_string(v);
+    for (const auto &k : table.knobs)
+        if (auto it = knobs.find(k.name); it != knobs.end() && it->second != k.default_value)
+            s += (s.empty() ? "" : " ") + k.name + "=" + std::to_string(it->second);
     if (max_registers > 0) s += (s.empty() ? "" : " ") + std::string("max_registers=") + std::to_string(max_registers);
-    return s.empty() ? "defaults" : s;
+    return s.empty() ? "knob defaults" : s;
+}
+
+std::string KernelVariant::knob_summary() const {
+    return blockfuse::knob_summary(schedule_knob_table(family, device), knobs, max_registers);
 }
 
 namespace {
@@ -187,12 +192,12 @@ const KernelVariant *find_data_variant(const std::string &name) {
 const KernelVariant *keep_variant(KernelVariant v) {
     static std::mutex m;
     static std::deque<KernelVariant> kept;  // stable addresses
+    static std::unordered_map<std::string, const KernelVariant *> by_id;  // request hash + name
     std::lock_guard<std::mutex> lock(m);
-    const std::string h = v.request().hash();
-    for (const auto &k : kept)
-        if (k.request().hash() == h && k.name == v.name) return &k;
+    const std::string id = v.request().hash() + " " + v.name;
+    if (auto it = by_id.find(id); it != by_id.end()) return it->second;
     kept.push_back(std::move(v));
-    return &kept.back();
+    return by_id[id] = &kept.back();
 }
 
 namespace {

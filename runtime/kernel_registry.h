@@ -18,6 +18,10 @@ enum class Device { cpu, cuda, opencl };
 const char *device_name(Device d);
 bool parse_device(const std::string &s, Device *out);  // cpu | cuda | opencl
 
+// "tile_x=16 chunk=32 max_registers=128": the knobs of the table that differ from their declared defaults
+// ("knob defaults" if none), the register cap if set.
+std::string knob_summary(const KnobTable &table, const std::map<std::string, int> &knobs, int max_registers);
+
 struct KernelVariant {
     std::string family;   // the generator: conv2d | block | stem
     std::string name;     // e.g. conv2d_depthwise_k3fd_f16_cuda, or a generated one's name@hash
@@ -42,7 +46,7 @@ struct KernelVariant {
     int threads_per_block() const;  // 0 for CPU
     // The schedule knobs alone (name -> value, every declared one), as the tuner and records hold them.
     std::map<std::string, int> schedule_knobs() const;
-    // "tile_x=16 chunk=32": the schedule knobs that differ from their defaults ("defaults" if none).
+    // knob_summary() of this kernel's knobs.
     std::string knob_summary() const;
     KernelRequest request() const;  // what the kernel cache builds it from
     const LoadedKernel &load() const { return load_kernel(request()); }

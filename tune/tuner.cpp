@@ -43,12 +43,6 @@ double distance(const Problem &a, const Problem &b) {
            4.0 * (a.stride_h != b.stride_h || a.stride_w != b.stride_w);
 }
 
-std::string short_knobs(const KernelVariant &v) {
-    std::string s = v.knob_summary();
-    if (v.max_registers) s += fmt::format(" regs={}", v.max_registers);
-    return s;
-}
-
 std::string minutes_or_seconds(double s) {
     return s >= 120 ? fmt::format("{:.0f} min", s / 60) : fmt::format("{:.0f} s", s);
 }
@@ -59,7 +53,7 @@ struct TaskReport {
     std::map<std::string, int> failures;
     size_t invalid = 0;
     double space = 0;
-    double best_ms = 0, default_ms = 0, best_named_ms = 0;
+    double best_ms = 0, heuristic_ms = 0, best_named_ms = 0;
     std::string best_named, best_knobs;
     double seconds = 0, build_wall = 0, measure_wall = 0;
     std::string note;
@@ -97,7 +91,6 @@ private:
     std::string target_;
     TuningRecords own_, others_;
     std::unique_ptr<Runner> runner_;
-    std::string measured_workload_;  // the worker has this workload's data already
 
     bool same_target(const TuningRecord &r, const Task &t) const {
         return r.workload == t.key && r.strategy == t.strategy && r.target == target_ &&
@@ -162,10 +155,7 @@ TuningRecord Tuner::measure(const Task &t, const KernelVariant &v, const BuildOu
         return rec;
     }
     MeasureRequest req{t.key, t.strategy, v.schedule_knobs(), v.max_registers, opt_.timing};
-    // The first candidate of a workload also makes its data and float64 reference in the worker.
-    const bool first = measured_workload_ != t.key || !runner_;
-    const MeasureResult m = runner_->measure(req, first ? std::max(opt_.timeout_s, 600.0) : opt_.timeout_s);
-    measured_workload_ = m.failure == "crash" || m.failure == "timeout" || m.failure == "launch" ? "" : t.key;
+    const MeasureResult m = runner_->measure(req);
     rec.failure = m.failure;
     rec.check = m.failure.empty() ? m.check : m.check.substr(0, 600);
     rec.rel_l2 = m.rel_l2;
@@ -190,7 +180,7 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
     double best = 0;
     std::string best_knobs;
     for (const auto &[c, ms] : search->history())
-        if (ms < kFailedScore && (best == 0 || ms < best)) best = ms, best_knobs = short_knobs(*space.kernel(c, ""));
+        if (ms < kFailedScore && (best == 0 || ms < best)) best = ms, best_knobs = space.kernel(c, "")->knob_summary();
     if (rep.resumed) std::cout << fmt::format("{} resumed: {} candidates measured before\n", label, rep.resumed);
     std::ofstream plan;
     if (!opt_.plan_out.empty()) plan.open(opt_.plan_out, std::ios::app);
@@ -234,8 +224,8 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
             append_records(opt_.records, {rec});
             search->observe(cands[i], rec.ok() ? rec.median_ms : kFailedScore);
             if (!rec.ok()) ++rep.failed, ++rep.failures[rec.failure];
-            if (cands[i] == dflt && rec.ok()) rep.default_ms = rec.median_ms;
-            if (rec.ok() && (best == 0 || rec.median_ms < best)) best = rec.median_ms, best_knobs = short_knobs(*vs[i]);
+            if (cands[i] == dflt && rec.ok()) rep.heuristic_ms = rec.median_ms;
+            if (rec.ok() && (best == 0 || rec.median_ms < best)) best = rec.median_ms, best_knobs = vs[i]->knob_summary();
             const double elapsed = since(start);
             const double eta = elapsed / this_run * (opt_.trials - done);
             std::cout << fmt::format("{} {} trial {}/{} | current {} | best {} ({}) | {} failed | {} | ETA {}\n", label,
@@ -255,7 +245,7 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
     // The default and the named variants, as measured (this run or before), for the summary.
     for (const auto &[c, ms] : search->history()) {
         if (ms >= kFailedScore) continue;
-        if (c == dflt) rep.default_ms = ms;
+        if (c == dflt) rep.heuristic_ms = ms;
         for (const KernelVariant *v : data_variants_for(t.key, t.strategy, dev_))
             if (space.project(v->schedule_knobs(), v->max_registers) == c &&
                 (rep.best_named_ms == 0 || ms < rep.best_named_ms))
@@ -301,7 +291,7 @@ void Tuner::measure_plan(const std::string &path) {
                                  j.value("seed", 0ULL));
         append_records(opt_.records, {rec});
         own_.records.push_back(rec);
-        std::cout << fmt::format("[{}/{}] {} {} {} | {} | {}\n", n, lines.size(), t.key, t.strategy, short_knobs(*v),
+        std::cout << fmt::format("[{}/{}] {} {} {} | {} | {}\n", n, lines.size(), t.key, t.strategy, v->knob_summary(),
                                  rec.ok() ? fmt::format("{:.4g} ms", rec.median_ms) : rec.failure + ": " + rec.check.substr(0, 160),
                                  minutes_or_seconds(since(start)))
                   << std::flush;
@@ -378,23 +368,21 @@ int run_tune(const TuneOptions &opt) {
     nlohmann::json summary = nlohmann::json::array();
     std::cout << "\n";
     for (const auto &r : reports) {
-        const double other = r.seconds - r.build_wall - r.measure_wall;
         std::cout << fmt::format(
-            "{} {}: best {} ({}) | default {} | best named {} | {} trials ({} resumed), {} failed{}, {} invalid "
+            "{} {}: best {} ({}) | heuristic {} | best named {} | {} trials ({} resumed), {} failed{}, {} invalid "
             "filtered, space {:.3g} | {}: build {:.0f}%, measure {:.0f}%{}\n",
             r.task.name, r.task.strategy, r.best_ms > 0 ? fmt::format("{:.4g} ms", r.best_ms) : "-", r.best_knobs,
-            r.default_ms > 0 ? fmt::format("{:.4g} ms ({:.2f}x)", r.default_ms, r.default_ms / r.best_ms) : "-",
+            r.heuristic_ms > 0 ? fmt::format("{:.4g} ms ({:.2f}x)", r.heuristic_ms, r.heuristic_ms / r.best_ms) : "-",
             r.best_named_ms > 0 ? fmt::format("{:.4g} ms ({:.2f}x)", r.best_named_ms, r.best_named_ms / r.best_ms) : "-",
             r.trials, r.resumed, r.failed, r.failures.empty() ? "" : " (" + failures_text(r.failures) + ")", r.invalid,
             r.space, minutes_or_seconds(r.seconds), r.seconds > 0 ? 100 * r.build_wall / r.seconds : 0,
             r.seconds > 0 ? 100 * r.measure_wall / r.seconds : 0, r.note.empty() ? "" : " | " + r.note);
-        (void)other;
         summary.push_back({{"workload", r.task.key},     {"name", r.task.name},
                            {"strategy", r.task.strategy}, {"trials", r.trials},
                            {"resumed", r.resumed},        {"failed", r.failed},
                            {"failures", r.failures},      {"invalid_filtered", r.invalid},
                            {"space_points", r.space},     {"best_ms", r.best_ms},
-                           {"best_knobs", r.best_knobs},  {"default_ms", r.default_ms},
+                           {"best_knobs", r.best_knobs},  {"heuristic_ms", r.heuristic_ms},
                            {"best_named_ms", r.best_named_ms}, {"best_named", r.best_named},
                            {"seconds", r.seconds},        {"build_seconds", r.build_wall},
                            {"measure_seconds", r.measure_wall}, {"note", r.note}});
@@ -437,12 +425,9 @@ int print_best_records(const std::vector<std::string> &files, const std::string 
         if (target + halide != last_target) std::cout << "\n" << target << " (Halide " << halide << ")\n";
         last_target = target + halide;
         std::string knobs;
-        if (g.best) {
-            const KnobTable &table = schedule_knob_table(g.best->family, target.rfind("cuda", 0) == 0 ? Device::cuda : Device::cpu);
-            for (const auto &[n, v] : g.best->knobs)
-                if (const KnobDecl *d = table.find(n); d && d->default_value != v) knobs += fmt::format(" {}={}", n, v);
-            if (g.best->max_registers) knobs += fmt::format(" regs={}", g.best->max_registers);
-        }
+        if (g.best)
+            knobs = knob_summary(schedule_knob_table(g.best->family, target.rfind("cuda", 0) == 0 ? Device::cuda : Device::cpu),
+                                 g.best->knobs, g.best->max_registers);
         std::cout << fmt::format("  {:<72} {:<15} {:>10} {:>4} records ({} failed) {}\n", workload, strategy,
                                  g.best ? fmt::format("{:.4g} ms", g.best->median_ms) : "-", g.n, g.failed, knobs);
     }

@@ -31,7 +31,7 @@ struct TuneOptions {
     std::string search = "evolutionary";     // or random
     unsigned long long seed = 1;
     int batch = 0;                           // candidates per round (0: 8)
-    double timeout_s = 60;                   // per candidate measurement (its first: + data and reference)
+    double timeout_s = 60;                   // per candidate measurement (the data and reference: their own)
     int shard = 0, shards = 1;
     std::string plan_out, measure_plan;
     std::string gpu;                         // --plan-out for CUDA: the GPU the kernels are for

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -44,6 +45,20 @@ struct WorkloadData {
     std::unique_ptr<OpData> timing, checking;
 };
 
+// Makes the workload's data (fresh random inputs) and its float64 reference, unless made already.
+void prepare(const std::string &key, WorkloadData &wd) {
+    if (wd.key == key) return;
+    wd = WorkloadData{};
+    wd.op = parse_op(key);
+    std::mt19937_64 rng(std::random_device{}());
+    wd.timing = wd.op->data(rng);
+    wd.checking = wd.op->check_data(rng);
+    // A check of a poisoned output computes the reference the data keeps for every candidate; its verdict
+    // is of no interest.
+    wd.checking->with_fresh_output()->check();
+    wd.key = key;
+}
+
 nlohmann::json measure_one(const nlohmann::json &req, Device device, WorkloadData &wd, bool *restart) {
     const auto start = Clock::now();
     nlohmann::json out;
@@ -62,14 +77,7 @@ nlohmann::json measure_one(const nlohmann::json &req, Device device, WorkloadDat
     } catch (const std::exception &e) {
         return finish("build", e.what());
     }
-    if (wd.key != key) {
-        wd = WorkloadData{};
-        wd.key = key;
-        wd.op = parse_op(key);
-        std::mt19937_64 rng(std::random_device{}());
-        wd.timing = wd.op->data(rng);
-        wd.checking = wd.op->check_data(rng);
-    }
+    prepare(key, wd);
     const std::string plant = planted(knobs);
     if (plant == "crash") std::raise(SIGSEGV);
     if (plant == "timeout")
@@ -122,7 +130,14 @@ int run_tune_worker(Device device) {
         nlohmann::json reply;
         bool restart = false;
         try {
-            reply = measure_one(nlohmann::json::parse(line), device, wd, &restart);
+            const nlohmann::json req = nlohmann::json::parse(line);
+            if (req.contains("prepare")) {
+                const auto start = Clock::now();
+                prepare(req.at("prepare"), wd);
+                reply = {{"failure", ""}, {"seconds", std::chrono::duration<double>(Clock::now() - start).count()}};
+            } else {
+                reply = measure_one(req, device, wd, &restart);
+            }
         } catch (const std::exception &e) {
             reply = {{"failure", "launch"}, {"check", std::string("worker: ") + e.what()}};
             restart = true;
@@ -138,32 +153,27 @@ int run_tune_worker(Device device) {
 Runner::Runner(std::string argv0, Device device, std::string log_path, double timeout_s)
     : argv0_(std::move(argv0)), log_path_(std::move(log_path)), device_(device), timeout_s_(timeout_s) {}
 
-MeasureResult Runner::measure(const MeasureRequest &r, double timeout_s) {
+MeasureResult Runner::exchange(const nlohmann::json &req, double timeout_s, const char *what) {
     if (!child_.running()) {
         child_.start({argv0_, "tune-worker", "--device", device_name(device_)}, log_path_);
         ++started_;
+        prepared_.clear();
     }
-    const nlohmann::json req = {{"workload", r.workload},
-                                {"strategy", r.strategy},
-                                {"knobs", r.knobs},
-                                {"max_registers", r.max_registers},
-                                {"min_samples", r.timing.min_samples},
-                                {"min_seconds", r.timing.min_seconds},
-                                {"warmup", r.timing.warmup},
-                                {"l2_flush", l2_flush_name(r.timing.l2_flush)}};
     MeasureResult m;
     std::string reply;
     ProcessResult ended;
     const auto start = std::chrono::steady_clock::now();
-    if (!child_.request(req.dump(), timeout_s > 0 ? timeout_s : timeout_s_, &reply, &ended)) {
+    if (!child_.request(req.dump(), timeout_s, &reply, &ended)) {
         m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         m.failure = ended.timed_out ? "timeout" : "crash";
-        m.check = "worker " + ended.describe() + " on this candidate (log: " + log_path_ + ")";
+        m.check = fmt::format("worker {} {} (log: {})", ended.describe(), what, log_path_);
+        prepared_.clear();
         return m;
     }
     const nlohmann::json j = nlohmann::json::parse(reply, nullptr, false);
     if (j.is_discarded()) {
         child_.stop();
+        prepared_.clear();
         m.failure = "crash";
         m.check = "worker replied with something not JSON: " + reply.substr(0, 200);
         return m;
@@ -176,8 +186,31 @@ MeasureResult Runner::measure(const MeasureRequest &r, double timeout_s) {
     m.max_ms = j.value("max_ms", 0.0);
     m.samples = j.value("samples", 0);
     m.seconds = j.value("seconds", 0.0);
-    if (j.value("restart", false)) child_.stop();
+    if (j.value("restart", false)) {
+        child_.stop();
+        prepared_.clear();
+    }
     return m;
+}
+
+MeasureResult Runner::measure(const MeasureRequest &r) {
+    if (prepared_ != r.workload || !child_.running()) {
+        // The workload's data and float64 reference, made once per worker under a timeout of their own,
+        // so that a candidate's timeout bounds the candidate alone.
+        MeasureResult p = exchange({{"prepare", r.workload}}, std::max(timeout_s_, kPrepareTimeoutSeconds),
+                                   "while making the workload's data and reference");
+        if (!p.failure.empty()) return p;
+        prepared_ = r.workload;
+    }
+    const nlohmann::json req = {{"workload", r.workload},
+                                {"strategy", r.strategy},
+                                {"knobs", r.knobs},
+                                {"max_registers", r.max_registers},
+                                {"min_samples", r.timing.min_samples},
+                                {"min_seconds", r.timing.min_seconds},
+                                {"warmup", r.timing.warmup},
+                                {"l2_flush", l2_flush_name(r.timing.l2_flush)}};
+    return exchange(req, timeout_s_, "on this candidate");
 }
 
 }  // namespace blockfuse

@@ -16,6 +16,7 @@
 #include "runtime/process.h"
 #include "runtime/timing.h"
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace blockfuse {
@@ -44,12 +45,16 @@ class Runner {
 public:
     // argv0: this executable; log_path: the workers' stderr.
     Runner(std::string argv0, Device device, std::string log_path, double timeout_s);
-    // timeout_s of this request (the first of a workload also makes its data and float64 reference).
-    MeasureResult measure(const MeasureRequest &r, double timeout_s);
+    // timeout_s: what one candidate may take. A worker makes a workload's data and reference once, first,
+    // under kPrepareTimeoutSeconds at least.
+    MeasureResult measure(const MeasureRequest &r);
     int workers_started() const { return started_; }
 
+    static constexpr double kPrepareTimeoutSeconds = 600;
+
 private:
-    std::string argv0_, log_path_;
+    MeasureResult exchange(const nlohmann::json &req, double timeout_s, const char *what);
+    std::string argv0_, log_path_, prepared_;
     Device device_;
     double timeout_s_;
     LineChild child_;

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The tuner end to end on the CPU, on conv2d shapes small enough to search exhaustively:
+#  1. a planted wrong answer, hang and crash (BLOCKFUSE_TUNE_PLANT, tune/worker.h) are each recorded with
+#     their failure kind and the tuning goes on to measure the rest of the space;
+#  2. run again, it resumes: nothing already measured is measured again;
+#  3. the dispatcher runs the tuned record's kernel (bench --tuning-records);
+#  4. two shards (--shard 0/2, 1/2) tuning at once into one records file split the tasks between them and
+#     leave every line whole;
+#  5. a plan built by one process (--plan-out) is measured by another (--measure).
+#   usage: tune_end_to_end.sh BLOCKFUSE PYTHON
+set -u
+bf="$1"; py="$2"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+export BLOCKFUSE_KERNEL_CACHE="${BLOCKFUSE_KERNEL_CACHE:-$dir/cache}"
+fail() { echo "FAIL: $*"; exit 1; }
+quick=(--device cpu --no-seed-records --jobs 2 --min-seconds 0.02 --min-samples 5)
+w1="conv2d:n=1,c=5,h=7,w=6,k=11,r=3,s=3,pad=1,dtype=f32"
+w2="conv2d:n=2,c=3,h=5,w=9,k=6,r=1,s=1,dtype=f32"
+w3="conv2d:n=1,c=4,h=6,w=5,k=7,r=3,s=3,stride=2,pad=1,dtype=f32"
+
+# 1. planted failures; the CPU conv2d space is cpu_tile_x x cpu_vec_k, 12 points, all of them tried.
+BLOCKFUSE_TUNE_PLANT="wrong_answer:cpu_vec_k=4;timeout:cpu_tile_x=8;crash:cpu_tile_x=2" \
+    "$bf" tune "${quick[@]}" --workload "$w1" --trials 12 --timeout 3 --records "$dir/r.jsonl" \
+    --out "$dir/summary" > "$dir/tune1.txt" 2>&1 || { cat "$dir/tune1.txt"; fail "tune exited $?"; }
+grep -q "trial 12/12" "$dir/tune1.txt" || { cat "$dir/tune1.txt"; fail "no progress line of trial 12"; }
+"$py" - "$dir/r.jsonl" "$dir/summary/summary.json" <<'PY' || fail "records of the planted run"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert len(recs) == 12, len(recs)
+kind = {}
+for r in recs:
+    k = r["knobs"]
+    # the first matching item of the plant wins
+    want = "wrong_answer" if k["cpu_vec_k"] == 4 else "timeout" if k["cpu_tile_x"] == 8 else \
+           "crash" if k["cpu_tile_x"] == 2 else ""
+    assert r["failure"] == want, (k, r["failure"], want, r["check"])
+    if want:
+        assert r["median_ms"] == 0, r
+    else:
+        assert r["median_ms"] > 0 and r["samples"] >= 5 and "0 beyond tolerance" in r["check"], r
+    assert r["version"] == 2 and r["searcher"] == "evolutionary" and r["trial"] >= 1, r
+    kind[want] = kind.get(want, 0) + 1
+assert kind == {"crash": 2, "timeout": 2, "wrong_answer": 4, "": 4}, kind
+s = json.load(open(sys.argv[2]))
+assert s["schema"] == "blockfuse.tune.v1", s
+t = s["tasks"][0]
+assert t["trials"] == 12 and t["failed"] == 8 and t["failures"] == {"crash": 2, "timeout": 2, "wrong_answer": 4}, t
+best = min(r["median_ms"] for r in recs if not r["failure"])
+assert abs(t["best_ms"] - best) < 1e-9, (t, best)
+print("planted failures recorded:", kind)
+PY
+
+# 2. resume: every candidate is in the records already.
+"$bf" tune "${quick[@]}" --workload "$w1" --trials 12 --records "$dir/r.jsonl" > "$dir/tune2.txt" 2>&1 \
+    || { cat "$dir/tune2.txt"; fail "resumed tune exited $?"; }
+grep -q "resumed: 12 candidates" "$dir/tune2.txt" || { cat "$dir/tune2.txt"; fail "no resume"; }
+[ "$(wc -l < "$dir/r.jsonl")" -eq 12 ] || fail "the resumed run measured again: $(wc -l < "$dir/r.jsonl") records"
+
+# 3. the dispatcher picks the tuned record (the fastest passing one) for this workload.
+"$bf" bench --device cpu --workload "$w1" --tuning-records "$dir/r.jsonl" --variants default \
+    --min-seconds 0 --min-samples 1 > "$dir/bench.txt" 2>&1 || { cat "$dir/bench.txt"; fail "bench exited $?"; }
+grep -q "tuning record (blockfuse tune" "$dir/bench.txt" || { cat "$dir/bench.txt"; fail "the tuned record was not used"; }
+# records best names the fastest passing record's knobs, as the kernel line of bench does.
+"$bf" records best "$dir/r.jsonl" > "$dir/best.txt" 2>&1 || { cat "$dir/best.txt"; fail "records best exited $?"; }
+knobs=$(sed -n 's/^conv2d direct: [^[]*\[\(.*\)\] (tuning record.*/\1/p' "$dir/bench.txt")
+[ -n "$knobs" ] && grep -q "12 records (8 failed) *$knobs\$" "$dir/best.txt" \
+    || { cat "$dir/bench.txt" "$dir/best.txt"; fail "records best and the dispatched kernel disagree ('$knobs')"; }
+
+# 4. two shards at once into one file: tasks split, every line whole.
+for i in 0 1; do
+    "$bf" tune "${quick[@]}" --workload "$w2" "$w3" --trials 3 --shard "$i/2" --records "$dir/shared.jsonl" \
+        > "$dir/shard$i.txt" 2>&1 &
+done
+wait -n; r1=$?; wait -n; r2=$?
+[ "$r1" -eq 0 ] && [ "$r2" -eq 0 ] || { cat "$dir"/shard*.txt; fail "a shard exited non-zero"; }
+"$py" - "$dir/shared.jsonl" "$w2" "$w3" <<'PY' || { cat "$dir"/shard*.txt; fail "sharded records"; }
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+by = {}
+for r in recs:
+    by.setdefault(r["workload"], []).append(r)
+assert len(by) == 2 and all(len(v) == 3 for v in by.values()), {k: len(v) for k, v in by.items()}
+print("shards:", {k: len(v) for k, v in by.items()})
+PY
+grep -q "1 tasks" "$dir/shard0.txt" && grep -q "1 tasks" "$dir/shard1.txt" || { cat "$dir"/shard*.txt; fail "shards not one task each"; }
+
+# 5. plan here, measure there (here the same machine): the plan's candidates land in the records.
+"$bf" tune "${quick[@]}" --workload "$w2" --trials 2 --plan-out "$dir/plan.jsonl" --records "$dir/p.jsonl" \
+    > "$dir/plan.txt" 2>&1 || { cat "$dir/plan.txt"; fail "plan exited $?"; }
+[ "$(wc -l < "$dir/plan.jsonl")" -eq 2 ] || { cat "$dir/plan.txt"; fail "plan of $(wc -l < "$dir/plan.jsonl") lines"; }
+[ ! -s "$dir/p.jsonl" ] || fail "planning measured something"
+"$bf" tune --device cpu --measure "$dir/plan.jsonl" --records "$dir/p.jsonl" --min-seconds 0.02 \
+    > "$dir/measure.txt" 2>&1 || { cat "$dir/measure.txt"; fail "measure exited $?"; }
+"$py" -c '
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert len(recs) == 2 and all(not r["failure"] and r["median_ms"] > 0 and "--measure" in r["source"] for r in recs), recs' \
+    "$dir/p.jsonl" || fail "measured plan"
+echo "ok: planted failures isolated, resume, dispatch, shards, plan/measure"
