@@ -81,7 +81,7 @@ BlockWorkload parse_block(const std::string &key) {
           : w.family == BlockFamily::convnext ? Activation::gelu : Activation::relu;
     if (auto it = f.find("act"); it != f.end()) {
         if (!parse_activation(it->second, &w.act) || w.act == Activation::none)
-            fail(key, "field 'act' = '" + it->second + "' is not one of relu, relu6, silu, gelu, sigmoid");
+            fail(key, "field 'act' = '" + it->second + "' is not one of relu, relu6, silu, gelu, gelu_erf, sigmoid");
         f.erase(it);
     }
     if (auto it = f.find("dtype"); it != f.end()) {
