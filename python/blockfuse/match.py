@@ -156,9 +156,9 @@ def _same_k(c):
             getattr(c, "padding_mode", "zeros") == "zeros")
 
 
-def _residual_reason(m, cin, cout):
-    return (f"no residual (stride {getattr(m, 'stride', '?')}, {cin}->{cout} channels): the block families keep "
-            "their channel count and add the residual")
+def _residual_reason(stride, cin, cout):
+    return (f"no residual (stride {_pair(stride)[0]}, {cin}->{cout} channels): the block families keep their "
+            "channel count and add the residual")
 
 
 def match_inverted_residual(m):
@@ -175,7 +175,7 @@ def match_inverted_residual(m):
     proj, pbn = seq[2], seq[3]
     cin, cout = e[0].in_channels, proj.out_channels
     if not getattr(m, "use_res_connect", False):
-        return _residual_reason(m, cin, cout)
+        return _residual_reason(d[0].stride, cin, cout)
     return _mbconv_from(cin, cout, [e, d, (proj, pbn, "none")], None)
 
 
@@ -219,7 +219,7 @@ def match_mbconv(m):
             return x
     cin, cout = e[0].in_channels, p[0].out_channels
     if not getattr(m, "use_res_connect", False):
-        return _residual_reason(m, cin, cout)
+        return _residual_reason(d[0].stride, cin, cout)
     se = seq[2]
     sq = se.fc1.out_channels
     if sq != max(1, cin // 4):
@@ -244,7 +244,7 @@ def match_fused_mbconv(m):
     (ec, eb, ea), (pc, pb, pa) = e, p
     cin, cout, hidden = ec.in_channels, pc.out_channels, ec.out_channels
     if not getattr(m, "use_res_connect", False):
-        return _residual_reason(m, cin, cout)
+        return _residual_reason(ec.stride, cin, cout)
     if not _same_k(ec) or not _is_1x1(pc) or pa != "none" or hidden % cin:
         return "not a same-padded kxk expansion and a plain 1x1 projection"
     for bn in (eb, pb):
@@ -288,7 +288,8 @@ BLOCK_MATCHERS = {"InvertedResidual": match_inverted_residual, "MBConv": match_m
                   "FusedMBConv": match_fused_mbconv, "CNBlock": match_cnblock}
 # Modules whose insides are not searched for convolutions: Squeeze-Excitation's 1x1 "convolutions" run
 # on a 1x1 pooled image (left to PyTorch with the block they belong to).
-OPAQUE = {"SqueezeExcitation"}
+OPAQUE = {"SqueezeExcitation": "Squeeze-Excitation of a block that is not fused: its global mean needs the "
+                                "whole depthwise output; the mbconv family fuses it only inside a whole block"}
 
 
 def _join(path, name):
@@ -334,6 +335,7 @@ def plan(model, convs=True):
                 return
             entries.append(Entry(path, t, "left", reason=res))
         if t in OPAQUE:
+            entries.append(Entry(path, t, "left", reason=OPAQUE[t]))
             return
         if convs:
             runs = _conv_runs(m, path)

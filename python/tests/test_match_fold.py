@@ -104,6 +104,7 @@ class MatchTest(unittest.TestCase):
             es = self.one(m)
             self.assertEqual(es[0].kind, "left")
             self.assertIn(why, es[0].reason)
+            self.assertNotIn("?", es[0].reason)
             conv_entries = [e for e in es if e.kind == "conv"]
             self.assertEqual(len(conv_entries), convs, [e.path for e in es])
         # InvertedResidual without residual: expand and depthwise as whole Conv2dNormActivation, the
@@ -115,7 +116,9 @@ class MatchTest(unittest.TestCase):
                          "conv2d:n=1,c=48,h=9,w=9,k=48,r=3,s=3,stride=2,pad=1,groups=48,bias=1,act=relu6,dtype=f16")
         # Squeeze-Excitation's 1x1 convolutions stay inside it
         es = match.plan(mocks.mbconv(r, 16, 24, 3, 2, 6))
-        self.assertEqual([e.path for e in es], ["", "block.0", "block.1", "block.3"])
+        self.assertEqual([(e.path, e.kind) for e in es],
+                         [("", "left"), ("block.0", "conv"), ("block.1", "conv"), ("block.2", "left"), ("block.3", "conv")])
+        self.assertIn("Squeeze-Excitation", es[3].reason)
 
     def test_conv_runs_fold(self):
         r = self.rng

@@ -108,10 +108,10 @@ def optimize(model, example_input, *, convs=True, strategy=None, choose="records
     rows = []
     for e in entries:
         row = {"path": e.path, "module": e.module_type, "kind": e.kind, "key": "", "strategy": "", "source": "",
-               "note": e.reason}
+               "note": e.reason, "absorbs": list(e.identity)}
         rows.append(row)
         if e.kind == "left":  # its convolutions, if any, are entries of their own
-            row["action"] = "left to PyTorch" if e.module_type == "Conv2d" else "not fused (layers below)"
+            row["action"] = "not fused (layers below)" if e.module_type in match.BLOCK_MATCHERS else "left to PyTorch"
             continue
         if e.path not in shapes:
             row.update(action="left to PyTorch", note="not reached by the example input")
@@ -164,8 +164,12 @@ def optimize(model, example_input, *, convs=True, strategy=None, choose="records
 
 def format_table(rows):
     """The replacement table as Markdown."""
-    replaced = sum(r["action"].startswith("blockfuse") for r in rows)
-    out = [f"blockfuse.torch.optimize: {replaced} modules replaced, {len(rows) - replaced} left to PyTorch",
+    blocks = sum(r["action"].startswith("blockfuse block") for r in rows)
+    convs = sum(r["action"] == "blockfuse conv2d" for r in rows)
+    unfused = sum(r["action"].startswith("not fused") for r in rows)
+    left = sum(r["action"].startswith("left") for r in rows)
+    out = [f"blockfuse.torch.optimize: {blocks} blocks and {convs} convolutions replaced; {unfused} blocks not fused "
+           f"(their convolutions replaced one by one, listed below them); {left} left to PyTorch",
            "", "| module | torchvision | now | workload | strategy (kernel from) | note |", "|---|---|---|---|---|---|"]
     for r in rows:
         strat = f"{r['strategy']} ({r['source']})" if r["strategy"] else ""

@@ -37,8 +37,11 @@ class Conv2d(_Folded):
 
     def forward(self, x):
         L = self.layer
-        return torch.ops.blockfuse.conv2d(_as_input(x), self.weight0, self.bias0, list(L.stride), list(L.pad),
-                                          list(L.dil), L.groups, L.act, self.strategy)
+        args = (_as_input(x), self.weight0, self.bias0, list(L.stride), list(L.pad), list(L.dil), L.groups, L.act,
+                self.strategy)
+        if torch.compiler.is_compiling():  # the registered op, opaque to the graph
+            return torch.ops.blockfuse.conv2d(*args)
+        return ops._conv_impl(*args)  # eager: the same implementation without the dispatcher's layers
 
     def extra_repr(self):
         L = self.layer
@@ -57,7 +60,10 @@ class Block(_Folded):
 
     def forward(self, x):
         s = self.shape
-        return self._op(_as_input(x), self.weights(), self.biases(), s.e, s.k, s.stride, s.se, s.act, self.strategy)
+        args = (_as_input(x), self.weights(), self.biases(), s.e, s.k, s.stride, s.se, s.act, self.strategy)
+        if torch.compiler.is_compiling():
+            return self._op(*args)
+        return ops._block_impl(s.family, *args)
 
     def extra_repr(self):
         s = self.shape

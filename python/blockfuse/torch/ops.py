@@ -44,7 +44,9 @@ def kernel(key, strategy="", device="cuda"):
     """The opened (and loaded) kernel of a workload key, once per process."""
     k = (key, strategy or "", device)
     if k not in _kernels:
-        _kernels[k] = Kernel(key, strategy, device)
+        kern = Kernel(key, strategy, device)
+        kern.bound = {}  # _bind's argument arrays
+        _kernels[k] = kern
     return _kernels[k]
 
 
@@ -85,13 +87,17 @@ def _weight_for(kern, index, w, op, name):
     raise TypeError(f"{op}: '{name}' has dtype {got}; kernel {kern.desc['kernel']} takes {want}")
 
 
-def _run(kern, x, params, out, op):
-    """params: [(tensor, name)] between input and output, in the kernel's order."""
+def _bind(kern, x, params, op):
+    """The kernel's argument array with the weights and biases filled in, checked once per set of tensors
+    (a model calls with the same ones every time): (args, tensors kept alive)."""
+    sig = tuple((t.data_ptr(), t.dtype, t.shape, t.stride()) for t, _ in params)
+    hit = kern.bound.get(sig)
+    if hit is not None:
+        return hit
     if len(params) + 2 != len(kern.tensors):
         raise ValueError(f"{op}: {len(params)} weight and bias tensors given; {kern.key} takes "
                          f"{len(kern.tensors) - 2} ({', '.join(t['name'] for t in kern.tensors[1:-1])})")
     args = kern.arguments()
-    _fill_activation(args[0], x)
     keep = []
     for i, (t, name) in enumerate(params, start=1):
         if "bias" in kern.tensors[i]["name"]:
@@ -101,6 +107,16 @@ def _run(kern, x, params, out, op):
             t = _weight_for(kern, i, t, op, name)
         keep.append(t)
         _fill_dense(args[i], t)
+    if len(kern.bound) >= 64:  # weights passed once each (not a model's): do not keep them all alive
+        kern.bound.clear()
+    kern.bound[sig] = (args, keep)
+    return args, keep
+
+
+def _run(kern, x, params, out, op):
+    """params: [(tensor, name)] between input and output, in the kernel's order."""
+    args, _ = _bind(kern, x, params, op)
+    _fill_activation(args[0], x)
     _fill_activation(args[-1], out)
     if x.device.type == "cuda":
         kern.run(args, x.device.index or 0, torch.cuda.current_stream(x.device).cuda_stream)
