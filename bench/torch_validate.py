@@ -21,6 +21,12 @@ latency: eager, torch.compile (dynamic=False, one graph per batch size), the opt
   batch size, median of >= 20 calls (>= 0.3 s) after warm-up: host-inclusive (the call and a synchronize,
   as a caller feels it) and device time (CUDA events around the call); --compile max-autotune adds
   torch.compile(mode="max-autotune") at --autotune-batches only (its compile takes minutes).
+warm: torch.compile of each model at every batch size (and max-autotune at --autotune-batches), no timing:
+  it fills Inductor's caches (FX graph and autotuning, under /tmp) so that latency's compiles load instead of
+  compiling; its cold compile times are in warm_MODEL_MODE_BATCH.json. check --warm MODES starts one warm
+  process per model, mode and batch size beside the check (compiling is mostly CPU work, the check GPU work)
+  and waits for them at its end, up to --warm-deadline seconds after its start. max-autotune then chooses its
+  kernels while the check and the other compiles run on the same GPU.
 report: the Markdown tables of everything in DIR.
 """
 import argparse
@@ -29,6 +35,7 @@ import json
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 
@@ -127,6 +134,87 @@ def time_calls(fn, x, min_calls=20, min_seconds=0.3, max_calls=400):
             "host_p10": sorted(host)[len(host) // 10], "host_p90": sorted(host)[len(host) * 9 // 10]}
 
 
+def compiled(eager, mode):
+    """torch.compile of the eager model as latency() times it (warm() makes the same, for Inductor's caches)."""
+    import torch
+    torch._dynamo.reset()
+    return torch.compile(eager, mode=None if mode == "default" else mode, dynamic=False)
+
+
+def first_calls(args, name, eager, budget, min_left, rows):
+    """Each torch.compile of the eager model (args.compile modes; max-autotune at --autotune-batches only),
+    compiled by its first call: yields (mode, batch, compiled model, input, seconds of that call). One the
+    budget leaves fewer than min_left seconds for (x1.5 for max-autotune) is a skipped row of `rows`."""
+    import torch
+    device, dt = next(eager.parameters()).device, next(eager.parameters()).dtype
+    for mode in args.compile:
+        comp = compiled(eager, mode)
+        for n in (args.batches if mode == "default" else args.autotune_batches):
+            if budget.left() < min_left * (1 if mode == "default" else 1.5):
+                rows.append({"model": name, "batch": n, "variant": f"compile:{mode}", "skipped": "budget"})
+                log(f"{name} n={n} compile:{mode}: skipped, {budget.left():.0f} s of the budget left")
+                continue
+            x = inputs(n, args.size, device, dt, args.seed + 11)
+            t0 = time.monotonic()
+            with torch.inference_mode():
+                comp(x)
+                sync(device)
+            yield mode, n, comp, x, time.monotonic() - t0
+
+
+def warm(args, budget, save):
+    import torch
+    device = torch.device(args.device)
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[args.dtype]
+    results = {}
+    for name in args.models:
+        eager = to_dev(copy.deepcopy(make_model(name, args.seed, args.size)), device, dt)
+        rows = []
+        for mode, n, _, _, tc in first_calls(args, name, eager, budget, 5, rows):
+            rows.append({"model": name, "batch": n, "variant": f"compile:{mode}", "compile_s": tc})
+            results[name] = rows
+            save(results)
+            log(f"warm {name} n={n} compile:{mode}: compiled in {tc:.0f} s")
+        results[name] = rows
+    return results
+
+
+def start_warm(args):
+    """check --warm: one warm process per model, mode and batch size (much of a compile is single-threaded
+    Python): [(tag, Popen)], each in a process group of its own (Inductor's compile workers)."""
+    procs = []
+    for name in args.models:
+        for mode in args.warm:
+            for n in (args.batches if mode == "default" else args.autotune_batches):
+                tag = f"{name}_{mode}_{n}"
+                cmd = [sys.executable, os.path.abspath(__file__), "--phase", "warm", "--out", args.out,
+                       "--models", name, "--compile", mode, "--batches", str(n), "--autotune-batches", str(n),
+                       "--dtype", args.dtype, "--size", str(args.size), "--seed", str(args.seed),
+                       "--device", args.device, "--budget", str(args.warm_deadline), "--tag", tag]
+                log_file = open(os.path.join(args.out, f"warm_{tag}.txt"), "w")
+                # a dozen of them share the CPUs (compile_threads is not part of Inductor's cache key)
+                env = dict(os.environ, OMP_NUM_THREADS="2", TORCHINDUCTOR_COMPILE_THREADS="4")
+                procs.append((tag, subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, env=env,
+                                                    start_new_session=True)))
+    return procs
+
+
+def wait_warm(procs, start, seconds):
+    import signal
+    for tag, p in procs:
+        try:
+            p.wait(timeout=max(1, start + seconds - time.monotonic()))
+            log(f"warm {tag}: exit {p.returncode}")
+        except subprocess.TimeoutExpired:
+            log(f"warm {tag}: stopped at the deadline, {seconds:.0f} s after the check's start (what it compiled "
+                "before is cached)")
+        try:
+            os.killpg(p.pid, signal.SIGKILL)  # its compile workers too
+        except ProcessLookupError:
+            pass
+        p.wait()
+
+
 def capture_inputs(model, paths, x):
     """The input of each module at `paths` when `model` runs on x."""
     import torch
@@ -156,12 +244,16 @@ def check(args, budget, save):
     device = torch.device(args.device)
     dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[args.dtype]
     results = {}
+    t_start = time.monotonic()
+    procs = start_warm(args) if args.warm else []
     for name in args.models:
         if budget.left() < 20:
             log(f"{name}: skipped, budget spent")
             results[name] = {"skipped": "budget"}
             continue
         t0 = time.monotonic()
+        from blockfuse.torch import modules
+        modules.layout_copies = 0
         base = make_model(name, args.seed, args.size)
         eager = to_dev(copy.deepcopy(base), device, dt)
         ref64 = to_dev(copy.deepcopy(base), device, torch.float64)
@@ -223,6 +315,7 @@ def check(args, budget, save):
             with torch.inference_mode():
                 small[n] = float(torch.nn.functional.cosine_similarity(opt(x).double(), eager(x).double(), dim=1).min())
         res = {"replaced": len(replaced), "left": len(rows) - len(replaced), "optimize_s": t_opt, "table": rows,
+               "layout_copies": modules.layout_copies,
                "blocks": blocks, "blocks_pass": sum(b["pass"] for b in blocks), "blocks_checked": len(blocks),
                "inputs": total, "cos_min": min(cos) if cos else None, "cos_mean": sum(cos) / len(cos) if cos else None,
                "top1": agree / total if total else None, "eager_f32_cos_min": min(cos32) if cos32 else None,
@@ -233,13 +326,15 @@ def check(args, budget, save):
         log(f"{name}: blocks {res['blocks_pass']}/{res['blocks_checked']} within {TOL[args.dtype]:g}; logits on {total} "
             f"inputs: cosine min {res['cos_min']:.6f} mean {res['cos_mean']:.6f}, top-1 agreement {res['top1']:.4f} "
             f"(eager f16 vs f32: cosine min {res['eager_f32_cos_min']:.6f}, top-1 {res['eager_f32_top1']:.4f}); "
-            f"other batch sizes cosine min {small}; {'PASS' if res['pass'] else 'FAIL'} ({time.monotonic() - t0:.0f} s)")
+            f"other batch sizes cosine min {small}; inputs converted to channels_last {res['layout_copies']} times; "
+            f"{'PASS' if res['pass'] else 'FAIL'} ({time.monotonic() - t0:.0f} s)")
         for b in blocks:
             if not b["pass"]:
                 log(f"  FAIL {b}")
         del eager, ref64, ref32, opt
         if device.type == "cuda":
             torch.cuda.empty_cache()
+    wait_warm(procs, t_start, args.warm_deadline)
     return results
 
 
@@ -252,42 +347,38 @@ def latency(args, budget, save):
     for name in args.models:
         base = make_model(name, args.seed, args.size)
         eager = to_dev(copy.deepcopy(base), device, dt)
-        opt = copy.deepcopy(eager)
-        with open(os.devnull, "w") as f:
-            bft.optimize(opt, inputs(8, args.size, device, dt, args.seed + 2), file=f)
+        x8 = inputs(8, args.size, device, dt, args.seed + 2)
+        # blockfuse: every module optimize() serves (its default); blocks only (convs=False: the other
+        # convolutions stay cuDNN's); measured (per module the fastest of its strategies and PyTorch's own,
+        # timed on the batch-8 example)
+        variants = [("eager", eager)]
+        for label, kw in (("blockfuse", {}), ("blockfuse_blocks", {"convs": False}),
+                          ("blockfuse_measured", {"choose": "measure", "keep_faster_pytorch": True})):
+            if label in args.variants:
+                m = copy.deepcopy(eager)
+                with open(os.path.join(args.out, f"{name}_{label}_table.md"), "w") as f:
+                    bft.optimize(m, x8, file=f, **kw)
+                variants.append((label, m))
         rows = []
         for n in args.batches:
             x = inputs(n, args.size, device, dt, args.seed + 11)
             with torch.inference_mode():
-                for label, fn in (("eager", eager), ("blockfuse", opt)):
+                for label, fn in variants:
                     if budget.left() < 5:
                         break
                     r = time_calls(fn, x)
                     rows.append({"model": name, "batch": n, "variant": label, **r})
                     save({**results, name: rows})
                     log(f"{name} n={n} {label}: host {r['host_ms']:.3f} ms, device {r['device_ms']:.3f} ms")
-        for mode in args.compile:
-            batches = args.batches if mode == "default" else args.autotune_batches
-            torch._dynamo.reset()
-            comp = torch.compile(eager, mode=None if mode == "default" else mode, dynamic=False)
-            for n in batches:
-                if budget.left() < (40 if mode == "default" else 60):
-                    rows.append({"model": name, "batch": n, "variant": f"compile:{mode}", "skipped": "budget"})
-                    log(f"{name} n={n} compile:{mode}: skipped, {budget.left():.0f} s of the budget left")
-                    continue
-                x = inputs(n, args.size, device, dt, args.seed + 11)
-                t0 = time.monotonic()
-                with torch.inference_mode():
-                    comp(x)
-                    sync(device)
-                    tc = time.monotonic() - t0
-                    r = time_calls(comp, x)
-                rows.append({"model": name, "batch": n, "variant": f"compile:{mode}", "compile_s": tc, **r})
-                save({**results, name: rows})
-                log(f"{name} n={n} compile:{mode}: host {r['host_ms']:.3f} ms, device {r['device_ms']:.3f} ms "
-                    f"(compiled in {tc:.0f} s)")
+        for mode, n, comp, x, tc in first_calls(args, name, eager, budget, args.compile_min_left, rows):
+            with torch.inference_mode():
+                r = time_calls(comp, x)
+            rows.append({"model": name, "batch": n, "variant": f"compile:{mode}", "compile_s": tc, **r})
+            save({**results, name: rows})
+            log(f"{name} n={n} compile:{mode}: host {r['host_ms']:.3f} ms, device {r['device_ms']:.3f} ms "
+                f"(compiled in {tc:.0f} s)")
         results[name] = rows
-        del eager, opt
+        del eager, variants
         if device.type == "cuda":
             torch.cuda.empty_cache()
     return results
@@ -323,7 +414,8 @@ def report(out):
             lines += ["", f"## Latency ({f})", "", "Median ms; host = the call and a synchronize (what a caller "
                       "waits), device = CUDA events around the call.", "",
                       "| model | batch | eager host / device | torch.compile | compile max-autotune | blockfuse | "
-                      "blockfuse vs compile (host) |", "|---|---|---|---|---|---|---|"]
+                      "blockfuse, blocks only | blockfuse, measured | compile / blockfuse (host) | compile / best "
+                      "blockfuse (host) |", "|---|---|---|---|---|---|---|---|---|---|"]
             for m, rows in lt["models"].items():
                 by = {}
                 for r in rows:
@@ -332,9 +424,26 @@ def report(out):
                                                    f"{r['host_ms']:.3f} / {r['device_ms']:.3f}")
                 for n, v in sorted(by.items()):
                     bf, cd = v.get("blockfuse"), v.get("compile:default")
-                    ratio = f"{cd['host_ms'] / bf['host_ms']:.2f}x" if bf and cd and "host_ms" in cd else "—"
+                    ok = lambda r: r and "host_ms" in r
+                    best = min((v[k] for k in ("blockfuse", "blockfuse_blocks", "blockfuse_measured") if ok(v.get(k))),
+                               key=lambda r: r["host_ms"], default=None)
+                    ratio = f"{cd['host_ms'] / bf['host_ms']:.2f}x" if ok(bf) and ok(cd) else "—"
+                    rbest = f"{cd['host_ms'] / best['host_ms']:.2f}x ({best['variant']})" if best and ok(cd) else "—"
                     lines.append(f"| {m} | {n} | {fmt(v.get('eager'))} | {fmt(cd)} | "
-                                 f"{fmt(v.get('compile:max-autotune'))} | {fmt(bf)} | {ratio} |")
+                                 f"{fmt(v.get('compile:max-autotune'))} | {fmt(bf)} | {fmt(v.get('blockfuse_blocks'))} | "
+                                 f"{fmt(v.get('blockfuse_measured'))} | {ratio} | {rbest} |")
+    warm_rows = []
+    for f in sorted(os.listdir(out)):
+        if f.startswith("warm_") and f.endswith(".json"):
+            for m, rows in json.load(open(os.path.join(out, f)))["models"].items():
+                warm_rows += [(m, r) for r in rows]
+    if warm_rows:
+        lines += ["", "## torch.compile cold (warm_*.json)", "", "Seconds of the first call of a fresh compile "
+                  "(check --warm, beside the check); the latency tables' compiles then load from Inductor's caches.",
+                  "", "| model | mode | batch | compile s |", "|---|---|---|---|"]
+        for m, r in warm_rows:
+            cs = "skipped" if "skipped" in r else f"{r['compile_s']:.0f}"
+            lines.append(f"| {m} | {r['variant'].split(':')[1]} | {r['batch']} | {cs} |")
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write(text)
@@ -353,7 +462,7 @@ def meta(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--phase", choices=["check", "latency", "report"], required=True)
+    ap.add_argument("--phase", choices=["check", "latency", "warm", "report"], required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--batches", default="1,8,128")
@@ -366,11 +475,21 @@ def main():
     ap.add_argument("--budget", type=float, default=280, help="seconds; later work is skipped and says so")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--tag", default="", help="suffix of the latency file (latency_TAG.json)")
+    ap.add_argument("--variants", default="blockfuse,blockfuse_blocks,blockfuse_measured",
+                    help="the optimized models timed beside eager")
+    ap.add_argument("--compile-min-left", type=float, default=40,
+                    help="latency: seconds of the budget a torch.compile needs to be started (x1.5 for max-autotune); "
+                         "lower where check --warm filled Inductor's caches")
+    ap.add_argument("--warm", default="", help="check: torch.compile modes to warm beside it (default,max-autotune)")
+    ap.add_argument("--warm-deadline", type=float, default=240,
+                    help="check --warm: seconds after the check's start at which the warm processes are stopped")
     args = ap.parse_args()
     args.models = [m for m in args.models.split(",") if m]
     args.batches = [int(b) for b in args.batches.split(",")]
     args.autotune_batches = [int(b) for b in args.autotune_batches.split(",") if b]
     args.compile = [c for c in args.compile.split(",") if c and c != "none"]
+    args.variants = [v for v in args.variants.split(",") if v]
+    args.warm = [c for c in args.warm.split(",") if c and c != "none"]
     os.makedirs(args.out, exist_ok=True)
     if args.device == "cpu":
         os.environ["BLOCKFUSE_TORCH_CPU"] = "1"  # blockfuse's CPU kernels: a smoke run without a GPU
@@ -378,15 +497,18 @@ def main():
     if args.phase == "report":
         report(args.out)
         return 0
-    name = "check.json" if args.phase == "check" else f"latency{'_' + args.tag if args.tag else ''}.json"
+    name = {"check": "check.json", "warm": f"warm_{args.tag}.json"}.get(
+        args.phase, f"latency{'_' + args.tag if args.tag else ''}.json")
     info = meta(args)
 
     def save(res):  # after every measurement: a step stopped by its time limit keeps what it measured
         with open(os.path.join(args.out, name), "w") as f:
             json.dump({"meta": info, "models": res}, f, indent=1, default=str)
 
-    res = check(args, budget, save) if args.phase == "check" else latency(args, budget, save)
+    res = {"check": check, "latency": latency, "warm": warm}[args.phase](args, budget, save)
     save(res)
+    if args.phase == "warm":
+        return 0
     report(args.out)
     if args.phase == "check":
         return 0 if all(r.get("pass") for r in res.values()) else 1

@@ -78,7 +78,7 @@ def _error(code, what):
     msg = lib().bf_last_error().decode()
     if code == 2:
         return BadInput(f"{what}: {msg}")
-    if "no generator" in msg or "generator executable" in msg:
+    if "neither prebuilt" in msg:
         return KernelUnavailable(f"{what}: {msg}")
     return BlockfuseError(f"{what}: {msg}")
 

@@ -45,6 +45,11 @@ class ArgumentChecks(unittest.TestCase):
                 bft.conv2d(x.double(), w, b, padding=1)
             with self.assertRaisesRegex(TypeError, "'bias' has dtype f16, expected f32"):
                 bft.conv2d(x, w, b.half(), padding=1)
+            with self.assertRaisesRegex(ValueError, r"'bias' has shape \(8,\), expected \(16,\)"):
+                bft.conv2d(x, w, torch.zeros(8), padding=1)
+            off = torch.empty(1 + x.numel())[1:].view(2, 9, 9, 8).permute(0, 3, 1, 2)  # channels_last, 4 bytes in
+            with self.assertRaisesRegex(ValueError, "'x' starts at an address not 16-byte aligned"):
+                bft.conv2d(off, w, b, padding=1)
             with self.assertRaisesRegex(ValueError, r"'weight' of shape \(3, 3, 4, 16\)"):
                 bft.conv2d(x, torch.randn(3, 3, 4, 16), b, padding=1)
             with self.assertRaisesRegex(ValueError, "act='swish' is not one of"):
@@ -147,6 +152,19 @@ class OptimizeOnCpuKernels(unittest.TestCase):
                             blk.biases(), 3, out=out)
             self.assertIs(got, out)
             self.assertFalse(torch.isnan(out).any())
+        finally:
+            os.environ.pop("BLOCKFUSE_TORCH_CPU", None)
+
+    def test_compile_traces_the_ops(self):
+        # torch.compile traces the replaced modules through the ops' fake implementations, in one graph
+        os.environ["BLOCKFUSE_TORCH_CPU"] = "1"
+        try:
+            net = tiny_network()
+            x = cl(torch.randn(2, 3, 17, 15))
+            bft.optimize(net, x, verbose=False)
+            comp = torch.compile(net, backend="aot_eager", fullgraph=True)
+            with torch.no_grad():
+                self.assertTrue(torch.equal(comp(x), net(x)))
         finally:
             os.environ.pop("BLOCKFUSE_TORCH_CPU", None)
 

@@ -129,7 +129,7 @@ def optimize(model, example_input, *, convs=True, strategy=None, choose="records
         make = (lambda s: modules.Block(e.shape, folded, tdtype, device, s, e.module_type)) if e.kind == "block" else \
             (lambda s: modules.Conv2d(e.shape, folded, tdtype, device, s, e.module_type))
         chosen, note = kern, ""
-        if choose == "measure" and e.path in inputs and e.kind == "block":
+        if choose == "measure" and e.path in inputs:
             x = inputs[e.path]
             timed = []
             for s in kern.desc["strategies"]:
@@ -143,10 +143,17 @@ def optimize(model, example_input, *, convs=True, strategy=None, choose="records
             if timed:
                 chosen = timed[0][2]
             if keep_faster_pytorch:
-                t_orig = _time_ms(orig, x)
+                originals = [orig] + [_get(model, p) for p in e.identity]  # a Conv2d and the BatchNorm after it
+
+                def run_original(t):
+                    for m in originals:
+                        t = m(t)
+                    return t
+
+                t_orig = _time_ms(run_original, x)
                 note += f", PyTorch {t_orig:.3f} ms"
                 if not timed or t_orig < timed[0][0]:
-                    row.update(action="left to PyTorch", strategy="", note=f"PyTorch is faster ({note})")
+                    row.update(action="left to PyTorch", note=f"PyTorch is faster ({note})")
                     continue
         new = make(chosen.strategy)
         _set(model, e.path, new)

@@ -6,10 +6,17 @@ from torch import nn
 from blockfuse.torch import ops
 
 
+layout_copies = 0  # inputs that arrived in another layout and were converted (counted: they are copies)
+
+
 def _as_input(x):
     # Everything between the replaced modules stays channels_last in PyTorch (convolutions, BatchNorm,
     # activations and additions keep it); a caller feeding NCHW-contiguous input pays one conversion here.
-    return x if x.is_contiguous(memory_format=torch.channels_last) else x.contiguous(memory_format=torch.channels_last)
+    global layout_copies
+    if x.is_contiguous(memory_format=torch.channels_last):
+        return x
+    layout_copies += 1
+    return x.contiguous(memory_format=torch.channels_last)
 
 
 class _Folded(nn.Module):

@@ -33,6 +33,11 @@ def allow_cpu():
     return os.environ.get("BLOCKFUSE_TORCH_CPU") == "1"
 
 
+def _cpu_ok(x):
+    # read only for CPU tensors: the CUDA path pays no environment lookup per call
+    return x.device.type == "cpu" and allow_cpu()
+
+
 def conv_weight(w):
     """PyTorch's conv weight (K, Cg, R, S) or linear weight (K, C) -> the kernels' (R, S, Cg, K), dense."""
     if w.dim() == 2:
@@ -100,10 +105,13 @@ def _bind(kern, x, params, op):
     args = kern.arguments()
     keep = []
     for i, (t, name) in enumerate(params, start=1):
-        if "bias" in kern.tensors[i]["name"]:
-            checks.check_like(op, name, t, x, "x", dtype="f32", allow_cpu=allow_cpu())
+        _aligned(op, name, t)
+        spec = kern.tensors[i]
+        shape = tuple(reversed(spec["extents"]))  # PyTorch's order: (R, S, Cg, K), (K)
+        if "bias" in spec["name"]:
+            checks.check_like(op, name, t, x, "x", dtype="f32", shape=shape, allow_cpu=_cpu_ok(x))
         else:
-            checks.check_like(op, name, t, x, "x", dtype=None, allow_cpu=allow_cpu())
+            checks.check_like(op, name, t, x, "x", dtype=None, shape=shape, allow_cpu=_cpu_ok(x))
             t = _weight_for(kern, i, t, op, name)
         keep.append(t)
         _fill_dense(args[i], t)
@@ -113,8 +121,17 @@ def _bind(kern, x, params, op):
     return args, keep
 
 
+def _aligned(op, name, t):
+    # the vectorized f16 kernels declare 16-byte aligned tensors (README: Halide 21 code generation)
+    if t.data_ptr() % 16:
+        raise ValueError(f"{op}: '{name}' starts at an address not 16-byte aligned (a view at an offset?); "
+                         f"use {name}.clone(memory_format=torch.channels_last)")
+
+
 def _run(kern, x, params, out, op):
     """params: [(tensor, name)] between input and output, in the kernel's order."""
+    _aligned(op, "x", x)
+    _aligned(op, "out", out)
     args, _ = _bind(kern, x, params, op)
     _fill_activation(args[0], x)
     _fill_activation(args[-1], out)
@@ -137,7 +154,7 @@ def _conv_layer(x, weight, stride, padding, dilation, groups, act):
 
 def _check_conv(x, weight, bias, layer, out=None):
     op = "blockfuse.conv2d"
-    d = checks.check_activation(op, "x", x, allow_cpu())
+    d = checks.check_activation(op, "x", x, _cpu_ok(x))
     checks.check_choice(op, "act", layer.act, tuple(a for a in checks.ACTIVATIONS if a != "gelu_erf"))
     if weight.dim() != 4:
         raise ValueError(f"{op}: 'weight' has {weight.dim()} dimensions; it takes (R, S, Cg, K) "
@@ -146,13 +163,12 @@ def _check_conv(x, weight, bias, layer, out=None):
             weight.shape[2] * layer.groups != x.shape[1]:
         raise ValueError(f"{op}: 'weight' of shape {tuple(weight.shape)} (R, S, Cg, K) with groups={layer.groups} "
                          f"does not fit {x.shape[1]} input channels")
-    checks.check_like(op, "bias", bias, x, "x", dtype="f32", shape=(layer.k,), allow_cpu=allow_cpu())
     oh, ow = layer.out_hw(x.shape[2], x.shape[3])
     if oh <= 0 or ow <= 0:
         raise ValueError(f"{op}: empty output ({oh}x{ow}) for a {x.shape[2]}x{x.shape[3]} input")
     if out is not None:
-        checks.check_activation(op, "out", out, allow_cpu())
-        checks.check_like(op, "out", out, x, "x", shape=(x.shape[0], layer.k, oh, ow), allow_cpu=allow_cpu(),
+        checks.check_activation(op, "out", out, _cpu_ok(out))
+        checks.check_like(op, "out", out, x, "x", shape=(x.shape[0], layer.k, oh, ow), allow_cpu=_cpu_ok(out),
                            dense=False)
     return d, oh, ow
 
@@ -200,15 +216,15 @@ def _block_shape(family, x, expansion, kernel_size, stride, se, act):
 
 def _block_impl(family, x, weights, biases, expansion, kernel_size, stride, se, act, strategy, out=None):
     op = f"blockfuse.{family}"
-    d = checks.check_activation(op, "x", x, allow_cpu())
+    d = checks.check_activation(op, "x", x, _cpu_ok(x))
     checks.check_choice(op, "act", act, checks.ACTIVATIONS[1:])
     if len(weights) != len(biases):
         raise ValueError(f"{op}: {len(weights)} weights and {len(biases)} biases; give one bias per weight")
     shape = _block_shape(family, x, expansion, kernel_size, stride, se, act)
     oh, ow = shape.out_hw(x.shape[2], x.shape[3])
     if out is not None:
-        checks.check_activation(op, "out", out, allow_cpu())
-        checks.check_like(op, "out", out, x, "x", shape=(x.shape[0], x.shape[1], oh, ow), allow_cpu=allow_cpu(),
+        checks.check_activation(op, "out", out, _cpu_ok(out))
+        checks.check_like(op, "out", out, x, "x", shape=(x.shape[0], x.shape[1], oh, ow), allow_cpu=_cpu_ok(out),
                            dense=False)
     kern = kernel(shape.key(x.shape[0], x.shape[2], x.shape[3], d), strategy, _device_kind(x))
     if out is None:
