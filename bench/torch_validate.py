@@ -386,11 +386,11 @@ def latency(args, budget, save):
 
 def report(out):
     lines = ["# blockfuse.torch on torchvision networks", ""]
-    ck = os.path.join(out, "check.json")
-    if os.path.exists(ck):
-        c = json.load(open(ck))
-        lines += ["## Correctness", "", f"{c['meta']['dtype']}, channels_last, seed {c['meta']['seed']}, "
-                  f"{c['meta']['device_name']}, torch {c['meta']['torch']}", "",
+    for f in sorted(f for f in os.listdir(out) if f.startswith("check") and f.endswith(".json")):
+        c = json.load(open(os.path.join(out, f)))  # check.json, and check_TAG.json of a check run with --tag
+        lines += [f"## Correctness ({f})", "", f"{c['meta']['dtype']}, channels_last, seed {c['meta']['seed']}, "
+                  f"batch {', '.join(map(str, c['meta']['batches']))}, {c['meta']['device_name']}, "
+                  f"torch {c['meta']['torch']}", "",
                   "| model | replaced / not replaced | modules within tolerance | inputs | logits cosine min (mean) | top-1 agreement | "
                   "eager f16 vs f32: cosine min, top-1 | verdict |", "|---|---|---|---|---|---|---|---|"]
         for m, r in c["models"].items():
@@ -474,7 +474,7 @@ def main():
     ap.add_argument("--seed", type=int, default=20261201)
     ap.add_argument("--budget", type=float, default=280, help="seconds; later work is skipped and says so")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
-    ap.add_argument("--tag", default="", help="suffix of the latency file (latency_TAG.json)")
+    ap.add_argument("--tag", default="", help="suffix of the result file (check_TAG.json, latency_TAG.json, warm_TAG.json)")
     ap.add_argument("--variants", default="blockfuse,blockfuse_blocks,blockfuse_measured",
                     help="the optimized models timed beside eager")
     ap.add_argument("--compile-min-left", type=float, default=40,
@@ -497,8 +497,7 @@ def main():
     if args.phase == "report":
         report(args.out)
         return 0
-    name = {"check": "check.json", "warm": f"warm_{args.tag}.json"}.get(
-        args.phase, f"latency{'_' + args.tag if args.tag else ''}.json")
+    name = f"{'latency' if args.phase == 'latency' else args.phase}{'_' + args.tag if args.tag else ''}.json"
     info = meta(args)
 
     def save(res):  # after every measurement: a step stopped by its time limit keeps what it measured
