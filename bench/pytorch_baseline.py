@@ -443,8 +443,8 @@ def parse_block(key):
     bw.act = BLOCK_DEFAULT_ACT[family]
     if "act" in f:
         a = f.pop("act")
-        if a not in ACTIVATIONS or a == "none":
-            _fail(key, f"field 'act' = '{a}' is not one of relu, relu6, silu, gelu, sigmoid")
+        if a not in ACTIVATIONS + ("gelu_erf",) or a == "none":
+            _fail(key, f"field 'act' = '{a}' is not one of relu, relu6, silu, gelu, gelu_erf, sigmoid")
         bw.act = a
     bw.dtype = _take_dtype(f, key, bw.dtype)
     if "se" in f:
@@ -662,6 +662,7 @@ def _torch_activations():
         "relu6": F.relu6,
         "silu": F.silu,
         "gelu": lambda y: F.gelu(y, approximate="tanh"),  # same tanh formula as the C++ side
+        "gelu_erf": F.gelu,  # the exact form (block families only)
         "sigmoid": torch.sigmoid,
     }
 

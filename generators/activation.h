@@ -6,10 +6,10 @@
 namespace blockfuse {
 
 // The numeric ids are part of the kernels' ABI (the `activation` runtime argument).
-enum class Activation : int { none = 0, relu = 1, relu6 = 2, silu = 3, gelu = 4, sigmoid = 5 };
+enum class Activation : int { none = 0, relu = 1, relu6 = 2, silu = 3, gelu = 4, sigmoid = 5, gelu_erf = 6 };
 
-// GELU is the tanh approximation (PyTorch's gelu(approximate="tanh")): Halide has no erf,
-// and the float64 reference and the PyTorch baseline use the same formula.
+// `gelu` is the tanh approximation (PyTorch's gelu(approximate="tanh")); `gelu_erf` the exact form
+// (nn.GELU's default, torchvision's ConvNeXt) through Halide's f32 erf, accurate to its last three bits.
 inline Halide::Expr apply_activation(const Halide::Expr &x, Activation a) {
     using namespace Halide;
     switch (a) {
@@ -22,11 +22,14 @@ inline Halide::Expr apply_activation(const Halide::Expr &x, Activation a) {
         return 0.5f * x * (1.0f + tanh(inner));
     }
     case Activation::sigmoid: return 1.0f / (1.0f + exp(-x));
+    case Activation::gelu_erf: return 0.5f * x * (1.0f + erf(x * 0.7071067811865476f));
     }
     return x;
 }
 
-// Activation chosen at run time by id (conv2d family kernels take it as an argument).
+// Activation chosen at run time by id (conv2d family kernels take it as an argument). gelu_erf is not
+// among them: it serves the block families (a static param), and another arm of this select would be
+// computed by every conv2d kernel's generic epilogue; conv2d keys reject it.
 inline Halide::Expr apply_activation(const Halide::Expr &x, const Halide::Expr &id) {
     using namespace Halide;
     return select(id == int(Activation::relu), apply_activation(x, Activation::relu),

@@ -81,7 +81,7 @@ BlockWorkload parse_block(const std::string &key) {
           : w.family == BlockFamily::convnext ? Activation::gelu : Activation::relu;
     if (auto it = f.find("act"); it != f.end()) {
         if (!parse_activation(it->second, &w.act) || w.act == Activation::none)
-            fail(key, "field 'act' = '" + it->second + "' is not one of relu, relu6, silu, gelu, sigmoid");
+            fail(key, "field 'act' = '" + it->second + "' is not one of relu, relu6, silu, gelu, gelu_erf, sigmoid");
         f.erase(it);
     }
     if (auto it = f.find("dtype"); it != f.end()) {
@@ -210,10 +210,13 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w) { check_
 
 void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const LaunchLimits &limits) {
     const auto [max_threads, max_shared] = limits;
-    const std::string what = "launch rejected before running: block " + to_key(w) + ", strategy " +
-                             v.param("strategy") + " (kernel " + v.name + "): ";
+    // (made only on failure: this runs before every launch)
+    auto what = [&] {
+        return "launch rejected before running: block " + to_key(w) + ", strategy " + v.param("strategy") +
+               " (kernel " + v.name + "): ";
+    };
     if (v.threads_per_block() > max_threads)
-        throw KernelError(what + std::to_string(v.threads_per_block()) + " threads per block exceed the device limit of " +
+        throw KernelError(what() + std::to_string(v.threads_per_block()) + " threads per block exceed the device limit of " +
                           std::to_string(max_threads));
     long long shared = 0;
     if (v.param("strategy") != "layer_by_layer") {
@@ -227,7 +230,7 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
                                                             v.knob("full_tile_y"), l.stride_w, l.r, 1));
     }
     if (shared > max_shared)
-        throw KernelError(what + std::to_string(shared) + " bytes of shared memory per block exceed the limit of " +
+        throw KernelError(what() + std::to_string(shared) + " bytes of shared memory per block exceed the limit of " +
                           std::to_string(max_shared));
 }
 

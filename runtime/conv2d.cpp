@@ -185,7 +185,9 @@ void run_conv2d(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &
     const LoadedKernel &k = v.load();
     halide_buffer_t *weights = t.weights.raw_buffer();
     if (takes_f32_weights(v) && w.dtype != DType::f32) {
-        if (!t.weights_f32.data() || t.weights_f32.dimensions() != t.weights.dimensions() ||
+        // (a caller's device memory has no host pointer: runtime/c_api.cpp)
+        if ((!t.weights_f32.data() && !t.weights_f32.raw_buffer()->device) ||
+            t.weights_f32.dimensions() != t.weights.dimensions() ||
             t.weights_f32.number_of_elements() != t.weights.number_of_elements())
             throw KernelError("kernel " + v.name + " takes f32 weights: widen_weights() was not called after the "
                               "weights of " + to_key(w) + " were written");

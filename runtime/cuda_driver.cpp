@@ -166,11 +166,39 @@ CUresult launch_with_shared_opt_in(CUfunction f, unsigned gx, unsigned gy, unsig
     return a.cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra);
 }
 
+// The calling thread's CallScope: the context and stream Halide's launches take (null: the defaults).
+thread_local CUcontext scope_ctx = nullptr;
+thread_local CUstream scope_stream = nullptr;
+
 int acquire_context(void *, void **ctx, bool) {
-    *ctx = api().ctx;
-    return api().ctx ? 0 : -1;
+    *ctx = scope_ctx ? scope_ctx : api().ctx;
+    return *ctx ? 0 : -1;
 }
 int release_context(void *) { return 0; }
+int get_stream(void *, void *, void **stream) {
+    *stream = scope_stream;
+    return 0;
+}
+
+// The primary context of a device, retained once per process (device 0's is the probe's).
+CUcontext primary_context(int ordinal) {
+    Api &a = api();
+    if (ordinal == 0) return a.ctx;
+    static std::mutex m;
+    static std::unordered_map<int, CUcontext> retained;
+    std::lock_guard<std::mutex> lock(m);
+    if (auto it = retained.find(ordinal); it != retained.end()) return it->second;
+    int count = 0;
+    check(a.cuDeviceGetCount(&count), "cuDeviceGetCount");
+    if (ordinal < 0 || ordinal >= count)
+        throw std::runtime_error("CUDA device " + std::to_string(ordinal) + " does not exist (" + std::to_string(count) +
+                                 " devices)");
+    CUdevice dev = 0;
+    check(a.cuDeviceGet(&dev, ordinal), "cuDeviceGet");
+    CUcontext ctx = nullptr;
+    check(a.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+    return retained[ordinal] = ctx;
+}
 
 }  // namespace
 
@@ -290,6 +318,17 @@ namespace blockfuse::cuda {
 void install_halide_hooks() {
     halide_set_cuda_acquire_context(&acquire_context);
     halide_set_cuda_release_context(&release_context);
+    halide_set_cuda_get_stream(&get_stream);
+}
+
+CallScope::CallScope(int device_ordinal, void *stream) : prev_ctx_(scope_ctx), prev_stream_(scope_stream) {
+    if (!device().available) throw std::runtime_error("no CUDA device: " + device().reason);
+    scope_ctx = primary_context(device_ordinal);
+    scope_stream = stream;
+}
+CallScope::~CallScope() {
+    scope_ctx = prev_ctx_;
+    scope_stream = prev_stream_;
 }
 
 void release_halide_allocation_cache() {

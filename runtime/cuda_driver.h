@@ -65,8 +65,25 @@ struct Module {
     void launch(const char *kernel, unsigned grid, unsigned block, void **args);
 };
 
-// Installs the Halide CUDA context hooks so Halide uses the primary context.
+// Installs the Halide CUDA context and stream hooks so Halide uses the primary context (and the
+// stream of the calling thread's CallScope, if any).
 void install_halide_hooks();
+
+// For a caller that owns the device work (PyTorch through the C API, runtime/blockfuse_c.h): while a
+// CallScope lives, Halide's CUDA launches on this thread use the primary context of `device_ordinal`
+// (the one the CUDA runtime, so PyTorch, uses on that device: no second context) and `stream` (a
+// CUstream; null: the legacy default stream). Without one: device 0's primary context, stream 0.
+// Throws std::runtime_error if the device does not exist.
+class CallScope {
+public:
+    CallScope(int device_ordinal, void *stream);
+    ~CallScope();
+    CallScope(const CallScope &) = delete;
+    CallScope &operator=(const CallScope &) = delete;
+
+private:
+    void *prev_ctx_, *prev_stream_;
+};
 
 // Halide 21's CUDA runtime reuses device allocations by default: a freed buffer goes on a free
 // list (up to ~32 entries) instead of back to the driver. This hands that list back (cuMemFree)

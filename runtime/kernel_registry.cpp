@@ -238,7 +238,11 @@ int register_cap(const KernelVariant &v) {
 
 void apply_register_cap(const KernelVariant &v) {
     if (v.device != Device::cuda) return;
-    setenv("HL_CUDA_JIT_MAX_REGISTERS", std::to_string(register_cap(v)).c_str(), 1);
+    // Read when a kernel's module is first loaded. Set only when it changes: a PyTorch model passes here on
+    // every call, from a process with other threads (setenv is neither free nor safe beside their getenv).
+    const std::string cap = std::to_string(register_cap(v));
+    if (const char *now = std::getenv("HL_CUDA_JIT_MAX_REGISTERS"); now && cap == now) return;
+    setenv("HL_CUDA_JIT_MAX_REGISTERS", cap.c_str(), 1);
 }
 
 }  // namespace blockfuse

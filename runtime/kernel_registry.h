@@ -49,7 +49,12 @@ struct KernelVariant {
     // knob_summary() of this kernel's knobs.
     std::string knob_summary() const;
     KernelRequest request() const;  // what the kernel cache builds it from
-    const LoadedKernel &load() const { return load_kernel(request()); }
+    // The request and its hash are made once per variant: a PyTorch model calls load() on every launch.
+    const LoadedKernel &load() const {
+        if (!loaded) loaded = &load_kernel(request());
+        return *loaded;
+    }
+    mutable const LoadedKernel *loaded = nullptr;  // load_kernel's entries live as long as the process
 };
 
 // The declared schedule knobs of a family on a device (schedules/*_knobs.h).

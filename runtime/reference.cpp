@@ -13,6 +13,7 @@ double activation_ref(double x, Activation a) {
     case Activation::silu: return x / (1 + std::exp(-x));
     case Activation::gelu: return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
     case Activation::sigmoid: return 1 / (1 + std::exp(-x));
+    case Activation::gelu_erf: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
     }
     return x;
 }

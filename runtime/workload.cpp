@@ -65,13 +65,14 @@ const char *activation_name(Activation a) {
     case Activation::silu: return "silu";
     case Activation::gelu: return "gelu";
     case Activation::sigmoid: return "sigmoid";
+    case Activation::gelu_erf: return "gelu_erf";
     }
     return "?";
 }
 
 bool parse_activation(const std::string &s, Activation *out) {
     for (Activation a : {Activation::none, Activation::relu, Activation::relu6, Activation::silu,
-                         Activation::gelu, Activation::sigmoid}) {
+                         Activation::gelu, Activation::sigmoid, Activation::gelu_erf}) {
         if (s == activation_name(a)) {
             *out = a;
             return true;
@@ -129,9 +130,9 @@ Conv2dWorkload parse_conv2d(const std::string &key) {
         w.bias = b == 1;
     }
     if (auto it = f.find("act"); it != f.end()) {
-        if (!parse_activation(it->second, &w.act))
+        if (!parse_activation(it->second, &w.act) || w.act == Activation::gelu_erf)
             fail(key, "field 'act' = '" + it->second +
-                          "' is not one of none, relu, relu6, silu, gelu, sigmoid");
+                          "' is not one of none, relu, relu6, silu, gelu, sigmoid (gelu_erf: block families only)");
         f.erase(it);
     }
     if (auto it = f.find("dtype"); it != f.end()) {

@@ -27,6 +27,7 @@ inline std::vector<std::string> block_shapes() {
         "convnext:n=1,c=16,h=9,w=11,e=4,k=7,stride=1,act=gelu",
         "convnext:n=2,c=16,h=1,w=1,e=4,k=7,stride=1,act=gelu",
         "convnext:n=1,c=16,h=15,w=13,e=4,k=7,stride=1,act=gelu",
+        "convnext:n=1,c=16,h=9,w=7,e=4,k=7,stride=1,act=gelu_erf",  // torchvision's exact GELU
         "mbconv:n=1,c=24,h=11,w=9,e=6,k=3,stride=1,act=relu6",
         "mbconv:n=2,c=24,h=7,w=13,e=6,k=3,stride=1,act=relu6",
         // The blocks suite's channel counts (CUDA f16 kernels only): odd sizes, tiles that do

@@ -189,7 +189,7 @@ def test_block_invalid_keys():
     expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,k=4", "field 'k' = 4 must be odd (same padding)")
     expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,stride=3", "field 'stride' = 3 must be 1 or 2")
     expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,act=none",
-                       "field 'act' = 'none' is not one of relu, relu6, silu, gelu, sigmoid")
+                       "field 'act' = 'none' is not one of relu, relu6, silu, gelu, gelu_erf, sigmoid")
     expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,act=tanh", "field 'act' = 'tanh'")
     expect_block_error("mbconv:n=1,c=8,h=5,w=5,e=2,dtype=f64", "field 'dtype' = 'f64' is not supported")
     expect_block_error("ffn:n=1,c=8,h=5,w=5,e=2,se=1", "Squeeze-Excitation is part of mbconv only")

@@ -11,7 +11,8 @@ build="${BLOCKFUSE_BUILD_DIR:-$root/build}"
 cache="${1:-${BLOCKFUSE_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/blockfuse/kernels}}"
 stage="$root/.carry/stage"
 rm -rf "$root/.carry" && mkdir -p "$stage/kernels" "$stage/cache"
-grep -qx '/.carry/' "$root/.git/info/exclude" 2>/dev/null || echo '/.carry/' >> "$root/.git/info/exclude"
+git -C "$root" check-ignore -q .carry/carry.tar.xz ||  # .gitignore has it; info/exclude of a worktree is the main one's
+    echo '/.carry/' >> "$(git -C "$root" rev-parse --path-format=absolute --git-path info/exclude)"
 for f in bench/blockfuse bench/blockfuse_gbench tests/test_conv2d_gpu tests/test_generated runtime/libblockfuse_runtime.so; do
     strip -o "$stage/$(basename "$f")" "$build/$f"
 done

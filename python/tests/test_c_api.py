@@ -1,0 +1,127 @@
+"""The C surface of libblockfuse_runtime.so through ctypes, on CPU kernels and numpy memory (no torch, no
+GPU): a conv2d and an MBConv block opened by key, run on the caller's arrays, against float64; the
+matcher's folded weights of a torchvision-shaped InvertedResidual through the real kernel; bad input
+named. Kernels not prebuilt are generated into the kernel cache (a few seconds each)."""
+import os
+import sys
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import blockfuse  # noqa: E402
+from blockfuse import match  # noqa: E402
+import mocks  # noqa: E402
+
+SEED = int(os.environ.get("BLOCKFUSE_TEST_SEED", np.random.SeedSequence().entropy % 2**31))
+
+
+def activation_arg(a, x_nhwc):
+    n, h, w, c = x_nhwc.shape
+    a.data = x_nhwc.ctypes.data
+    a.extents[:] = [c, w, h, n]
+    a.strides[:] = [1, c, w * c, h * w * c]
+
+
+def dense_arg(a, arr):
+    a.data = arr.ctypes.data
+    d = arr.ndim
+    for i in range(d):
+        a.extents[i] = arr.shape[d - 1 - i]
+        a.strides[i] = arr.strides[d - 1 - i] // arr.itemsize
+
+
+def run(kern, x_nchw, folded):
+    """The kernel on float32 copies of x and the folded weights; returns NCHW float64."""
+    x = np.ascontiguousarray(x_nchw.transpose(0, 2, 3, 1), dtype=np.float32)
+    o = kern.tensors[-1]["extents"]  # (k, ox, oy, n)
+    out = np.full((o[3], o[2], o[1], o[0]), np.nan, dtype=np.float32)
+    keep = []
+    args = kern.arguments()
+    activation_arg(args[0], x)
+    i = 1
+    for w, b in folded:
+        keep += [np.ascontiguousarray(w, np.float32), np.ascontiguousarray(b, np.float32)]
+        dense_arg(args[i], keep[-2])
+        dense_arg(args[i + 1], keep[-1])
+        i += 2
+    activation_arg(args[-1], out)
+    kern.run(args)
+    return out.transpose(0, 3, 1, 2).astype(np.float64)
+
+
+class CApiTest(unittest.TestCase):
+    def setUp(self):
+        self.rng = np.random.default_rng(SEED)
+
+    def test_info_and_keys(self):
+        i = blockfuse.info()
+        self.assertEqual(i["halide_version"], "21.0.0")
+        self.assertEqual(blockfuse.canonical("conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3,pad=1"),
+                         "conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3,stride=1,pad=1,groups=1,dtype=f32")
+        with self.assertRaisesRegex(blockfuse.BadInput, "field 'k'"):
+            blockfuse.canonical("conv2d:n=1,c=8,h=9,w=9,r=3,s=3")
+        with self.assertRaisesRegex(blockfuse.BadInput, "gelu_erf: block families only"):
+            blockfuse.canonical("conv2d:n=1,c=8,h=9,w=9,k=8,r=1,s=1,act=gelu_erf")
+        self.assertIn("act=gelu_erf", blockfuse.canonical("convnext:n=1,c=16,h=9,w=9,e=4,act=gelu_erf"))
+        with self.assertRaisesRegex(blockfuse.BadInput, "strategy 'fast'"):
+            blockfuse.Kernel("mbconv:n=1,c=8,h=9,w=9,e=2", "fast", "cpu", load=False)
+        with self.assertRaisesRegex(blockfuse.BadInput, "device 'tpu'"):
+            blockfuse.Kernel("mbconv:n=1,c=8,h=9,w=9,e=2", "", "tpu", load=False)
+        k = blockfuse.Kernel("mbconv:n=1,c=8,h=9,w=9,e=2,se=1,act=silu", "", "cuda", load=False)
+        self.assertEqual([t["name"] for t in k.tensors],
+                         ["input", "weights0", "bias0", "weights1", "bias1", "weights2", "bias2", "se_weights0",
+                          "se_bias0", "se_weights1", "se_bias1", "output"])
+        self.assertEqual(k.tensors[7]["extents"], [2, 16, 1, 1])  # (se_ch, E, 1, 1)
+        self.assertEqual(k.strategy, "layer_by_layer")
+
+    def test_conv2d_kernel(self):
+        key = "conv2d:n=2,c=16,h=9,w=7,k=16,r=3,s=3,stride=2,pad=1,groups=16,bias=1,act=relu,dtype=f32"
+        kern = blockfuse.Kernel(key, "", "cpu")
+        x = self.rng.uniform(-1, 1, (2, 16, 9, 7))
+        w = self.rng.uniform(-1, 1, (16, 1, 3, 3))
+        b = self.rng.uniform(-1, 1, 16)
+        layer = match.ConvLayer(16, 16, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 16, "relu")
+        from blockfuse import fold
+        folded = [(fold.conv_weight_layout(w), b)]
+        y = run(kern, x, folded)
+        ref = mocks.conv_forward(layer, folded, x)
+        self.assertLess(np.max(np.abs(y - ref)), 1e-5, f"seed {SEED}")
+
+    def test_inverted_residual_through_the_kernel(self):
+        m = mocks.inverted_residual(self.rng, 8, 8, 1, 3)
+        e = match.plan(m)[0]
+        self.assertEqual(e.kind, "block")
+        x = self.rng.uniform(-1, 1, (2, 8, 7, 9))
+        kern = blockfuse.Kernel(e.shape.key(2, 7, 9, "f32"), "", "cpu")
+        y = run(kern, x, match.fold_entry(e))
+        ref = mocks.forward(m, x)
+        err = np.max(np.abs(y - ref)) / np.max(np.abs(ref))
+        self.assertLess(err, 1e-5, f"seed {SEED}")
+
+    def test_bad_tensors(self):
+        key = "conv2d:n=2,c=16,h=9,w=7,k=16,r=3,s=3,stride=2,pad=1,groups=16,bias=1,act=relu,dtype=f32"
+        kern = blockfuse.Kernel(key, "", "cpu")
+        x = np.zeros((2, 9, 7, 16), np.float32)
+        out = np.zeros((2, 5, 4, 16), np.float32)
+        w = np.zeros((3, 3, 1, 16), np.float32)
+        b = np.zeros(16, np.float32)
+        args = kern.arguments()
+        for a, t in zip(args, [x, w, b, out]):
+            dense_arg(a, t) if t.ndim != 4 or t is w else activation_arg(a, t)
+        kern.run(args)  # fits
+        args[3].extents[1] = 5
+        with self.assertRaisesRegex(blockfuse.BadInput, r"tensor 'output': extents \(16,5,5,2\)"):
+            kern.run(args)
+        args = kern.arguments()
+        for a, t in zip(args, [x, w, b, out]):
+            dense_arg(a, t) if t.ndim != 4 or t is w else activation_arg(a, t)
+        args[2].dtype = 1
+        with self.assertRaisesRegex(blockfuse.BadInput, "tensor 'bias': dtype f16, the kernel takes f32"):
+            kern.run(args)
+        with self.assertRaisesRegex(blockfuse.BadInput, "3 tensors given"):
+            kern.run((blockfuse._lib.BfTensor * 3)(*args[:3]))
+
+
+if __name__ == "__main__":
+    unittest.main()

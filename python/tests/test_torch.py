@@ -1,0 +1,177 @@
+"""blockfuse.torch where PyTorch (and torchvision) are installed; exit 77 (ctest: skipped) where not: CI's
+machine has no torch, its wheels being too large for CI's time and disk.
+
+Without a GPU: the ops' argument checks and fake implementations, the architectures as data
+(blockfuse.models) against plan() on the real torchvision networks, and, on blockfuse's CPU kernels
+(BLOCKFUSE_TORCH_CPU=1, generated on first use), optimize() on a small network of torchvision blocks
+against the original in float64. With a GPU the same ops also run on CUDA tensors."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+try:
+    import torch
+    import torchvision
+except ImportError as e:  # pragma: no cover
+    print(f"skipped: PyTorch/torchvision not importable here ({e}); CI does not install their wheels")
+    sys.exit(77)
+
+import blockfuse.torch as bft  # noqa: E402
+from blockfuse import match, models  # noqa: E402
+from blockfuse.torch import ops  # noqa: E402
+
+SEED = int(os.environ.get("BLOCKFUSE_TEST_SEED", torch.seed() % 2**31))
+CL = torch.channels_last
+
+
+def cl(t):
+    return t.contiguous(memory_format=CL)
+
+
+class ArgumentChecks(unittest.TestCase):
+    def test_bad_inputs(self):
+        x = cl(torch.randn(2, 8, 9, 9))
+        w, b = torch.randn(3, 3, 8, 16), torch.zeros(16)
+        os.environ.pop("BLOCKFUSE_TORCH_CPU", None)
+        with self.assertRaisesRegex(ValueError, "'x' is a CPU tensor; blockfuse kernels take CUDA tensors"):
+            bft.conv2d(x, w, b, padding=1)
+        os.environ["BLOCKFUSE_TORCH_CPU"] = "1"
+        try:
+            with self.assertRaisesRegex(ValueError, "'x' is not channels_last"):
+                bft.conv2d(x.contiguous(), w, b, padding=1)
+            with self.assertRaisesRegex(TypeError, "'x' has dtype float64"):
+                bft.conv2d(x.double(), w, b, padding=1)
+            with self.assertRaisesRegex(TypeError, "'bias' has dtype f16, expected f32"):
+                bft.conv2d(x, w, b.half(), padding=1)
+            with self.assertRaisesRegex(ValueError, r"'bias' has shape \(8,\), expected \(16,\)"):
+                bft.conv2d(x, w, torch.zeros(8), padding=1)
+            off = torch.empty(1 + x.numel())[1:].view(2, 9, 9, 8).permute(0, 3, 1, 2)  # channels_last, 4 bytes in
+            with self.assertRaisesRegex(ValueError, "'x' starts at an address not 16-byte aligned"):
+                bft.conv2d(off, w, b, padding=1)
+            with self.assertRaisesRegex(ValueError, r"'weight' of shape \(3, 3, 4, 16\)"):
+                bft.conv2d(x, torch.randn(3, 3, 4, 16), b, padding=1)
+            with self.assertRaisesRegex(ValueError, "act='swish' is not one of"):
+                bft.conv2d(x, w, b, padding=1, act="swish")
+            with self.assertRaisesRegex(ValueError, "'out' has shape"):
+                bft.conv2d(x, w, b, padding=1, out=cl(torch.empty(2, 16, 8, 9)))
+            with self.assertRaisesRegex(ValueError, "family='resnet'"):
+                bft.block("resnet", x, [], [], 4)
+            with self.assertRaisesRegex(ValueError, "0 weight and bias tensors given"):
+                bft.block("mbconv", x, [], [], 2)
+        finally:
+            os.environ.pop("BLOCKFUSE_TORCH_CPU", None)
+
+    def test_fake(self):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        with FakeTensorMode():
+            x = cl(torch.empty(2, 8, 9, 9, dtype=torch.half))
+            y = torch.ops.blockfuse.conv2d(x, torch.empty(3, 3, 8, 16), torch.empty(16), [2, 2], [1, 1], [1, 1], 1,
+                                           "relu", "")
+            self.assertEqual(tuple(y.shape), (2, 16, 5, 5))
+            self.assertTrue(y.is_contiguous(memory_format=CL))
+            self.assertEqual(tuple(torch.ops.blockfuse.mbconv(x, [], [], 6, 5, 2, True, "silu", "").shape), (2, 8, 5, 5))
+
+
+class Architectures(unittest.TestCase):
+    """blockfuse.models (what prebuild lists) is what plan() finds in torchvision's networks."""
+
+    def test_models_as_data(self):
+        for name in models.MODELS:
+            net = getattr(torchvision.models, name)().eval()
+            entries = [e for e in match.plan(net) if e.kind != "left"]
+            shapes = {}
+            hooks = [bft._get(net, e.path).register_forward_pre_hook(
+                lambda m, a, p=e.path: shapes.setdefault(p, tuple(a[0].shape)) and None) for e in entries]
+            with torch.no_grad():
+                net(torch.zeros(1, 3, 224, 224))
+            for h in hooks:
+                h.remove()
+            got = [(e.path, e.shape.key(1, shapes[e.path][2], shapes[e.path][3], "f16")) for e in entries]
+            want = [(p, s.key(1, h, h, "f16")) for p, s, h in models.MODELS[name]()]
+            self.assertEqual(got, want, name)
+
+
+def tiny_network():
+    from torchvision.models.mobilenetv2 import InvertedResidual
+    from torchvision.models.efficientnet import MBConv, MBConvConfig
+    from torchvision.models.convnext import CNBlock
+    from torchvision.ops.misc import Conv2dNormActivation
+    from functools import partial
+    torch.manual_seed(SEED)
+    net = torch.nn.Sequential(
+        Conv2dNormActivation(3, 16, stride=2, activation_layer=torch.nn.ReLU6),
+        InvertedResidual(16, 16, 1, 3),
+        InvertedResidual(16, 24, 2, 2),  # no residual: its convolutions
+        MBConv(MBConvConfig(3, 3, 1, 24, 24, 1), 0.0, torch.nn.BatchNorm2d),
+        CNBlock(24, 0.5, 0.0),
+    ).eval()
+    for m in net.modules():  # BatchNorm statistics and affine not at their defaults
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.2, 0.2)
+            m.running_var.uniform_(0.5, 2.0)
+            m.weight.data.uniform_(0.5, 1.5)
+            m.bias.data.uniform_(-0.2, 0.2)
+        if isinstance(m, torch.nn.LayerNorm):
+            m.weight.data.uniform_(0.5, 1.5)
+            m.bias.data.uniform_(-0.2, 0.2)
+    return net
+
+
+@unittest.skipUnless(os.environ.get("BLOCKFUSE_TORCH_KERNELS", "1") == "1", "BLOCKFUSE_TORCH_KERNELS=0")
+class OptimizeOnCpuKernels(unittest.TestCase):
+    def test_optimize(self):
+        os.environ["BLOCKFUSE_TORCH_CPU"] = "1"
+        try:
+            net = tiny_network()
+            ref = tiny_network().double()
+            x = cl(torch.randn(2, 3, 17, 15))
+            import io
+            buf = io.StringIO()
+            bft.optimize(net, x, file=buf)
+            table = buf.getvalue()
+            rows = net.blockfuse_table
+            acts = {r["path"]: r["action"] for r in rows}
+            self.assertEqual(acts["1"], "blockfuse block mbconv", table)
+            self.assertEqual(acts["2"], "not fused (layers below)", table)
+            self.assertEqual(acts["2.conv.2"], "blockfuse conv2d", table)
+            self.assertEqual(acts["3"], "blockfuse block mbconv", table)
+            self.assertEqual(acts["4"], "blockfuse block convnext", table)
+            self.assertIsInstance(net[1], bft.modules.Block)
+            self.assertIsInstance(net[2].conv[3], torch.nn.Identity)
+            with torch.no_grad():
+                y = net(x)
+                r = ref(x.double())
+            err = float((y.double() - r).abs().max() / r.abs().max())
+            self.assertLess(err, 1e-4, f"seed {SEED}\n{table}")
+            # the op's out= form writes the caller's tensor
+            out = cl(torch.full((2, 16, 9, 8), float("nan")))
+            blk = net[1]
+            got = bft.block("mbconv", out.new_zeros(2, 16, 9, 8).contiguous(memory_format=CL), blk.weights(),
+                            blk.biases(), 3, out=out)
+            self.assertIs(got, out)
+            self.assertFalse(torch.isnan(out).any())
+        finally:
+            os.environ.pop("BLOCKFUSE_TORCH_CPU", None)
+
+    def test_compile_traces_the_ops(self):
+        # torch.compile traces the replaced modules through the ops' fake implementations, in one graph
+        os.environ["BLOCKFUSE_TORCH_CPU"] = "1"
+        try:
+            net = tiny_network()
+            x = cl(torch.randn(2, 3, 17, 15))
+            bft.optimize(net, x, verbose=False)
+            comp = torch.compile(net, backend="aot_eager", fullgraph=True)
+            with torch.no_grad():
+                self.assertTrue(torch.equal(comp(x), net(x)))
+        finally:
+            os.environ.pop("BLOCKFUSE_TORCH_CPU", None)
+
+    def test_training_mode(self):
+        with self.assertRaisesRegex(ValueError, "training mode"):
+            bft.optimize(tiny_network().train(), cl(torch.randn(1, 3, 9, 9)))
+
+
+if __name__ == "__main__":
+    unittest.main()

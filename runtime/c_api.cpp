@@ -1,0 +1,275 @@
+// runtime/blockfuse_c.h: kernels opened by key and run on a caller's memory. The argument order and
+// the launch checks are run_conv2d's and run_block's: the caller's tensors become unmanaged Halide
+// buffers (a device pointer wrapped, never copied, never freed here) in the same Conv2dTensors and
+// BlockTensors the harness uses.
+#include "runtime/blockfuse_c.h"
+#include "build_info.h"
+#include "runtime/block.h"
+#include "runtime/conv2d.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/dispatch.h"
+#include "runtime/kernel_cache.h"
+#include "runtime/tuning_records.h"
+#include <HalideRuntimeCuda.h>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+using namespace blockfuse;
+
+namespace {
+
+thread_local std::string last_error, text;
+
+struct TensorSpec {
+    std::string name;
+    DType dtype;
+    std::vector<int> extents;  // innermost first
+};
+
+struct Handle {
+    std::string key, family, strategy, source;
+    Device device = Device::cpu;
+    const KernelVariant *variant = nullptr;
+    bool loaded = false;
+    std::string origin, description;
+    std::optional<Conv2dWorkload> conv;
+    std::optional<BlockWorkload> block;
+    std::vector<TensorSpec> tensors;
+};
+
+std::mutex open_mutex;
+
+const TuningRecords &records() {
+    static const TuningRecords r = TuningRecords::load(default_record_files());
+    return r;
+}
+
+void init_once() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        install_halide_error_handler();
+        if (cuda::device().available) cuda::install_halide_hooks();
+    });
+}
+
+std::vector<TensorSpec> conv2d_specs(const Conv2dWorkload &w, const KernelVariant &v) {
+    return {{"input", w.dtype, {w.c, w.w, w.h, w.n}},
+            {"weights", takes_f32_weights(v) ? DType::f32 : w.dtype, {w.k, w.c / w.groups, w.s, w.r}},
+            {"bias", DType::f32, {w.k}},
+            {"output", w.dtype, {w.k, w.out_w(), w.out_h(), w.n}}};
+}
+
+// ABI order of generators/block_generator.cpp: input, (weights, bias) per layer of each block, the
+// Squeeze-Excitation reduce and expand (weights, bias), output.
+std::vector<TensorSpec> block_specs(const BlockWorkload &w) {
+    std::vector<TensorSpec> out{{"input", w.dtype, {w.c, w.w, w.h, w.n}}};
+    const auto layers = w.layers();
+    for (int b = 0; b < w.blocks; ++b)
+        for (size_t i = 0; i < layers.size(); ++i) {
+            const auto &l = layers[i];
+            const std::string pre = (w.blocks > 1 ? "b" + std::to_string(b) + "_" : "");
+            out.push_back({pre + "weights" + std::to_string(i), w.dtype, {l.k, l.c / l.groups, l.s, l.r}});
+            out.push_back({pre + "bias" + std::to_string(i), DType::f32, {l.k}});
+        }
+    if (const BlockSpec s = w.spec(); s.has_se()) {
+        const int E = s.layers[s.se_after].out_ch;
+        out.push_back({"se_weights0", w.dtype, {s.se_ch, E, 1, 1}});
+        out.push_back({"se_bias0", DType::f32, {s.se_ch}});
+        out.push_back({"se_weights1", w.dtype, {E, s.se_ch, 1, 1}});
+        out.push_back({"se_bias1", DType::f32, {E}});
+    }
+    const auto &last = layers.back();
+    out.push_back({"output", w.dtype, {last.k, last.out_w(), last.out_h(), w.n}});
+    return out;
+}
+
+void describe(Handle &h) {
+    nlohmann::json t = nlohmann::json::array();
+    for (const auto &s : h.tensors) t.push_back({{"name", s.name}, {"dtype", dtype_name(s.dtype)}, {"extents", s.extents}});
+    h.description = nlohmann::json{{"key", h.key},
+                                   {"family", h.family},
+                                   {"device", device_name(h.device)},
+                                   {"strategy", h.strategy},
+                                   {"strategies", strategies_of(h.key)},
+                                   {"source", h.source},
+                                   {"kernel", h.variant->name},
+                                   {"knobs", h.variant->knob_summary()},
+                                   {"why", h.variant->why},
+                                   {"cache_hash", h.variant->request().hash()},
+                                   {"loaded", h.loaded},
+                                   {"origin", h.origin},
+                                   {"tensors", t}}
+                        .dump();
+}
+
+// A caller's tensor as a Halide buffer of the spec's type and extents; throws WorkloadError naming the
+// tensor and what does not fit. dims: the buffer's shape storage (it must outlive the buffer).
+halide_buffer_t to_buffer(const bf_tensor &t, const TensorSpec &s, Device device, halide_dimension_t *dims) {
+    auto bad = [&](const std::string &what) { throw WorkloadError("tensor '" + s.name + "': " + what); };
+    if (!t.data) bad("null data pointer");
+    if (t.dtype < BF_F32 || t.dtype > BF_BF16) bad("dtype code " + std::to_string(t.dtype) + " is not f32, f16 or bf16");
+    const DType dt = t.dtype == BF_F32 ? DType::f32 : t.dtype == BF_F16 ? DType::f16 : DType::bf16;
+    if (dt != s.dtype) bad(std::string("dtype ") + dtype_name(dt) + ", the kernel takes " + dtype_name(s.dtype));
+    if (t.dims != int(s.extents.size()))
+        bad(std::to_string(t.dims) + " dimensions, the kernel takes " + std::to_string(s.extents.size()));
+    for (int d = 0; d < t.dims; ++d) {
+        if (t.extents[d] != s.extents[d]) {
+            std::string want, got;
+            for (int e = 0; e < t.dims; ++e) {
+                want += (e ? "," : "") + std::to_string(s.extents[e]);
+                got += (e ? "," : "") + std::to_string(t.extents[e]);
+            }
+            bad("extents (" + got + ") innermost first, the kernel takes (" + want + ")");
+        }
+        if (t.strides[d] < 0 || t.strides[d] > INT32_MAX) bad("stride " + std::to_string(t.strides[d]) + " out of range");
+        dims[d] = halide_dimension_t(0, int32_t(t.extents[d]), int32_t(t.strides[d]));
+    }
+    if (t.strides[0] != 1 && t.extents[0] > 1) bad("innermost stride " + std::to_string(t.strides[0]) + ", must be 1");
+    dims[0].stride = 1;
+    halide_buffer_t b{};
+    b.type = halide_type_of(dt);
+    b.dimensions = t.dims;
+    b.dim = dims;
+    if (device == Device::cuda) {
+        if (int rc = halide_cuda_wrap_device_ptr(nullptr, &b, uint64_t(uintptr_t(t.data))))
+            throw KernelError("tensor '" + s.name + "': wrapping the device pointer failed: " + last_halide_error(rc));
+    } else {
+        b.host = static_cast<uint8_t *>(t.data);
+    }
+    return b;
+}
+
+template <class F>
+int guarded(F &&f) {
+    try {
+        f();
+        return 0;
+    } catch (const WorkloadError &e) {
+        last_error = e.what();
+        return 2;
+    } catch (const std::exception &e) {
+        last_error = e.what();
+        return 1;
+    }
+}
+
+}  // namespace
+
+extern "C" {
+
+const char *bf_last_error(void) { return last_error.c_str(); }
+
+const char *bf_info(void) {
+    nlohmann::json j{{"halide_version", BLOCKFUSE_HALIDE_VERSION},
+                     {"source_hash", BLOCKFUSE_SOURCE_HASH},
+                     {"commit", BLOCKFUSE_GIT_COMMIT},
+                     {"kernel_cache", kernel_cache_dir()},
+                     {"prebuilt", prebuilt_kernel_dir()},
+                     {"generators", generator_dir()},
+                     {"tuning_records", default_record_files()},
+                     {"cuda", cuda::device().available ? cuda::device().name : ""},
+                     {"cuda_reason", cuda::device().reason}};
+    text = j.dump();
+    return text.c_str();
+}
+
+const char *bf_canonical(const char *key) {
+    const int rc = guarded([&] { text = canonical_key(key ? key : ""); });
+    return rc ? nullptr : text.c_str();
+}
+
+void *bf_open(const char *key, const char *strategy, const char *device, int load, int *code) {
+    Handle *out = nullptr;
+    const int rc = guarded([&] {
+        std::lock_guard<std::mutex> lock(open_mutex);
+        init_once();
+        auto h = std::make_unique<Handle>();
+        const std::string dev = device ? device : "";
+        if (!parse_device(dev, &h->device) || h->device == Device::opencl)
+            throw WorkloadError("device '" + dev + "' is not one of cuda, cpu");
+        if (h->device == Device::cuda && load && !cuda::device().available)
+            throw KernelError("no CUDA device: " + cuda::device().reason);
+        h->key = canonical_key(key ? key : "");
+        h->family = workload_family(h->key);
+        if (h->family != "conv2d" && h->family != "block")
+            throw WorkloadError("'" + h->key + "': only conv2d and block keys are served through the C API");
+        h->strategy = strategy && *strategy ? strategy : default_strategy(h->key, h->device, &records());
+        const Pick p = dispatch(h->key, h->strategy, h->device, &records());
+        h->variant = p.variant;
+        h->source = p.source;
+        if (h->family == "conv2d") {
+            h->conv = parse_conv2d(h->key);
+            h->tensors = conv2d_specs(*h->conv, *h->variant);
+        } else {
+            h->block = parse_block(h->key);
+            h->tensors = block_specs(*h->block);
+        }
+        if (load) {
+            h->origin = h->variant->load().origin;
+            h->loaded = true;
+        }
+        describe(*h);
+        out = h.release();
+    });
+    if (code) *code = rc;
+    return out;
+}
+
+const char *bf_describe(void *handle) {
+    if (!handle) {
+        last_error = "null handle";
+        return nullptr;
+    }
+    return static_cast<Handle *>(handle)->description.c_str();
+}
+
+int bf_run(void *handle, const bf_tensor *tensors, int count, int device_ordinal, void *stream) {
+    return guarded([&] {
+        if (!handle) throw WorkloadError("null handle");
+        const Handle &h = *static_cast<Handle *>(handle);
+        if (!h.loaded) throw WorkloadError("kernel " + h.variant->name + " was opened without loading (load = 0)");
+        if (count != int(h.tensors.size()) || !tensors)
+            throw WorkloadError(h.key + ": " + std::to_string(count) + " tensors given, the kernel takes " +
+                                std::to_string(h.tensors.size()));
+        std::vector<std::array<halide_dimension_t, 4>> dims(count);
+        std::vector<halide_buffer_t> bufs;
+        bufs.reserve(count);
+        // Every wrapped device pointer is detached again, whatever happens: the memory is the caller's.
+        struct Detach {
+            std::vector<halide_buffer_t> &b;
+            Device d;
+            ~Detach() {
+                if (d == Device::cuda)
+                    for (auto &x : b) halide_cuda_detach_device_ptr(nullptr, &x);
+            }
+        } detach{bufs, h.device};
+        for (int i = 0; i < count; ++i) bufs.push_back(to_buffer(tensors[i], h.tensors[i], h.device, dims[i].data()));
+        std::optional<cuda::CallScope> scope;
+        if (h.device == Device::cuda) scope.emplace(device_ordinal, stream);
+        auto tensor = [&](int i) { return Tensor(bufs[i]); };
+        auto f32 = [&](int i) { return Halide::Runtime::Buffer<float>(bufs[i]); };
+        if (h.conv) {
+            Conv2dTensors t;
+            t.input = tensor(0);
+            t.weights = tensor(1);
+            if (takes_f32_weights(*h.variant)) t.weights_f32 = f32(1);
+            t.bias = f32(2);
+            t.output = tensor(3);
+            run_conv2d(*h.variant, *h.conv, t);
+        } else {
+            BlockTensors t;
+            t.input = tensor(0);
+            for (int i = 1; i + 1 < count; i += 2) {
+                t.weights.push_back(tensor(i));
+                t.biases.push_back(f32(i + 1));
+            }
+            t.output = tensor(count - 1);
+            run_block(*h.variant, *h.block, t);
+        }
+    });
+}
+
+void bf_close(void *handle) { delete static_cast<Handle *>(handle); }
+
+}  // extern "C"
