@@ -13,6 +13,8 @@
 #   bench NAME [blockfuse bench args...]          the harness; results in NAME/results.{json,csv}
 #   torch NAME SUITE [pytorch_baseline.py args...] PyTorch eager and torch.compile on a suite file
 #   merge NAME BENCH TORCH               our results beside PyTorch's (bench/merge_results.py)
+#   tune NAME PLAN [blockfuse tune args...]   measure a tuning plan built where Halide is (tune/README.md);
+#                                        records in NAME.jsonl
 #   py NAME SCRIPT [ARGS...]             a Python script with python/ on its path and the carried runtime
 #                                        library (blockfuse.torch): `python3 SCRIPT --out $OUT/RECIPE ARGS`
 # Each step is limited to $STEP_LIMIT seconds (default 300) and to what is left of $BUDGET (default 540 s
@@ -63,6 +65,8 @@ step() {
         torch) timeout "$limit" python3 bench/pytorch_baseline.py --suite "$1" --out "$out/$name.json" "${@:2}" > "$log" 2>&1 ;;
         py) timeout "$limit" env PYTHONPATH="$PWD/python" BLOCKFUSE_RUNTIME_LIB="$PWD/$carry/libblockfuse_runtime.so" \
                 python3 "$1" --out "$out" "${@:2}" > "$log" 2>&1 ;;
+        tune) timeout "$limit" "$carry/blockfuse" tune --device cuda --measure "$1" --records "$out/$name.jsonl" "${@:2}" \
+                  > "$log" 2>&1 ;;
         merge) python3 bench/merge_results.py --ours "$out/$1/results.json" --torch "$out/$2.json" \
                    --out-md "$out/$name.md" --out-csv "$out/$name.csv" > "$log" 2>&1 ;;
         *) echo "error: unknown step '$kind' in $file" > "$log"; false ;;
