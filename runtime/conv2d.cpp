@@ -160,9 +160,7 @@ LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w)
     return s;
 }
 
-std::string conv2d_launch_error(const KernelVariant &v, const Conv2dWorkload &w, const LaunchLimits &limits) {
-    if (v.device == Device::cpu) return "";
-    LaunchShape s = conv2d_launch_shape(v, w);
+std::string launch_limit_violation(const LaunchShape &s, const LaunchLimits &limits) {
     const long long max_grid[3] = {2147483647LL, 65535, 65535};
     if (s.threads > limits.max_threads)
         return fmt::format("{} threads per block exceed the device limit of {}", s.threads, limits.max_threads);
@@ -172,6 +170,11 @@ std::string conv2d_launch_error(const KernelVariant &v, const Conv2dWorkload &w,
         if (s.grid[d] > max_grid[d])
             return fmt::format("grid dimension {} = {} exceeds the limit of {}", "xyz"[d], s.grid[d], max_grid[d]);
     return "";
+}
+
+std::string conv2d_launch_error(const KernelVariant &v, const Conv2dWorkload &w, const LaunchLimits &limits) {
+    if (v.device == Device::cpu) return "";
+    return launch_limit_violation(conv2d_launch_shape(v, w), limits);
 }
 
 void check_launch(const KernelVariant &v, const Conv2dWorkload &w) {

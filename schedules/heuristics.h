@@ -5,6 +5,7 @@
 // for the generators (the property tests build and check them on random shapes).
 #pragma once
 #include "runtime/block.h"
+#include "runtime/gemm.h"
 #include "runtime/stem.h"
 #include <map>
 #include <string>
@@ -31,5 +32,7 @@ ScheduleChoice conv2d_heuristic(const Conv2dWorkload &w, Device device);
 // cannot serve the workload within it (e.g. a depth-first stage whose tiles do not fit in shared memory).
 ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strategy, Device device);
 ScheduleChoice stem_heuristic(const StemWorkload &w, const std::string &strategy, Device device);
+// The tensor-core GEMM's tiling as a function of M, N and K (schedules/gemm_knobs.h).
+ScheduleChoice gemm_heuristic(const GemmWorkload &w, Device device);
 
 }  // namespace blockfuse
