@@ -19,17 +19,18 @@ inline Halide::Expr b16_to_f32(const Halide::Expr &bits, Elem e) {
     return select(exp == 0, subnormal, exp == 31, inf_nan, normal);
 }
 
-// f32 -> bits, rounded to nearest even (as PyTorch does). `native`: f16 through the target's own
-// conversion (one cvt on CUDA); bf16 is integer arithmetic everywhere (Halide 21's PTX backend
-// crashes on native bf16 casts, generators/storage.h).
-inline Halide::Expr f32_to_b16(const Halide::Expr &f, Elem e, bool native) {
+// f32 -> bits, rounded to nearest even (as PyTorch does), integer arithmetic on every target. Not the
+// native f16 cast: vectorized (a register pair of C stored as one 32-bit word), Halide 21's CUDA backend
+// (LLVM 21.1 NVPTX) lowers cast<float16>(<2 x float>) to the two f32 packed in a 64-bit register and stores
+// its low 32 bits, no cvt at all (wrong numbers on the H200; tests/tensor_core_sass.py refuses such a
+// store); bf16 native casts crash that backend outright (generators/storage.h).
+inline Halide::Expr f32_to_b16(const Halide::Expr &f, Elem e) {
     using namespace Halide;
     Expr x = reinterpret(UInt(32), f);
     if (e == Elem::bf16) {
         Expr rounded = (x + (Expr(uint32_t(0x7fff)) + ((x >> 16) & 1))) >> 16;
         return select(is_nan(f), Expr(uint16_t(0x7fc0)), cast(UInt(16), rounded));
     }
-    if (native) return reinterpret(UInt(16), cast(Float(16), f));
     auto u = [](uint32_t v) { return Halide::Expr(v); };
     Expr sign = cast(UInt(16), (x >> 16) & u(0x8000)), ax = x & u(0x7fffffff);
     // Below the smallest normal (2^-14): |f| * 2^24 is exact and rounds to the subnormal's mantissa

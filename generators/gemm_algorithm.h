@@ -17,6 +17,8 @@
 #include "Halide.h"
 #include "generators/activation.h"
 #include "generators/mma.h"
+#include <functional>
+#include <vector>
 
 namespace blockfuse {
 
@@ -93,23 +95,41 @@ inline Halide::Expr gemm_epilogue(const Halide::Expr &acc, const Halide::Expr &b
     return select(smooth_activation(activation), smooth, piecewise);
 }
 
+// What a GEMM-shaped stage reads as A and where it stores C, for operands that are no plain matrix: an
+// implicit-GEMM convolution gathers A from its input (generators/conv2d_tc_algorithm.h) and stores C at
+// (channel, x, y, image). Defaults: A a (k, m) matrix read through zero_filled, C an (n, m) matrix.
+struct GemmIo {
+    // Bits of A's element (8 * kg + ke, m), zero outside M x K; `exact`: M, N and K are whole tiles.
+    std::function<Halide::Expr(const Halide::Expr &ke, const Halide::Expr &kg, const Halide::Expr &m,
+                               const Halide::Expr &exact)>
+        a_element;
+    // The output coordinates of C[m][n] (innermost first), and how many there are.
+    std::function<std::vector<Halide::Expr>(const Halide::Expr &n, const Halide::Expr &m)> c_coords;
+    int c_dims = 2;
+    Halide::Type c_type = Halide::UInt(16);  // C's type: the bits, or the storage type they are (reinterpreted)
+};
+
 // fragment_mutation = 1 (tests only): A registers 1 and 2 swapped, a wrong layout the checks must catch.
 // On CUDA targets the instructions are the externs runtime/mma_ptx.cpp rewrites; elsewhere they are emulated.
 inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide::Func &bias, const GemmShape &s,
                       const Halide::Expr &activation, const GemmTiling &t, mma::Elem elem,
-                      const Halide::Target &target, int fragment_mutation = 0) {
+                      const Halide::Target &target, int fragment_mutation = 0, GemmIo io = {}) {
     using namespace Halide;
     using namespace mma;
     GemmFuncs f;
     const bool native = target.has_feature(Target::CUDA);
-    const bool native_half = !target.has_feature(Target::OpenCL);  // PoCL's CPU device has no half type
     const int MT = t.mt_count(), NT = t.nt_count(), BM = t.block_m(), BN = t.block_n();
     f.activation = activation;
     f.exact = s.M % BM == 0 && s.N % BN == 0 && s.K % t.k_step == 0;
     Var k = f.k, m = f.m, n = f.n, r = f.r, lane = f.lane;
+    if (!io.a_element)
+        io.a_element = [&](const Expr &ke, const Expr &kg, const Expr &row, const Expr &exact) {
+            return zero_filled(A, ke, kg, row, s.M, s, exact);
+        };
+    if (!io.c_coords) io.c_coords = [](const Expr &cn, const Expr &cm) { return std::vector<Expr>{cn, cm}; };
 
     f.a_panel = Func("a_panel");
-    f.a_panel(f.ke, f.kg, m) = zero_filled(A, f.ke, f.kg, m, s.M, s, f.exact);
+    f.a_panel(f.ke, f.kg, m) = io.a_element(f.ke, f.kg, m, f.exact);
     f.b_panel = Func("b_panel");
     f.b_panel(f.ke, f.kg, n) = zero_filled(B, f.ke, f.kg, n, s.N, s, f.exact);
 
@@ -169,11 +189,13 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     Expr col_n = f.bn * BN + f.wn * t.warp_n + f.nt * kTileN + c_col(Expr(f.q), Expr(lane));
     f.epilogue(c_args) = gemm_epilogue(f.acc(c_args), bias(min(col_n, s.N - 1)), activation);
     f.output = Func("gemm");
-    f.output(n, m) = undef(UInt(16));
+    std::vector<Var> out_vars;
+    for (int d = 0; d < io.c_dims; ++d) out_vars.push_back(d == 0 ? n : d == 1 ? m : Var("c" + std::to_string(d)));
+    f.output(out_vars) = undef(io.c_type);
     // Bounds inference does not see the `where`: the promise gives it the stored range (which the
     // predicate guarantees) and costs no code.
-    f.output(unsafe_promise_clamped(cn, 0, s.N - 1), unsafe_promise_clamped(cm, 0, s.M - 1)) =
-        f32_to_b16(f.epilogue(2 * mh + q0, cl, cnt, cmt, cwn, cwm, cbn, cbm), elem, native_half);
+    f.output(io.c_coords(unsafe_promise_clamped(cn, 0, s.N - 1), unsafe_promise_clamped(cm, 0, s.M - 1))) =
+        reinterpret(io.c_type, f32_to_b16(f.epilogue(2 * mh + q0, cl, cnt, cmt, cwn, cwm, cbn, cbm), elem));
     return f;
 }
 
