@@ -146,14 +146,14 @@ KernelVariant gemm_kernel_for(const GemmWorkload &w, Device device, const Schedu
     return v;
 }
 
-GemmLaunch gemm_launch(const KernelVariant &v, const GemmWorkload &w) {
+GemmLaunch tensor_core_launch(const KernelVariant &v, long long m, long long n) {
     GemmLaunch l;
     if (v.device == Device::cpu) return l;
     const GemmKnobs kn = gemm_knobs_from(v.knobs);
     const long long bm = 1LL * kn.warp_m * kn.warps_m, bn = 1LL * kn.warp_n * kn.warps_n;
     l.shape.threads = kn.threads_per_block();
-    l.shape.grid[0] = ceil_div(w.n, bn);
-    l.shape.grid[1] = ceil_div(w.m, bm);
+    l.shape.grid[0] = ceil_div(n, bn);
+    l.shape.grid[1] = ceil_div(m, bm);
     // The A and B panels of one K step (padded rows), and on OpenCL the emulation's block arrays too:
     // the accumulators and the fragments of one K step (schedules/gemm_schedule.cpp).
     l.shape.shared_bytes = 2 * (bm + bn) * (kn.k_step + kn.pad);
@@ -163,36 +163,45 @@ GemmLaunch gemm_launch(const KernelVariant &v, const GemmWorkload &w) {
     return l;
 }
 
-void check_gemm_launch(const KernelVariant &v, const GemmWorkload &w) {
-    if (v.device == Device::cpu) return;
-    const GemmLaunch l = gemm_launch(v, w);
+GemmLaunch gemm_launch(const KernelVariant &v, const GemmWorkload &w) { return tensor_core_launch(v, w.m, w.n); }
+
+std::string tensor_core_launch_error(const KernelVariant &v, long long m, long long n, const LaunchLimits &limits) {
+    if (v.device == Device::cpu) return "";
+    if (std::string why = gemm_knobs_error(gemm_knobs_from(v.knobs)); !why.empty()) return why;
+    const GemmLaunch l = tensor_core_launch(v, m, n);
     const long long max_regs = v.device == Device::cuda && cuda::device().available && cuda::device().max_registers_per_block > 0
                                    ? cuda::device().max_registers_per_block
                                    : 65536;
-    std::string why = launch_limit_violation(l.shape, launch_limits(v.device));
+    std::string why = launch_limit_violation(l.shape, limits);
     if (why.empty() && 1LL * l.registers * l.shape.threads > max_regs)
         why = std::to_string(l.registers) + " registers x " + std::to_string(l.shape.threads) + " threads = " +
               std::to_string(1LL * l.registers * l.shape.threads) + " exceed the device limit of " +
               std::to_string(max_regs) + " registers per block";
-    if (!why.empty())
+    return why;
+}
+
+void check_gemm_launch(const KernelVariant &v, const GemmWorkload &w) {
+    if (std::string why = tensor_core_launch_error(v, w.m, w.n, launch_limits(v.device)); !why.empty())
         throw KernelError("launch rejected before running: kernel " + v.name + " on " + to_key(w) + ": " + why);
+}
+
+void call_tensor_core_kernel(const KernelVariant &v, void **args, const std::string &key) {
+    apply_register_cap(v);
+    const LoadedKernel &k = v.load();
+    clear_halide_error();
+    cuda::clear_module_rewrite_error();
+    if (const int rc = k.argv(args); rc != 0) {
+        const std::string rewrite = cuda::module_rewrite_error();
+        throw KernelError("kernel " + v.name + " failed on " + key + ": " + (rewrite.empty() ? last_halide_error(rc) : rewrite));
+    }
 }
 
 void run_gemm(const KernelVariant &v, const GemmWorkload &w, GemmTensors &t) {
     check_gemm_launch(v, w);
-    apply_register_cap(v);
-    const LoadedKernel &k = v.load();
     // ABI order of generators/gemm_generator.cpp: a, b, bias, k_size, activation, output.
     int k_size = w.k, act = int(w.act);
     void *args[] = {t.a.raw_buffer(), t.b.raw_buffer(), t.bias.raw_buffer(), &k_size, &act, t.output.raw_buffer()};
-    clear_halide_error();
-    cuda::clear_module_rewrite_error();
-    const int rc = k.argv(args);
-    if (rc != 0) {
-        const std::string rewrite = cuda::module_rewrite_error();
-        throw KernelError("kernel " + v.name + " failed on " + to_key(w) + ": " +
-                          (rewrite.empty() ? last_halide_error(rc) : rewrite));
-    }
+    call_tensor_core_kernel(v, args, to_key(w));
 }
 
 Comparison check_gemm(const GemmWorkload &w, GemmTensors &t, size_t max_points, std::mt19937_64 &rng) {
@@ -288,6 +297,9 @@ public:
         return p;
     }
     std::unique_ptr<OpData> data(std::mt19937_64 &rng) const override { return std::make_unique<GemmData>(w_, rng); }
+    std::string candidate_error(const KernelVariant &v, const LaunchLimits &limits) const override {
+        return tensor_core_launch_error(v, w_.m, w_.n, limits);
+    }
 
 private:
     GemmWorkload w_;

@@ -54,17 +54,24 @@ struct ScheduleChoice;
 // A kernel with the given tiling (M, N and K stay run-time extents).
 KernelVariant gemm_kernel_for(const GemmWorkload &w, Device device, const ScheduleChoice &s);
 
-// Launch resources of a GPU variant: block and grid, shared panels, the register cap its JIT gets
-// (runtime/mma_ptx.h raises tensor-core modules to at least mma_ptx::kMinRegisters).
+// Launch resources of a GPU tensor-core variant (the GEMM, the implicit-GEMM conv2d) for an M x N product:
+// block and grid, shared panels, the register cap its JIT gets (runtime/mma_ptx.h raises tensor-core
+// modules to at least mma_ptx::kMinRegisters).
 struct GemmLaunch {
     LaunchShape shape;
     int registers = 0;  // per thread, the JIT cap
 };
+GemmLaunch tensor_core_launch(const KernelVariant &v, long long m, long long n);
 GemmLaunch gemm_launch(const KernelVariant &v, const GemmWorkload &w);
-// Throws KernelError naming the kernel, the workload and the limit before a launch that would fail:
-// threads per block, shared memory, registers x threads per block, grid dimensions.
+// What of such a launch the device cannot run ("" if it fits): the knobs' constraints, threads per block,
+// shared memory, registers x threads per block, grid dimensions.
+std::string tensor_core_launch_error(const KernelVariant &v, long long m, long long n, const LaunchLimits &limits);
+// Throws KernelError naming the kernel, the workload and the limit before a launch that would fail.
 void check_gemm_launch(const KernelVariant &v, const GemmWorkload &w);
 
+// Calls a tensor-core kernel with its arguments (the _argv ABI); throws KernelError with Halide's message, or the
+// PTX rewrite's naming the kernel where its module was refused.
+void call_tensor_core_kernel(const KernelVariant &v, void **args, const std::string &key);
 // Runs one variant; throws KernelError (Halide's message, or the PTX rewrite's, naming the kernel).
 void run_gemm(const KernelVariant &v, const GemmWorkload &w, GemmTensors &t);
 

@@ -2,6 +2,8 @@
 // implicit-GEMM convolutions (generators/implicit_gemm.h) take the same tiling.
 #pragma once
 #include "schedules/knobs.h"
+#include <map>
+#include <string>
 
 // name, default, the values the search may take, meaning
 #define BLOCKFUSE_GEMM_KNOBS(X)                                                                              \
@@ -20,6 +22,21 @@ struct GemmKnobs {
 inline const KnobTable &gemm_knob_table() {
     static const KnobTable t{{BLOCKFUSE_GEMM_KNOBS(BLOCKFUSE_KNOB_DECL)}};
     return t;
+}
+// Why the knobs cannot make a kernel ("" if they can), naming the knob: what the generators raise and what the
+// tuner checks before building a candidate.
+inline std::string gemm_knobs_error(const GemmKnobs &kn) {
+    auto bad = [](const std::string &knob, int v, const std::string &why) {
+        return "gemm: " + knob + " = " + std::to_string(v) + " " + why;
+    };
+    if (kn.warp_m <= 0 || kn.warp_m % 16) return bad("warp_m", kn.warp_m, "must be a positive multiple of 16");
+    if (kn.warp_n <= 0 || kn.warp_n % 8) return bad("warp_n", kn.warp_n, "must be a positive multiple of 8");
+    if (kn.warps_m <= 0) return bad("warps_m", kn.warps_m, "must be positive");
+    if (kn.warps_n <= 0) return bad("warps_n", kn.warps_n, "must be positive");
+    if (kn.threads_per_block() > 1024) return bad("warps_m * warps_n", kn.warps_m * kn.warps_n, "exceeds 32 warps per block");
+    if (kn.k_step <= 0 || kn.k_step % 16) return bad("k_step", kn.k_step, "must be a positive multiple of 16");
+    if (kn.pad < 0 || kn.pad % 8) return bad("pad", kn.pad, "must be a non-negative multiple of 8 (16-byte rows)");
+    return "";
 }
 // A knob struct from a knob set (missing names keep their defaults); `prefix` as conv2d_gpu_knobs_from.
 inline GemmKnobs gemm_knobs_from(const std::map<std::string, int> &set, const std::string &prefix = "") {

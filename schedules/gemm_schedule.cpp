@@ -5,16 +5,7 @@ namespace blockfuse {
 using namespace Halide;
 
 void check_gemm_knobs(const GemmKnobs &kn) {
-    auto bad = [](const std::string &knob, int v, const std::string &why) {
-        throw CompileError("gemm: " + knob + " = " + std::to_string(v) + " " + why);
-    };
-    if (kn.warp_m <= 0 || kn.warp_m % 16) bad("warp_m", kn.warp_m, "must be a positive multiple of 16");
-    if (kn.warp_n <= 0 || kn.warp_n % 8) bad("warp_n", kn.warp_n, "must be a positive multiple of 8");
-    if (kn.warps_m <= 0) bad("warps_m", kn.warps_m, "must be positive");
-    if (kn.warps_n <= 0) bad("warps_n", kn.warps_n, "must be positive");
-    if (kn.threads_per_block() > 1024) bad("warps_m * warps_n", kn.warps_m * kn.warps_n, "exceeds 32 warps per block");
-    if (kn.k_step <= 0 || kn.k_step % 16) bad("k_step", kn.k_step, "must be a positive multiple of 16");
-    if (kn.pad < 0 || kn.pad % 8) bad("pad", kn.pad, "must be a non-negative multiple of 8 (16-byte rows)");
+    if (const std::string why = gemm_knobs_error(kn); !why.empty()) throw CompileError(why);
 }
 
 namespace {
