@@ -383,8 +383,9 @@ int run_bench(const BenchOptions &opt) {
     if (opt.variants != "all" && opt.variants != "default")
         throw WorkloadError("--variants '" + opt.variants + "' is not one of all, default");
     for (const auto &s : opt.strategies)
-        if (s != "layer_by_layer" && s != "fused" && s != "depth_first" && s != "direct")
-            throw WorkloadError("--strategies '" + s + "' is not one of layer_by_layer, fused, depth_first, direct");
+        if (s != "layer_by_layer" && s != "fused" && s != "depth_first" && s != "direct" && s != "tensor_cores")
+            throw WorkloadError("--strategies '" + s + "' is not one of layer_by_layer, fused, depth_first, direct, "
+                                "tensor_cores");
     DType dfilter{};
     if (!opt.dtype.empty() && !parse_dtype(opt.dtype, &dfilter))
         throw WorkloadError("--dtype '" + opt.dtype + "' is not supported (f32, f16, bf16)");

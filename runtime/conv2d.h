@@ -20,6 +20,8 @@ struct Conv2dTensors {
     // variants whose kernels take f32 weights (takes_f32_weights): no per-thread converts. Whoever
     // writes `weights` calls widen_weights() afterwards; randomize() does.
     Halide::Runtime::Buffer<float> weights_f32;
+    // The weights as the tensor-core kernels read them (runtime/conv2d_tc.h), laid out with weights_f32.
+    Halide::Runtime::Buffer<uint16_t> weights_tc;
 };
 
 Conv2dTensors make_conv2d_tensors(const Conv2dWorkload &w);

@@ -5,9 +5,9 @@
 
 namespace blockfuse {
 
-std::vector<std::string> Op::tunable_knobs(const std::string &, Device d) const {
+std::vector<std::string> Op::tunable_knobs(const std::string &strategy, Device d) const {
     std::vector<std::string> out;
-    for (const KnobDecl &k : schedule_knob_table(generator(), d).knobs) out.push_back(k.name);
+    for (const KnobDecl &k : schedule_knob_table(family(strategy), d).knobs) out.push_back(k.name);
     return out;
 }
 

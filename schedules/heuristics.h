@@ -5,6 +5,7 @@
 // for the generators (the property tests build and check them on random shapes).
 #pragma once
 #include "runtime/block.h"
+#include "runtime/conv2d_tc.h"
 #include "runtime/gemm.h"
 #include "runtime/stem.h"
 #include <map>
@@ -34,5 +35,7 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
 ScheduleChoice stem_heuristic(const StemWorkload &w, const std::string &strategy, Device device);
 // The tensor-core GEMM's tiling as a function of M, N and K (schedules/gemm_knobs.h).
 ScheduleChoice gemm_heuristic(const GemmWorkload &w, Device device);
+// The same tiling for the implicit GEMM of a dense convolution on the tensor cores (runtime/conv2d_tc.h).
+ScheduleChoice conv2d_tc_heuristic(const Conv2dWorkload &w, Device device);
 
 }  // namespace blockfuse

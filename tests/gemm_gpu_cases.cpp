@@ -5,6 +5,7 @@
 // refused with the rewrite's message. Part of test_generated (its main: exit 77, skipped, without a CUDA
 // device); with BLOCKFUSE_TEST_DEVICES not naming cuda these cases do nothing.
 #include "runtime/cuda_driver.h"
+#include "tests/conv2d_tc_cases.h"
 #include "tests/gemm_cases.h"
 #include "tests/test_env.h"
 #include <thread>
@@ -71,6 +72,13 @@ TEST_CASE("large tensor-core GEMMs match the float64 reference at sampled output
             INFO(v->name << " [" << v->knob_summary() << "] on " << key << ", seed " << seed << ": " << c.summary());
             REQUIRE(c.ok());
         }
+}
+
+TEST_CASE("every tensor-core conv2d shape (implicit GEMM on mma.sync) matches the float64 reference", "[gemm][gpu]") {
+    if (!test::testing_device(Device::cuda)) return;
+    std::vector<const KernelVariant *> kernels;
+    for (const auto &key : test::conv2d_tc_shapes()) kernels.push_back(test::conv2d_tc_kernel(key, Device::cuda));
+    if (build_all(kernels)) test::check_conv2d_tc_shapes(Device::cuda);
 }
 
 TEST_CASE("a tensor-core module whose rewrite fails is refused with a message naming the kernel", "[gemm][gpu]") {

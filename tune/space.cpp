@@ -28,11 +28,11 @@ SearchSpace::SearchSpace(const Op &op, const std::string &strategy, Device devic
     } catch (const WorkloadError &) {
         // no heuristic kernel within its limits: the declared defaults are the base
     }
-    const KnobTable &table = schedule_knob_table(op.generator(), device);
+    const KnobTable &table = schedule_knob_table(op.family(strategy), device);
     base_ = table.with_defaults(base_);
     for (const std::string &name : op.tunable_knobs(strategy, device)) {
         const KnobDecl *k = table.find(name);
-        if (!k) throw WorkloadError("the " + op.generator() + " schedules declare no knob '" + name + "'");
+        if (!k) throw WorkloadError("the " + op.family(strategy) + " schedules declare no knob '" + name + "'");
         Dim d{name, k->values};
         d.values.push_back(base_.at(name));  // the heuristic's value is always a point
         std::sort(d.values.begin(), d.values.end());
