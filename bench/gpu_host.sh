@@ -13,6 +13,7 @@
 #   bench NAME [blockfuse bench args...]          the harness; results in NAME/results.{json,csv}
 #   torch NAME SUITE [pytorch_baseline.py args...] PyTorch eager and torch.compile on a suite file
 #   merge NAME BENCH TORCH               our results beside PyTorch's (bench/merge_results.py)
+#   python NAME SCRIPT [ARGS...]         a script of bench/ (e.g. tc_torch.py), its JSON to NAME.json (--out)
 # Each step is limited to $STEP_LIMIT seconds (default 300) and to what is left of $BUDGET (default 540 s
 # for the whole recipe: the archive is always written), and prints its exit status; a failing step does
 # not stop the recipe (its log says why), the runner's exit status counts the failed and skipped steps.
@@ -59,6 +60,7 @@ step() {
             timeout "$limit" env "${@:1:n}" "${pre[@]}" "$carry/${*:n+1:1}" "${@:n+2}" > "$log" 2>&1 ;;
         bench) timeout "$limit" "$carry/blockfuse" bench "$@" --out "$out/$name" > "$log" 2>&1 ;;
         torch) timeout "$limit" python3 bench/pytorch_baseline.py --suite "$1" --out "$out/$name.json" "${@:2}" > "$log" 2>&1 ;;
+        python) timeout "$limit" python3 "bench/$1" "${@:2}" --out "$out/$name.json" > "$log" 2>&1 ;;
         merge) python3 bench/merge_results.py --ours "$out/$1/results.json" --torch "$out/$2.json" \
                    --out-md "$out/$name.md" --out-csv "$out/$name.csv" > "$log" 2>&1 ;;
         *) echo "error: unknown step '$kind' in $file" > "$log"; false ;;
