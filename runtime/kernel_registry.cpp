@@ -2,6 +2,7 @@
 #include "generators/block_spec.h"
 #include "schedules/block_knobs.h"
 #include "schedules/conv2d_knobs.h"
+#include "runtime/mma_ptx.h"
 #include "schedules/gemm_knobs.h"
 #include "schedules/stem_knobs.h"
 #include <algorithm>
@@ -36,13 +37,13 @@ const KnobTable &schedule_knob_table(const std::string &family, Device device) {
     if (family == "conv2d") return device == Device::cpu ? conv2d_cpu_knobs() : conv2d_gpu_knobs();
     if (family == "block") return block_knobs();
     if (family == "stem") return stem_knobs();
-    if (family == "gemm" || family == "conv2d_tc") return gemm_knob_table();
+    if (mma_ptx::tensor_core_family(family)) return gemm_knob_table();
     return none;
 }
 
 int KernelVariant::threads_per_block() const {
     if (device == Device::cpu) return 0;
-    if (family == "gemm" || family == "conv2d_tc") return gemm_knobs_from(knobs).threads_per_block();  // whole warps
+    if (mma_ptx::tensor_core_family(family)) return gemm_knobs_from(knobs).threads_per_block();  // whole warps
     if (family == "block") {
         if (param("strategy") != "layer_by_layer")
             return fused_kernel_threads(knob("channels"), knob("vec_k"), knob("tile_x"), knob("se") == 1, knob("chunk"));

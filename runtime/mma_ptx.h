@@ -47,4 +47,7 @@ std::string rewrite(std::string_view ptx, Stats *stats = nullptr);
 constexpr int kMinRegisters = 168;
 inline int register_cap(int requested) { return requested >= kMinRegisters ? requested : kMinRegisters; }
 
+// The kernel families built on the rewrite (their schedules: the GEMM's, schedules/gemm_knobs.h).
+inline bool tensor_core_family(const std::string &family) { return family == "gemm" || family == "conv2d_tc"; }
+
 }  // namespace blockfuse::mma_ptx

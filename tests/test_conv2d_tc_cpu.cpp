@@ -2,7 +2,9 @@
 // instructions emulated from the PTX ISA tables, on the CPU, against the float64 reference; a wrong fragment
 // layout caught; the strategy's dispatch and weight layout.
 #define CATCH_CONFIG_MAIN
+#include "runtime/mma_ptx.h"
 #include "tests/conv2d_tc_cases.h"
+#include "tune/space.h"
 
 using namespace blockfuse;
 
@@ -59,4 +61,16 @@ TEST_CASE("the tensor-core strategy: dense f16/bf16 convolutions only, weights l
     const auto knobs = op->tunable_knobs(kTensorCores, Device::cuda);
     CHECK(std::find(knobs.begin(), knobs.end(), "warp_m") != knobs.end());
     CHECK(std::find(knobs.begin(), knobs.end(), "k_step") != knobs.end());
+}
+
+TEST_CASE("the tuner's space of the tensor-core strategy: the GEMM knobs, register caps the rewrite honours", "[conv2d_tc]") {
+    const auto op = parse_op("conv2d:n=1,c=64,h=28,w=28,k=128,r=3,s=3,pad=1,dtype=f16");
+    const SearchSpace space(*op, kTensorCores, Device::cuda, LaunchLimits{1024, 227 * 1024});
+    std::set<std::string> names;
+    for (const auto &d : space.dims()) {
+        names.insert(d.name);
+        if (d.name == "max_registers")
+            for (int r : d.values) CHECK((r == 0 || r >= mma_ptx::kMinRegisters));
+    }
+    for (const char *k : {"warp_m", "warp_n", "warps_m", "warps_n", "k_step", "max_registers"}) CHECK(names.count(k) == 1);
 }
