@@ -17,6 +17,7 @@
 #                                        records in NAME.jsonl
 #   py NAME SCRIPT [ARGS...]             a Python script with python/ on its path and the carried runtime
 #                                        library (blockfuse.torch): `python3 SCRIPT --out $OUT/RECIPE ARGS`
+#   python NAME SCRIPT [ARGS...]         a script of bench/ (e.g. tc_torch.py), its JSON to NAME.json (--out)
 # Each step is limited to $STEP_LIMIT seconds (default 300) and to what is left of $BUDGET (default 540 s
 # for the whole recipe: the archive is always written), and prints its exit status; a failing step does
 # not stop the recipe (its log says why), the runner's exit status counts the failed and skipped steps.
@@ -67,6 +68,7 @@ step() {
                 python3 "$1" --out "$out" "${@:2}" > "$log" 2>&1 ;;
         tune) timeout "$limit" "$carry/blockfuse" tune --device cuda --measure "$1" --records "$out/$name.jsonl" "${@:2}" \
                   > "$log" 2>&1 ;;
+        python) timeout "$limit" python3 "bench/$1" "${@:2}" --out "$out/$name.json" > "$log" 2>&1 ;;
         merge) python3 bench/merge_results.py --ours "$out/$1/results.json" --torch "$out/$2.json" \
                    --out-md "$out/$name.md" --out-csv "$out/$name.csv" > "$log" 2>&1 ;;
         *) echo "error: unknown step '$kind' in $file" > "$log"; false ;;

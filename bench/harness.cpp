@@ -230,11 +230,25 @@ std::vector<BenchCandidate> build_candidates(const SuiteEntry &entry, const std:
 
 namespace {
 
+// A row with a kernel on the tensor cores: its roof is the mma.sync ceiling of its dtype, measured in this run.
+bool uses_tensor_cores(const Row &r) {
+    return std::any_of(r.kernels.begin(), r.kernels.end(), [](const KernelCost &k) { return k.tensor_cores; });
+}
+double mma_ceiling_tflops(const Row &r, const Ceilings &ceil) {
+    return r.dtype == "bf16" ? ceil.mma_bf16_tflops : ceil.mma_f16_tflops;
+}
+// A tensor-core row's FLOP rate as a share of that ceiling (0 where none was measured).
+double pct_of_mma_ceiling(const Row &r, const Ceilings &ceil) {
+    const double roof = mma_ceiling_tflops(r, ceil);
+    return roof > 0 && r.ok ? 100 * r.flops / (r.median_ms * 1e-3) / (roof * 1e12) : 0;
+}
+
 nlohmann::json kernels_json(const Row &r) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto &k : r.kernels) {
         nlohmann::json j{{"name", k.name}, {"flops", k.flops}, {"bytes", k.bytes}, {"rereads", k.rereads}};
         if (!std::isnan(k.executed_flops)) j["executed_flops"] = k.executed();  // NaN: not modelled, left out
+        if (k.tensor_cores) j["tensor_cores"] = true;
         a.push_back(j);
     }
     return a;
@@ -273,6 +287,7 @@ nlohmann::json results_document(const nlohmann::json &ctx, const std::vector<Row
                        {"strategy_name", r.strategy_name}, {"family", r.family}, {"knobs", r.knobs},
                        {"max_registers", r.max_registers}, {"record_target", r.record_target}, {"origin", r.origin},
                        {"pick", r.pick_source}, {"why", r.why}, {"waterline_ms", r.waterline_ms}});
+        if (uses_tensor_cores(r) && ceil.measured && r.ok) arr.back()["pct_mma"] = pct_of_mma_ceiling(r, ceil);
     }
     return {{"context", ctx}, {"results", arr}};
 }
@@ -339,9 +354,17 @@ void print_table(const std::vector<Row> &rows, const Ceilings &ceil, Device dev,
     }
     if (ceil.measured)
         std::cout << fmt::format("(floor ms = the waterline of the row's kernels, Eq. 12: the sum over its kernels of max(ops / "
-                                 "{:.4g} TFLOP/s, compulsory bytes / {:.0f} GB/s), the {} measured now; x floor = median over it)\n",
+                                 "{:.4g} TFLOP/s (tensor-core kernels: the mma.sync ceiling of their dtype), compulsory bytes / {:.0f} GB/s), "
+                                 "the {} measured now; x floor = median over it)\n",
                                  ceil.ffma_f32_tflops, ceil.copy_gbps,
                                  dev == Device::cuda ? "FFMA f32 and copy ceilings" : "CPU's FMA f32 and copy ceilings");
+    if (ceil.measured && ceil.mma_f16_tflops > 0)
+        for (const auto &r : rows)
+            if (uses_tensor_cores(r) && r.ok)
+                std::cout << fmt::format("tensor cores: {} {}: {:.1f} TFLOP/s = {:.1f}% of the mma.sync {} ceiling ({:.1f}); "
+                                         "its floor counts the tensor-core kernels against that roof\n",
+                                         r.workload, r.strategy, r.flops / (r.median_ms * 1e-3) / 1e12,
+                                         pct_of_mma_ceiling(r, ceil), r.dtype, mma_ceiling_tflops(r, ceil));
     std::cout << "(* = the variant the dispatcher picks by default; model MB = modelled compulsory DRAM bytes, GB/s = "
                  "those over the median time; vs LBL = the workload's fastest passing layer-by-layer time over this "
                  "row's (> 1: faster); times are "
@@ -360,8 +383,9 @@ int run_bench(const BenchOptions &opt) {
     if (opt.variants != "all" && opt.variants != "default")
         throw WorkloadError("--variants '" + opt.variants + "' is not one of all, default");
     for (const auto &s : opt.strategies)
-        if (s != "layer_by_layer" && s != "fused" && s != "depth_first" && s != "direct")
-            throw WorkloadError("--strategies '" + s + "' is not one of layer_by_layer, fused, depth_first, direct");
+        if (s != "layer_by_layer" && s != "fused" && s != "depth_first" && s != "direct" && s != "tensor_cores")
+            throw WorkloadError("--strategies '" + s + "' is not one of layer_by_layer, fused, depth_first, direct, "
+                                "tensor_cores");
     DType dfilter{};
     if (!opt.dtype.empty() && !parse_dtype(opt.dtype, &dfilter))
         throw WorkloadError("--dtype '" + opt.dtype + "' is not supported (f32, f16, bf16)");
@@ -408,11 +432,15 @@ int run_bench(const BenchOptions &opt) {
         if (opt.ceilings) {
             ceil = measure_ceilings();
             std::cout << fmt::format("ceilings (measured now): copy {:.0f} GB/s, FFMA f32 {:.1f} TFLOP/s, HFMA2 f16 "
-                                     "{:.1f} TFLOP/s (CUDA cores; Halide emits no tensor-core code)\n",
-                                     ceil.copy_gbps, ceil.ffma_f32_tflops, ceil.hfma2_f16_tflops);
+                                     "{:.1f} TFLOP/s (CUDA cores); mma.sync m16n8k16 f16 {:.1f}, bf16 {:.1f} TFLOP/s "
+                                     "(tensor cores, the roof of the kernels on them)\n",
+                                     ceil.copy_gbps, ceil.ffma_f32_tflops, ceil.hfma2_f16_tflops, ceil.mma_f16_tflops,
+                                     ceil.mma_bf16_tflops);
             ctx["ceilings"] = {{"copy_gbps", ceil.copy_gbps},
                                {"ffma_f32_tflops", ceil.ffma_f32_tflops},
-                               {"hfma2_f16_tflops", ceil.hfma2_f16_tflops}};
+                               {"hfma2_f16_tflops", ceil.hfma2_f16_tflops},
+                               {"mma_f16_tflops", ceil.mma_f16_tflops},
+                               {"mma_bf16_tflops", ceil.mma_bf16_tflops}};
         }
     }
 
@@ -541,7 +569,9 @@ int run_bench(const BenchOptions &opt) {
     }
     if (dev == Device::cuda) record_gpu_state(ctx, "end");
     if (ceil.measured)
-        for (Row &r : rows) r.waterline_ms = 1e3 * waterline_seconds(r.kernels, ceil.ffma_f32_tflops * 1e12, ceil.copy_gbps * 1e9);
+        for (Row &r : rows)
+            r.waterline_ms = 1e3 * waterline_seconds(r.kernels, ceil.ffma_f32_tflops * 1e12, ceil.copy_gbps * 1e9,
+                                                     mma_ceiling_tflops(r, ceil) * 1e12);
     print_table(rows, ceil, dev, topt.l2_flush);
     const nlohmann::json doc = results_document(ctx, rows, ceil, dev);
     if (!opt.out_dir.empty()) {

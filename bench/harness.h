@@ -21,7 +21,7 @@ struct BenchOptions {
     std::string device = "auto";        // auto | cpu | cuda | opencl
     std::string variants = "all";       // all | default
     std::vector<std::string> only;      // run only these kernel variants (names), if given
-    std::vector<std::string> strategies;// run only these strategies (layer_by_layer, fused, depth_first, direct), if given
+    std::vector<std::string> strategies;// run only these strategies (layer_by_layer, fused, depth_first, direct, tensor_cores), if given
     std::string dtype;                  // keep only workloads of this dtype (empty: all)
     std::string out_dir;                // write results.json / results.csv here
     int min_samples = 10;

@@ -348,7 +348,7 @@ int main(int argc, char **argv) {
             std::cout << run_context(bopt.command_line).dump(1) << "\n";
             std::cout << "kernel cache: " << kernel_cache_dir() << "\nprebuilt kernels: " << prebuilt_kernel_dir()
                       << "\ngenerators: " << (generator_dir().empty() ? std::string("none here") : generator_dir())
-                      << "\nCPU target: " << host_target() << "\n";
+                      << "\nCPU target: " << host_target() << "\nCUDA target: " << gpu_target("cuda") << "\n";
             // The named variants (schedules/variants/*.json); CUDA ones also print the register cap their JIT
             // gets (register_cap: the same rule as at launch).
             for (const auto &v : data_variants())

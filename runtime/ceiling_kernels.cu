@@ -1,7 +1,8 @@
 // Hand-written device kernels of the harness, compiled to PTX at build time and loaded through the
 // driver API at run time: the microbenchmarks for the CUDA-core ceilings Halide code can reach (it
 // emits no tensor-core instructions), FFMA fp32 and HFMA2 fp16 (eight independent chains per
-// thread hide the FMA latency), and the read-only L2 eviction used under a profiler.
+// thread hide the FMA latency), mma.sync for the tensor-core kernels, and the read-only L2 eviction used
+// under a profiler.
 // On the H200 HFMA2 measured the FFMA FLOP rate (66.8 against 65.2 TFLOP/s), half the FFMA
 // instruction rate; ptxas puts 640 of the loop's 644 on the FMA pipe (HFMA2, 4 HFMA2.MMA), see
 // bench/results/h200/report/README.md.
@@ -35,6 +36,40 @@ extern "C" __global__ void hfma2_f16(float *out, float bf, float cf, int iters) 
     float f = __low2float(s) + __high2float(s);
     if (f == 1234.5f) out[blockIdx.x * blockDim.x + threadIdx.x] = f;
 }
+
+// The tensor-core ceiling of the kernels built from generators/mma.h: mma.sync.aligned.m16n8k16 with
+// f32 accumulators (4096 flops per warp instruction), eight independent accumulator chains per warp so
+// the instruction's latency is hidden; A and B stay in registers.
+template <bool bf16>
+__device__ void mma_chains(float *out, int iters) {
+    unsigned a0 = threadIdx.x * 0x00010001u, a1 = a0 ^ 0x3c003c00u, a2 = a0 + 1, a3 = a1 + 1, b0 = a0 ^ 0x00ff00ffu,
+             b1 = b0 + 1;
+    float c[8][4];
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        for (int q = 0; q < 4; ++q) c[j][q] = 0.0f;
+    for (int i = 0; i < iters; ++i) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            if (bf16)
+                asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                             "{%0,%1,%2,%3};"
+                             : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
+                             : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+            else
+                asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                             "{%0,%1,%2,%3};"
+                             : "+f"(c[j][0]), "+f"(c[j][1]), "+f"(c[j][2]), "+f"(c[j][3])
+                             : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+        }
+    }
+    float s = 0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s += c[j][0] + c[j][1] + c[j][2] + c[j][3];
+    if (s == 1234.5f) out[blockIdx.x * blockDim.x + threadIdx.x] = s;  // keeps the chains alive
+}
+extern "C" __global__ void mma_f16(float *out, float, float, int iters) { mma_chains<false>(out, iters); }
+extern "C" __global__ void mma_bf16(float *out, float, float, int iters) { mma_chains<true>(out, iters); }
 
 // Reads n 16-byte words (a buffer of 2x the L2) and writes at most 4 bytes (only if the XOR of a
 // thread's words hits the constant; the store keeps the loads alive). The L2 ends up holding

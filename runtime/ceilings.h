@@ -1,5 +1,6 @@
 // The device's ceilings, measured at the start of a run: device-to-device copy bandwidth
-// (bytes read + written) and the CUDA-core FMA rates (FFMA fp32, HFMA2 fp16).
+// (bytes read + written), the CUDA-core FMA rates (FFMA fp32, HFMA2 fp16) and the tensor-core rate of
+// mma.sync.m16n8k16 with f32 accumulation (f16 and bf16 inputs), the roof of the GEMM family.
 #pragma once
 #include <memory>
 
@@ -9,6 +10,7 @@ struct Ceilings {
     double copy_gbps = 0;
     double ffma_f32_tflops = 0;
     double hfma2_f16_tflops = 0;
+    double mma_f16_tflops = 0, mma_bf16_tflops = 0;
     bool measured = false;
 };
 

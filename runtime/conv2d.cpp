@@ -1,4 +1,5 @@
 #include "runtime/conv2d.h"
+#include "runtime/conv2d_tc.h"
 #include "runtime/check.h"
 #include "runtime/cuda_driver.h"
 #include "schedules/conv2d_knobs.h"
@@ -60,6 +61,7 @@ void randomize(Conv2dTensors &t, const Conv2dWorkload &w, std::mt19937_64 &rng) 
     t.bias.set_host_dirty();
     poison(t.output, w.dtype);
     widen_weights(t, w.dtype);
+    lay_out_tensor_core_weights(t, w);
 }
 
 void widen_weights(Conv2dTensors &t, DType dtype) {
@@ -160,9 +162,7 @@ LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w)
     return s;
 }
 
-std::string conv2d_launch_error(const KernelVariant &v, const Conv2dWorkload &w, const LaunchLimits &limits) {
-    if (v.device == Device::cpu) return "";
-    LaunchShape s = conv2d_launch_shape(v, w);
+std::string launch_limit_violation(const LaunchShape &s, const LaunchLimits &limits) {
     const long long max_grid[3] = {2147483647LL, 65535, 65535};
     if (s.threads > limits.max_threads)
         return fmt::format("{} threads per block exceed the device limit of {}", s.threads, limits.max_threads);
@@ -174,12 +174,18 @@ std::string conv2d_launch_error(const KernelVariant &v, const Conv2dWorkload &w,
     return "";
 }
 
+std::string conv2d_launch_error(const KernelVariant &v, const Conv2dWorkload &w, const LaunchLimits &limits) {
+    if (v.device == Device::cpu) return "";
+    return launch_limit_violation(conv2d_launch_shape(v, w), limits);
+}
+
 void check_launch(const KernelVariant &v, const Conv2dWorkload &w) {
     if (const std::string why = conv2d_launch_error(v, w, launch_limits(v.device)); !why.empty())
         throw KernelError("launch rejected before running: kernel " + v.name + " on " + to_key(w) + ": " + why);
 }
 
 void run_conv2d(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &t) {
+    if (v.family == "conv2d_tc") return run_conv2d_tc(v, w, t);
     check_launch(v, w);
     apply_register_cap(v);
     const LoadedKernel &k = v.load();
@@ -246,14 +252,25 @@ public:
     std::string key() const override { return to_key(w_); }
     std::string generator() const override { return "conv2d"; }
     DType dtype() const override { return w_.dtype; }
-    std::vector<std::string> strategies() const override { return {"direct"}; }
-    ScheduleChoice heuristic(const std::string &, Device d) const override { return conv2d_heuristic(w_, d); }
-    KernelVariant kernel_for(const std::string &, Device d, const ScheduleChoice &s) const override {
-        return conv2d_kernel_for(w_, d, s);
+    // direct: the CUDA-core kernels; tensor_cores: the implicit GEMM on mma.sync, for dense f16/bf16 ones.
+    std::vector<std::string> strategies() const override {
+        if (tensor_cores_apply(w_)) return {"direct", kTensorCores};
+        return {"direct"};
+    }
+    std::string family(const std::string &strategy) const override {
+        return strategy == kTensorCores ? "conv2d_tc" : "conv2d";
+    }
+    ScheduleChoice heuristic(const std::string &strategy, Device d) const override {
+        return strategy == kTensorCores ? conv2d_tc_heuristic(w_, d) : conv2d_heuristic(w_, d);
+    }
+    KernelVariant kernel_for(const std::string &strategy, Device d, const ScheduleChoice &s) const override {
+        return strategy == kTensorCores ? conv2d_tc_kernel_for(w_, d, s) : conv2d_kernel_for(w_, d, s);
     }
     std::vector<const KernelVariant *> named_variants(Device d) const override { return conv2d_candidates(w_, d); }
     std::vector<KernelCost> costs(const KernelVariant &v) const override {
-        return {{v.name, conv2d_flops(w_), conv2d_bytes(w_, &v)}};
+        KernelCost c{v.name, conv2d_flops(w_), conv2d_bytes(w_, &v)};
+        c.tensor_cores = v.family == "conv2d_tc";
+        return {c};
     }
     Problem problem() const override {
         Problem p;
@@ -263,6 +280,7 @@ public:
     }
     std::unique_ptr<OpData> data(std::mt19937_64 &rng) const override { return std::make_unique<Conv2dData>(w_, rng); }
     std::string candidate_error(const KernelVariant &v, const LaunchLimits &limits) const override {
+        if (v.family == "conv2d_tc") return conv2d_tc_launch_error(v, w_, limits);
         if (v.device == Device::cpu) return "";
         const ConvKind kind = w_.kind() == ConvKindTag::depthwise   ? ConvKind::depthwise
                               : w_.kind() == ConvKindTag::pointwise ? ConvKind::pointwise

@@ -20,6 +20,8 @@ struct Conv2dTensors {
     // variants whose kernels take f32 weights (takes_f32_weights): no per-thread converts. Whoever
     // writes `weights` calls widen_weights() afterwards; randomize() does.
     Halide::Runtime::Buffer<float> weights_f32;
+    // The weights as the tensor-core kernels read them (runtime/conv2d_tc.h), laid out with weights_f32.
+    Halide::Runtime::Buffer<uint16_t> weights_tc;
 };
 
 Conv2dTensors make_conv2d_tensors(const Conv2dWorkload &w);
@@ -62,6 +64,9 @@ LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w)
 // Shared bytes of a block's input tile + halo in f32 (stage_input = 2), for a block of
 // block_x x block_y outputs.
 long long staged_tile_bytes(long long channels, int block_x, int block_y, int stride, int kernel, int dilation);
+// What of a launch exceeds the device's limits (threads per block, shared memory, grid dims), in
+// words, or "" if nothing does.
+std::string launch_limit_violation(const LaunchShape &s, const LaunchLimits &limits);
 // Throws KernelError if the launch would exceed the device's limits (threads per block,
 // grid dims, shared memory). No-op for CPU variants.
 void check_launch(const KernelVariant &v, const Conv2dWorkload &w);

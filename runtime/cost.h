@@ -17,6 +17,8 @@ struct KernelCost {
     // layers on the halo the later layers need, and a split at Squeeze-Excitation recomputes the
     // layers before it.
     double executed_flops = -1;
+    // Its ops run on the tensor cores (mma.sync): its compute roof is the mma ceiling, not the FFMA one.
+    bool tensor_cores = false;
     double executed() const { return executed_flops < 0 ? flops : executed_flops; }
 };
 

@@ -1,10 +1,12 @@
 #include "runtime/cuda_driver.h"
+#include "runtime/mma_ptx.h"
 #include <HalideRuntimeCuda.h>
 #include <dlfcn.h>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
+#include <vector>
 
 namespace blockfuse::cuda {
 namespace {
@@ -22,6 +24,7 @@ using CUdeviceptr = unsigned long long;
 enum : int {
     ATTR_MAX_THREADS_PER_BLOCK = 1,
     ATTR_MAX_SHARED_PER_BLOCK = 8,
+    ATTR_MAX_REGISTERS_PER_BLOCK = 12,
     ATTR_CLOCK_RATE = 13,
     ATTR_SM_COUNT = 16,
     ATTR_MEMORY_CLOCK_RATE = 36,
@@ -54,6 +57,7 @@ struct Api {
     CUresult (*cuEventSynchronize)(CUevent);
     CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+    CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **) = nullptr;
     CUresult (*cuModuleUnload)(CUmodule);
     CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
     CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -110,6 +114,7 @@ DeviceInfo probe() {
         return info;
     }
     load(a.lib, &a.cuFuncSetAttribute, "cuFuncSetAttribute");
+    load(a.lib, &a.cuModuleLoadDataEx, "cuModuleLoadDataEx");
     load(a.lib, &a.cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId");
     if (int r = a.cuInit(0); r != 0) {
         info.reason = "CUDA driver present but cuInit failed (error " + std::to_string(r) + "): no usable GPU";
@@ -129,6 +134,7 @@ DeviceInfo probe() {
     info.max_threads_per_block = attr(ATTR_MAX_THREADS_PER_BLOCK);
     info.max_shared_per_block = attr(ATTR_MAX_SHARED_PER_BLOCK);
     info.max_shared_per_block_optin = attr(ATTR_MAX_SHARED_PER_BLOCK_OPTIN);
+    info.max_registers_per_block = attr(ATTR_MAX_REGISTERS_PER_BLOCK);
     info.sm_clock_khz = attr(ATTR_CLOCK_RATE);
     info.sm_count = attr(ATTR_SM_COUNT);
     info.mem_clock_khz = attr(ATTR_MEMORY_CLOCK_RATE);
@@ -169,6 +175,41 @@ CUresult launch_with_shared_opt_in(CUfunction f, unsigned gx, unsigned gy, unsig
 // The calling thread's CallScope: the context and stream Halide's launches take (null: the defaults).
 thread_local CUcontext scope_ctx = nullptr;
 thread_local CUstream scope_stream = nullptr;
+// Module loads as Halide's CUDA runtime gets them: a module calling the tensor-core externs is
+// rewritten first (runtime/mma_ptx.h) and JIT-compiled with at least mma_ptx::kMinRegisters registers
+// (Halide passes CU_JIT_MAX_REGISTERS, 64 unless HL_CUDA_JIT_MAX_REGISTERS says otherwise); every
+// other module loads as it came.
+thread_local std::string g_rewrite_error;
+constexpr int JIT_MAX_REGISTERS = 0;             // CUjit_option CU_JIT_MAX_REGISTERS
+constexpr CUresult ERROR_INVALID_PTX = 218;      // CUDA_ERROR_INVALID_PTX
+
+CUresult load_module(CUmodule *module, const void *image, unsigned n, int *options, void **values) {
+    Api &a = api();
+    const char *text = static_cast<const char *>(image);
+    if (!text || !mma_ptx::needs_rewrite(text))
+        return n ? a.cuModuleLoadDataEx(module, image, n, options, values) : a.cuModuleLoadData(module, image);
+    std::string ptx;
+    try {
+        ptx = mma_ptx::rewrite(text);
+    } catch (const mma_ptx::RewriteError &e) {
+        g_rewrite_error = e.what();
+        return ERROR_INVALID_PTX;
+    }
+    std::vector<int> opts(options, options + n);
+    std::vector<void *> vals(values, values + n);
+    bool capped = false;
+    for (unsigned i = 0; i < n; ++i)
+        if (opts[i] == JIT_MAX_REGISTERS) {
+            vals[i] = reinterpret_cast<void *>(uintptr_t(mma_ptx::register_cap(int(reinterpret_cast<uintptr_t>(vals[i])))));
+            capped = true;
+        }
+    if (!capped) {
+        opts.push_back(JIT_MAX_REGISTERS);
+        vals.push_back(reinterpret_cast<void *>(uintptr_t(mma_ptx::kMinRegisters)));
+    }
+    return a.cuModuleLoadDataEx(module, ptx.c_str(), unsigned(opts.size()), opts.data(), vals.data());
+}
+CUresult module_load_data(CUmodule *module, const void *image) { return load_module(module, image, 0, nullptr, nullptr); }
 
 int acquire_context(void *, void **ctx, bool) {
     *ctx = scope_ctx ? scope_ctx : api().ctx;
@@ -288,7 +329,8 @@ double EventPair::elapsed_ms() {
     return ms;
 }
 
-Module::Module(const char *ptx) { check(api().cuModuleLoadData(&mod, ptx), "cuModuleLoadData"); }
+// Through the same load path as Halide's modules (a tensor-core module is rewritten, or refused).
+Module::Module(const char *ptx) { check(load_module(&mod, ptx, 0, nullptr, nullptr), "cuModuleLoadData"); }
 Module::~Module() {
     if (mod) api().cuModuleUnload(mod);
 }
@@ -310,6 +352,10 @@ extern "C" void *halide_cuda_get_symbol(void *, const char *name) {
     (void)device();  // the probe dlopens libcuda
     if (!api().lib) return nullptr;
     if (std::strcmp(name, "cuLaunchKernel") == 0) return reinterpret_cast<void *>(&launch_with_shared_opt_in);
+    if (api().cuModuleLoadDataEx && std::strcmp(name, "cuModuleLoadDataEx") == 0)
+        return reinterpret_cast<void *>(&load_module);
+    if (api().cuModuleLoadDataEx && std::strcmp(name, "cuModuleLoadData") == 0)
+        return reinterpret_cast<void *>(&module_load_data);
     return dlsym(api().lib, name);
 }
 
@@ -330,6 +376,9 @@ CallScope::~CallScope() {
     scope_ctx = prev_ctx_;
     scope_stream = prev_stream_;
 }
+
+std::string module_rewrite_error() { return g_rewrite_error; }
+void clear_module_rewrite_error() { g_rewrite_error.clear(); }
 
 void release_halide_allocation_cache() {
     halide_reuse_device_allocations(nullptr, false);  // false: release every cached allocation

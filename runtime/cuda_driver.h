@@ -17,6 +17,7 @@ struct DeviceInfo {
     int max_threads_per_block = 0;
     int max_shared_per_block = 0;        // bytes, default limit
     int max_shared_per_block_optin = 0;  // bytes, opt-in limit
+    int max_registers_per_block = 0;
     int sm_clock_khz = 0, mem_clock_khz = 0, bus_width_bits = 0, l2_bytes = 0;
 };
 
@@ -64,6 +65,13 @@ struct Module {
     ~Module();
     void launch(const char *kernel, unsigned grid, unsigned block, void **args);
 };
+
+// Halide's modules are loaded through halide_cuda_get_symbol's cuModuleLoadData[Ex] (below), which
+// rewrites a module calling the tensor-core externs (runtime/mma_ptx.h) and raises its JIT register
+// cap to mma_ptx::register_cap. A rewrite that fails loads nothing (CUDA_ERROR_INVALID_PTX to Halide);
+// its message, naming the kernel, is kept here for the caller's error (this thread, last failure).
+std::string module_rewrite_error();
+void clear_module_rewrite_error();
 
 // Installs the Halide CUDA context and stream hooks so Halide uses the primary context (and the
 // stream of the calling thread's CallScope, if any).

@@ -2,6 +2,8 @@
 #include "generators/block_spec.h"
 #include "schedules/block_knobs.h"
 #include "schedules/conv2d_knobs.h"
+#include "runtime/mma_ptx.h"
+#include "schedules/gemm_knobs.h"
 #include "schedules/stem_knobs.h"
 #include <algorithm>
 #include <cstdlib>
@@ -35,11 +37,13 @@ const KnobTable &schedule_knob_table(const std::string &family, Device device) {
     if (family == "conv2d") return device == Device::cpu ? conv2d_cpu_knobs() : conv2d_gpu_knobs();
     if (family == "block") return block_knobs();
     if (family == "stem") return stem_knobs();
+    if (mma_ptx::tensor_core_family(family)) return gemm_knob_table();
     return none;
 }
 
 int KernelVariant::threads_per_block() const {
     if (device == Device::cpu) return 0;
+    if (mma_ptx::tensor_core_family(family)) return gemm_knobs_from(knobs).threads_per_block();  // whole warps
     if (family == "block") {
         if (param("strategy") != "layer_by_layer")
             return fused_kernel_threads(knob("channels"), knob("vec_k"), knob("tile_x"), knob("se") == 1, knob("chunk"));
@@ -99,6 +103,9 @@ KernelRequest KernelVariant::request() const {
         r.params.push_back("input.type=" + t);
         r.params.push_back("output.type=" + t);
         if (!params.count("weights.type")) r.params.push_back("weights.type=" + t);
+    } else if (family == "conv2d_tc") {  // the weights are bits in the tensor-core layout
+        r.params.push_back("input.type=" + t);
+        r.params.push_back("output.type=" + t);
     } else {
         r.params.push_back("storage=" + t);
     }

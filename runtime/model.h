@@ -9,9 +9,10 @@ namespace blockfuse {
 
 // Eq. 12, the waterline: T_min = sum_i n_i / min(R, B n_i / b_i) = sum_i max(n_i / R, b_i / B) for kernels
 // run one after another (n: ops, 2 per MAC; b: compulsory DRAM bytes), R in FLOP/s, B in bytes/s; seconds.
-inline double waterline_seconds(const std::vector<KernelCost> &kernels, double R, double B) {
+// A kernel's compute roof is the unit it uses: R_tensor (> 0) for those on the tensor cores.
+inline double waterline_seconds(const std::vector<KernelCost> &kernels, double R, double B, double R_tensor = 0) {
     double t = 0;
-    for (const auto &k : kernels) t += std::max(k.flops / R, k.bytes / B);
+    for (const auto &k : kernels) t += std::max(k.flops / (k.tensor_cores && R_tensor > 0 ? R_tensor : R), k.bytes / B);
     return t;
 }
 

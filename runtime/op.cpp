@@ -1,12 +1,13 @@
 #include "runtime/op.h"
 #include "runtime/block.h"
+#include "runtime/gemm.h"
 #include "runtime/stem.h"
 
 namespace blockfuse {
 
-std::vector<std::string> Op::tunable_knobs(const std::string &, Device d) const {
+std::vector<std::string> Op::tunable_knobs(const std::string &strategy, Device d) const {
     std::vector<std::string> out;
-    for (const KnobDecl &k : schedule_knob_table(generator(), d).knobs) out.push_back(k.name);
+    for (const KnobDecl &k : schedule_knob_table(family(strategy), d).knobs) out.push_back(k.name);
     return out;
 }
 
@@ -14,6 +15,7 @@ std::vector<std::string> Op::tunable_knobs(const std::string &, Device d) const 
 std::unique_ptr<Op> parse_op(const std::string &key) {
     if (is_block_key(key)) return block_op(key);
     if (is_stem_key(key)) return stem_op(key);
+    if (is_gemm_key(key)) return gemm_op(key);
     return conv2d_op(key);
 }
 

@@ -64,6 +64,8 @@ public:
     virtual ~Op() = default;
     virtual std::string key() const = 0;        // canonical
     virtual std::string generator() const = 0;  // the generator (and family) of its kernels
+    // The family of a strategy's kernels (its knobs and generator), where strategies differ in it.
+    virtual std::string family(const std::string &) const { return generator(); }
     virtual DType dtype() const = 0;
     virtual std::vector<std::string> strategies() const = 0;  // the first is the default
     virtual ScheduleChoice heuristic(const std::string &strategy, Device d) const = 0;

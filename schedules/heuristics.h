@@ -5,6 +5,8 @@
 // for the generators (the property tests build and check them on random shapes).
 #pragma once
 #include "runtime/block.h"
+#include "runtime/conv2d_tc.h"
+#include "runtime/gemm.h"
 #include "runtime/stem.h"
 #include <map>
 #include <string>
@@ -31,5 +33,9 @@ ScheduleChoice conv2d_heuristic(const Conv2dWorkload &w, Device device);
 // cannot serve the workload within it (e.g. a depth-first stage whose tiles do not fit in shared memory).
 ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strategy, Device device);
 ScheduleChoice stem_heuristic(const StemWorkload &w, const std::string &strategy, Device device);
+// The tensor-core GEMM's tiling as a function of M, N and K (schedules/gemm_knobs.h).
+ScheduleChoice gemm_heuristic(const GemmWorkload &w, Device device);
+// The same tiling for the implicit GEMM of a dense convolution on the tensor cores (runtime/conv2d_tc.h).
+ScheduleChoice conv2d_tc_heuristic(const Conv2dWorkload &w, Device device);
 
 }  // namespace blockfuse

@@ -40,4 +40,7 @@ expect "--device 'tpu' is not one of" generate "mbconv:n=1,c=8,h=9,w=9,e=2" --de
 expect "--strategies: none of them applies" bench --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --strategies fused
 expect "nothing to fill" cache fill --device cpu
 expect "results '/nonexistent/results.json': no such file" records --from /nonexistent/results.json --out /dev/null
+expect "field 'dtype' = 'f32' is not supported by the tensor-core GEMM" check "gemm:m=8,n=8,k=8,dtype=f32"
+expect "field 'k' = 0 must be positive" bench --workload "gemm:m=8,n=8,k=0"
+expect "'bogus' is not a knob of the gemm GPU schedules" generate "gemm:m=8,n=8,k=8" --device cuda --knob bogus=1 --out /tmp
 exit $fail

@@ -7,18 +7,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 common="-g block -e stmt -o $out target=host-cuda-cuda_capability_80-no_runtime storage=float16 family=mbconv
         channels=24 expansion=6 kernel_size=3 stride=1 act=2"
-fail=0
-expect() {  # expect <substring> <generator params...>
-    local want="$1"; shift
-    local msg rc
-    # shellcheck disable=SC2086
-    msg=$("$gen" $common "$@" 2>&1); rc=$?
-    if [ "$rc" -eq 0 ] || ! grep -qF -- "$want" <<<"$msg" || grep -q "Internal Error" <<<"$msg"; then
-        echo "FAIL: $* -> rc=$rc, output: $msg"; fail=1
-    else
-        echo "ok: $* -> $(grep -F -- "$want" <<<"$msg" | head -1)"
-    fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/generator_expect.sh"  # expect, fail
 expect "input_vec = 5 must divide the input channels (24)" strategy=fused input_vec=5
 expect "hidden_vec = 3 must divide the chunk (8)" strategy=fused chunk=8 hidden_vec=3
 # full_vec on ConvFirst c=24 (its grouped 3x3 layer is full width: 24 channels)

@@ -11,6 +11,7 @@
 #include "runtime/cuda_driver.h"
 #include "tests/check_kernel.h"
 #include "tests/random_shapes.h"
+#include "tests/test_env.h"
 #include <HalideRuntimeOpenCL.h>
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -23,31 +24,10 @@ using namespace blockfuse;
 
 namespace {
 
-std::string env(const char *name, const std::string &fallback) {
-    const char *v = std::getenv(name);
-    return v && *v ? v : fallback;
-}
-
-uint64_t test_seed() {
-    static const uint64_t seed = [] {
-        const std::string s = env("BLOCKFUSE_TEST_SEED", "");
-        return s.empty() ? uint64_t(std::random_device{}()) << 32 ^ std::random_device{}() : std::stoull(s);
-    }();
-    return seed;
-}
-
-std::vector<Device> test_devices() {
-    std::vector<Device> out;
-    std::stringstream list(env("BLOCKFUSE_TEST_DEVICES", "cpu,opencl"));
-    for (std::string part; std::getline(list, part, ',');) {
-        Device d;
-        if (!parse_device(part, &d)) throw std::runtime_error("BLOCKFUSE_TEST_DEVICES: '" + part + "' is no device");
-        out.push_back(d);
-    }
-    return out;
-}
-
-bool fill_only() { return env("BLOCKFUSE_TEST_FILL_ONLY", "") == "1"; }
+using test::env;
+using test::fill_only;
+using test::test_devices;
+using test::test_seed;
 
 // The keys of one device's run: conv2d shapes, then blocks cycling through the families (with and
 // without Squeeze-Excitation; every fourth a stage), then stems.

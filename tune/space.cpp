@@ -1,4 +1,5 @@
 #include "tune/space.h"
+#include "runtime/mma_ptx.h"
 #include "runtime/dispatch.h"
 #include "schedules/heuristics.h"
 #include <algorithm>
@@ -28,11 +29,11 @@ SearchSpace::SearchSpace(const Op &op, const std::string &strategy, Device devic
     } catch (const WorkloadError &) {
         // no heuristic kernel within its limits: the declared defaults are the base
     }
-    const KnobTable &table = schedule_knob_table(op.generator(), device);
+    const KnobTable &table = schedule_knob_table(op.family(strategy), device);
     base_ = table.with_defaults(base_);
     for (const std::string &name : op.tunable_knobs(strategy, device)) {
         const KnobDecl *k = table.find(name);
-        if (!k) throw WorkloadError("the " + op.generator() + " schedules declare no knob '" + name + "'");
+        if (!k) throw WorkloadError("the " + op.family(strategy) + " schedules declare no knob '" + name + "'");
         Dim d{name, k->values};
         d.values.push_back(base_.at(name));  // the heuristic's value is always a point
         std::sort(d.values.begin(), d.values.end());
@@ -42,6 +43,12 @@ SearchSpace::SearchSpace(const Op &op, const std::string &strategy, Device devic
     if (device == Device::cuda) {
         Dim d{"max_registers", kRegisterCaps};
         d.values.push_back(base_registers_);
+        // Tensor-core modules get at least mma_ptx::kMinRegisters whatever is asked (runtime/mma_ptx.h): lower
+        // caps are the same kernel.
+        if (mma_ptx::tensor_core_family(op.family(strategy)))
+            d.values.erase(std::remove_if(d.values.begin(), d.values.end(),
+                                          [](int r) { return r != 0 && r < mma_ptx::kMinRegisters; }),
+                           d.values.end());
         std::sort(d.values.begin(), d.values.end());
         d.values.erase(std::unique(d.values.begin(), d.values.end()), d.values.end());
         dims_.push_back(d);

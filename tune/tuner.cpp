@@ -130,7 +130,7 @@ void Tuner::seed_and_resume(const Task &t, const SearchSpace &space, Search &sea
     std::map<std::string, const TuningRecord *> best_of;
     for (const TuningRecords *rs : {&own_, &others_})
         for (const TuningRecord &r : rs->records)
-            if (r.ok() && r.workload != t.key && r.strategy == t.strategy && r.family == op->generator() &&
+            if (r.ok() && r.workload != t.key && r.strategy == t.strategy && r.family == op->family(t.strategy) &&
                 r.target == target_ && r.halide_version == BLOCKFUSE_HALIDE_VERSION &&
                 (!best_of.count(r.workload) || r.median_ms < best_of[r.workload]->median_ms))
                 best_of[r.workload] = &r;

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""The tensor-core run's figures in one Markdown table set, from the tensor-cores recipe's folder
+(bench/recipes/tensor-cores.txt): per GEMM workload the fastest passing kernel's TFLOP/s against the mma.sync
+ceiling measured in the same run and PyTorch's F.linear; per conv2d row the tensor-core kernel against PyTorch eager,
+torch.compile (best of the two) and the seed library's own time, with the geomean of best-PyTorch / ours.
+
+    python3 bench/tc_summary.py DIR [--seed-library CSV] > summary.md
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def best_rows(results):
+    """The fastest passing row per (workload name, key), and whether any row of it failed its check."""
+    best, failed = {}, {}
+    for r in results:
+        k = (r["workload"], r["key"])
+        if not r.get("check_ok"):
+            failed[k] = failed.get(k, 0) + 1
+            continue
+        if k not in best or r["runtime_ms"] < best[k]["runtime_ms"]:
+            best[k] = r
+    return best, failed
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dir")
+    ap.add_argument("--seed-library", default=None, help="CSV workload,dtype,seed_library_ms")
+    a = ap.parse_args(argv)
+    out = []
+    g = load(os.path.join(a.dir, "gemm", "results.json"))
+    ceil = g["context"].get("ceilings", {})
+    mma = {"f16": ceil.get("mma_f16_tflops"), "bf16": ceil.get("mma_bf16_tflops")}
+    out.append(f"Ceilings measured at the start of the GEMM bench: mma.sync f16 {mma['f16']:.1f}, bf16 {mma['bf16']:.1f} "
+               f"TFLOP/s; FFMA {ceil.get('ffma_f32_tflops', float('nan')):.1f} TFLOP/s; copy {ceil.get('copy_gbps', float('nan')):.0f} GB/s.\n")
+    torch_g = {}
+    tg = os.path.join(a.dir, "torch_gemm.json")
+    if os.path.exists(tg):
+        for r in load(tg)["results"]:
+            torch_g[r["key"]] = r
+    out.append("| GEMM | fastest kernel | ms | TFLOP/s | % of mma.sync | PyTorch ms | PyTorch TFLOP/s | PyTorch/ours | failed checks |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
+    best, failed = best_rows(g["results"])
+    keys = sorted({(r["workload"], r["key"]) for r in g["results"]}, key=lambda k: k[1])
+    for k in keys:
+        r = best.get(k)
+        t = torch_g.get(k[1], {}).get("default")
+        if not r:
+            out.append(f"| `{k[1]}` | none passed | | | | | | | {failed.get(k, 0)} |")
+            continue
+        tf = r["flops"] / (r["runtime_ms"] * 1e-3) / 1e12
+        pct = 100 * tf / mma[r["dtype"]] if mma.get(r["dtype"]) else float("nan")
+        out.append(f"| `{k[1]}` | {r['strategy']} | {r['runtime_ms']:.4f} | {tf:.1f} | {pct:.1f}% | "
+                   + (f"{t['ms']:.4f} | {t['tflops']:.1f} | {t['ms'] / r['runtime_ms']:.2f}" if t else "n/a | n/a | n/a")
+                   + f" | {failed.get(k, 0)} |")
+    seed = {}
+    if a.seed_library:
+        with open(a.seed_library) as f:
+            for row in csv.DictReader(f):
+                seed[(row["workload"], row["dtype"])] = float(row["seed_library_ms"])
+    c = load(os.path.join(a.dir, "conv2d_tc", "results.json"))
+    cc = c["context"].get("ceilings", {})  # the conv2d bench's own measurement
+    mma = {"f16": cc.get("mma_f16_tflops"), "bf16": cc.get("mma_bf16_tflops")}
+    out.append(f"\nCeilings measured at the start of the conv2d bench: mma.sync f16 {mma['f16']:.1f}, bf16 {mma['bf16']:.1f} TFLOP/s.")
+    torch_c = {}
+    tc = os.path.join(a.dir, "torch_conv2d.json")
+    if os.path.exists(tc):
+        for r in load(tc)["results"]:
+            torch_c[(r["name"], r["dtype"])] = r
+    out.append("\n| conv2d | dtype | ours ms | TFLOP/s | % of mma.sync | eager ms | torch.compile ms | best PyTorch / ours | "
+               "seed library ms | seed library / ours |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
+    best, failed = best_rows(c["results"])
+    ratios, seed_ratios = [], []
+    for k in sorted(best, key=lambda k: list(x[0] for x in best).index(k[0])):
+        r = best[k]
+        name, dt = k[0], r["dtype"]
+        tf = r["flops"] / (r["runtime_ms"] * 1e-3) / 1e12
+        pct = 100 * tf / mma[dt] if mma.get(dt) else float("nan")
+        t = torch_c.get((name, dt), {})
+        cands = [x for x in (t.get("eager_ms"), t.get("compile_ms") if t.get("compile_check_ok", True) else None) if x]
+        bt = min(cands) if cands else None
+        s = seed.get((name, dt))
+        if bt:
+            ratios.append(bt / r["runtime_ms"])
+        if s:
+            seed_ratios.append(s / r["runtime_ms"])
+        fmt = lambda x: f"{x:.4f}" if x else "n/a"  # noqa: E731
+        out.append(f"| {name} | {dt} | {r['runtime_ms']:.4f} | {tf:.1f} | {pct:.1f}% | {fmt(t.get('eager_ms'))} | "
+                   f"{fmt(t.get('compile_ms'))} | {bt / r['runtime_ms'] if bt else float('nan'):.2f} | {fmt(s)} | "
+                   f"{s / r['runtime_ms'] if s else float('nan'):.2f} |")
+    nfail = sum(failed.values())
+    out.append(f"\nconv2d rows: {len(best)} passing, {nfail} failed checks; geomean best-PyTorch / ours "
+               f"{geomean(ratios):.2f} (lowest {min(ratios) if ratios else float('nan'):.2f}); geomean seed library / "
+               f"ours {geomean(seed_ratios):.2f}.")
+    print("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

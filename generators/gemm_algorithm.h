@@ -1,0 +1,202 @@
+// GEMM on tensor cores, the algorithm only: C[m][n] = act(sum_k A[m][k] B[n][k] + bias[n]) (C = A B^T with
+// B the N x K weights), f16 or bf16 inputs, f32 accumulation, output in the input's storage type. No
+// scheduling call appears here.
+//
+// Layouts (Halide dims, innermost first): A (k, m) = M x K with K innermost, as NHWC activations are
+// pixels x channels; B (k, n) = the weights as N x K with K innermost (nn.Linear's layout, and the
+// one ldmatrix reads without transposing); bias (n) f32; C (n, m). A, B and C are bit patterns (uint16);
+// A's and B's rows are padded with zeros to a multiple of 8 elements (GemmShape::K_padded).
+//
+// The product is written in the fragment space of mma.sync.m16n8k16 (generators/mma.h): a block of
+// warps_m x warps_n warps computes a block_m x block_n tile of C, each warp a warp_m x warp_n tile,
+// i.e. mt_count x nt_count instruction tiles of 16 x 8, over K in steps of 16 (kt). The accumulator
+// acc(q, lane, nt, mt, wn, wm, bn, bm) is register q of lane `lane` of instruction tile (nt, mt) of
+// warp (wn, wm) of block (bn, bm). A and B are read through panels that are zero outside M x K and
+// N x K, so every tile is whole and every lane takes part in every instruction (mma.sync needs all 32).
+#pragma once
+#include "Halide.h"
+#include "generators/activation.h"
+#include "generators/mma.h"
+#include <functional>
+#include <vector>
+
+namespace blockfuse {
+
+// The tile shape the fragment space is built on (schedules/gemm_knobs.h declares the knobs).
+struct GemmTiling {
+    int warp_m = 64, warp_n = 64;    // multiples of 16
+    int warps_m = 2, warps_n = 2;
+    int k_step = 32;                 // K per shared panel, a multiple of 16
+    int mt_count() const { return warp_m / mma::kTileM; }
+    int nt_count() const { return warp_n / mma::kTileN; }
+    int block_m() const { return warp_m * warps_m; }
+    int block_n() const { return warp_n * warps_n; }
+    int kt_per_step() const { return k_step / mma::kTileK; }
+};
+
+struct GemmFuncs {
+    // The panels a block stages in shared memory: A's (B's) bits, zero outside M x K (N x K), indexed by
+    // (k % 8, k / 8, row), so that a row's 8-element groups are whole vectors in every schedule.
+    Halide::Func a_panel;  // (ke, kg, m)
+    Halide::Func b_panel;  // (ke, kg, n)
+    Halide::Func a_frag;   // (r, lane, mt, wm, bm, kt): A register r of instruction tile (mt, wm, bm), K step kt
+    Halide::Func b_frag;   // (j, lane, np, wn, bn, kt): register j of the B fragments of n-tiles 2np, 2np+1
+                           // (j = 2 * (nt % 2) + r; one n-tile, j = r, where nt_count is odd)
+    Halide::Func acc;      // (q, lane, nt, mt, wn, wm, bn, bm), f32: pure = 0, update over rk
+    Halide::Func epilogue; // (q, lane, nt, mt, wn, wm, bn, bm): act(acc + bias), f32
+    Halide::Func output;   // (n, m): the epilogue as storage bits, an update over rc
+    Halide::RDom rc;       // (q0, mh, nt, mt, lane, wn, wm, bn, bm): the C registers, see gemm()
+    Halide::RDom rk;       // (K step of 16 within a panel, panel): ceil(K / k_step) whole panels
+    Halide::Var r{"r"}, lane{"lane"}, q{"q"}, nt{"nt"}, np{"np"}, mt{"mt"}, wn{"wn"}, wm{"wm"}, bn{"bn"}, bm{"bm"},
+        kt{"kt"}, k{"k"}, m{"m"}, n{"n"}, ke{"ke"}, kg{"kg"};
+    Halide::Expr activation;  // the runtime activation id
+    Halide::Expr exact;    // M, N and K are whole tiles: the panels need no clamps (schedules specialize on it)
+    bool b_pairs = true;   // B fragments loaded two n-tiles at a time (ldmatrix.x4)
+};
+
+struct GemmShape {
+    Halide::Expr M, N, K;
+    // A's and B's rows hold K_padded = K rounded up to a multiple of 8 (16 bytes), the columns past K
+    // zero: a panel row's 8-element groups are whole aligned vectors whatever K is, and the padding adds
+    // nothing to the products.
+    Halide::Expr K_padded;
+};
+
+// Bits of x (8 * kg + ke, row): x where row < rows and kg < K_padded / 8, else zero. Columns K to
+// K_padded of A and B hold zeros (GemmShape), so whole 8-element groups are in or out: the condition and
+// the clamps (rows, groups) are one per vector. Where the shapes are whole tiles (`exact`) the clamps are
+// only promises and nothing is zeroed.
+inline Halide::Expr zero_filled(const Halide::Func &x, const Halide::Expr &ke, const Halide::Expr &kg,
+                                const Halide::Expr &row, const Halide::Expr &rows, const GemmShape &s,
+                                const Halide::Expr &exact) {
+    using namespace Halide;
+    const Expr groups = s.K_padded / 8;
+    Expr k = unsafe_promise_clamped(ke + 8 * min(kg, groups - 1), 0, s.K_padded - 1);
+    Expr rc = select(exact, unsafe_promise_clamped(row, 0, rows - 1), clamp(row, 0, rows - 1));
+    return select(exact || (kg < groups && row < rows), x(k, rc), cast(UInt(16), 0));
+}
+
+// act(acc + bias) in f32, the epilogue the conv2d kernels will share; `activation` is the runtime id
+// (generators/activation.h). The smooth activations through one sigmoid: sigmoid(x), silu = x sigmoid(x) and
+// the tanh-form gelu = x sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)) (0.5 (1 + tanh(u)) = sigmoid(2u)), so a
+// kernel needs two code paths, piecewise-linear (none, relu, relu6) and smooth, not six (schedules branch on
+// smooth_activation(); with six, the epilogue copies were most of a kernel's code and compile time).
+inline Halide::Expr smooth_activation(const Halide::Expr &activation) {
+    return activation >= int(Activation::silu);
+}
+inline Halide::Expr gemm_epilogue(const Halide::Expr &acc, const Halide::Expr &bias, const Halide::Expr &activation) {
+    using namespace Halide;
+    Expr x = acc + bias;
+    Expr piecewise = select(activation == int(Activation::relu), max(x, 0.0f),
+                            activation == int(Activation::relu6), clamp(x, 0.0f, 6.0f), x);
+    Expr z = select(activation == int(Activation::gelu), 1.5957691216057308f * (x + 0.044715f * x * x * x), x);
+    Expr s = 1.0f / (1.0f + exp(-z));
+    Expr smooth = select(activation == int(Activation::sigmoid), s, x * s);
+    return select(smooth_activation(activation), smooth, piecewise);
+}
+
+// What a GEMM-shaped stage reads as A and where it stores C, for operands that are no plain matrix: an
+// implicit-GEMM convolution gathers A from its input (generators/conv2d_tc_algorithm.h) and stores C at
+// (channel, x, y, image). Defaults: A a (k, m) matrix read through zero_filled, C an (n, m) matrix.
+struct GemmIo {
+    // Bits of A's element (8 * kg + ke, m), zero outside M x K; `exact`: M, N and K are whole tiles.
+    std::function<Halide::Expr(const Halide::Expr &ke, const Halide::Expr &kg, const Halide::Expr &m,
+                               const Halide::Expr &exact)>
+        a_element;
+    // The output coordinates of C[m][n] (innermost first), and how many there are.
+    std::function<std::vector<Halide::Expr>(const Halide::Expr &n, const Halide::Expr &m)> c_coords;
+    int c_dims = 2;
+    Halide::Type c_type = Halide::UInt(16);  // C's type: the bits, or the storage type they are (reinterpreted)
+};
+
+// fragment_mutation = 1 (tests only): A registers 1 and 2 swapped, a wrong layout the checks must catch.
+// On CUDA targets the instructions are the externs runtime/mma_ptx.cpp rewrites; elsewhere they are emulated.
+inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide::Func &bias, const GemmShape &s,
+                      const Halide::Expr &activation, const GemmTiling &t, mma::Elem elem,
+                      const Halide::Target &target, int fragment_mutation = 0, GemmIo io = {}) {
+    using namespace Halide;
+    using namespace mma;
+    GemmFuncs f;
+    const bool native = target.has_feature(Target::CUDA);
+    const int MT = t.mt_count(), NT = t.nt_count(), BM = t.block_m(), BN = t.block_n();
+    f.activation = activation;
+    f.exact = s.M % BM == 0 && s.N % BN == 0 && s.K % t.k_step == 0;
+    Var k = f.k, m = f.m, n = f.n, r = f.r, lane = f.lane;
+    if (!io.a_element)
+        io.a_element = [&](const Expr &ke, const Expr &kg, const Expr &row, const Expr &exact) {
+            return zero_filled(A, ke, kg, row, s.M, s, exact);
+        };
+    if (!io.c_coords) io.c_coords = [](const Expr &cn, const Expr &cm) { return std::vector<Expr>{cn, cm}; };
+
+    f.a_panel = Func("a_panel");
+    f.a_panel(f.ke, f.kg, m) = io.a_element(f.ke, f.kg, m, f.exact);
+    f.b_panel = Func("b_panel");
+    f.b_panel(f.ke, f.kg, n) = zero_filled(B, f.ke, f.kg, n, s.N, s, f.exact);
+
+    // A: one ldmatrix.x4 per instruction tile and K step; rows mt * 16 of the warp's rows.
+    Expr a_reg = fragment_mutation == 1 ? select(r == 1, 2, r == 2, 1, r) : Expr(r);
+    f.a_frag = Func("a_frag");
+    f.a_frag(r, lane, f.mt, f.wm, f.bm, f.kt) = ldmatrix(
+        4, a_reg, lane, [&](const Expr &kk, const Expr &row) { return f.a_panel(kk % 8, kk / 8, row); },
+        [&](const Expr &l) {
+            return std::pair{f.kt * kTileK + ldsm_a_k(l), f.bm * BM + f.wm * t.warp_m + f.mt * kTileM + ldsm_a_row(l)};
+        },
+        native);
+
+    // B: two n-tiles per ldmatrix.x4 (one with x2 where the warp has an odd number of n-tiles).
+    f.b_pairs = NT % 2 == 0;
+    const int tiles_per_load = f.b_pairs ? 2 : 1;
+    f.b_frag = Func("b_frag");
+    f.b_frag(r, lane, f.np, f.wn, f.bn, f.kt) = ldmatrix(
+        2 * tiles_per_load, r, lane, [&](const Expr &kk, const Expr &col) { return f.b_panel(kk % 8, kk / 8, col); },
+        [&](const Expr &l) {
+            Expr col = f.b_pairs ? ldsm_b_col(l) : ldsm_b_col(l) % 8;
+            return std::pair{f.kt * kTileK + ldsm_b_k(l),
+                             f.bn * BN + f.wn * t.warp_n + f.np * (kTileN * tiles_per_load) + col};
+        },
+        native);
+
+    // (K steps of 16 within a panel, panels): whole panels, so the panel loop needs no tail.
+    f.rk = RDom(0, t.kt_per_step(), 0, (s.K + t.k_step - 1) / t.k_step, "rk");
+    Expr kt = f.rk.y * t.kt_per_step() + f.rk.x;
+    auto a_at = [&](const Expr &reg, const Expr &l) { return f.a_frag(reg, l, f.mt, f.wm, f.bm, kt); };
+    auto b_at = [&](const Expr &reg, const Expr &l) {
+        if (!f.b_pairs) return f.b_frag(reg, l, f.nt, f.wn, f.bn, kt);
+        return f.b_frag(2 * (f.nt % 2) + reg, l, f.nt / 2, f.wn, f.bn, kt);
+    };
+    f.acc = Func("acc");
+    std::vector<Var> acc_args{f.q, lane, f.nt, f.mt, f.wn, f.wm, f.bn, f.bm};
+    f.acc(acc_args) = 0.0f;
+    f.acc(acc_args) = mma::mma(elem, f.q, lane, a_at, b_at, f.acc(acc_args), native);
+
+    // C is written from the fragment space: each lane stores the registers it holds (the C table:
+    // register q = 2 * mh + q0 of lane `lane` is row 8 * mh + lane / 4, column 2 * (lane % 4) + q0 of its
+    // 16 x 8 tile). As a scatter over these coordinates, rather than C(n, m) reading acc at (m % 16, ...),
+    // the lane index of every accumulator read is the loop's own lane: no warp shuffles, no index algebra
+    // for Halide 21's LowerWarpShuffles to prove. Rows and columns past M and N are not stored.
+    f.rc = RDom(Region{{0, 2}, {0, 2}, {0, NT}, {0, MT}, {0, kWarp}, {0, t.warps_n}, {0, t.warps_m},
+                       {0, (s.N + BN - 1) / BN}, {0, (s.M + BM - 1) / BM}},
+                "rc");
+    Expr q0 = f.rc[0], mh = f.rc[1], cnt = f.rc[2], cmt = f.rc[3], cl = f.rc[4], cwn = f.rc[5], cwm = f.rc[6],
+         cbn = f.rc[7], cbm = f.rc[8];
+    Expr cn = cbn * BN + cwn * t.warp_n + cnt * kTileN + c_col(q0, cl);
+    Expr cm = cbm * BM + cwm * t.warp_m + cmt * kTileM + c_row(2 * mh, cl);
+    f.rc.where(f.exact || (cn < s.N && cm < s.M));  // whole tiles: no guard at all
+    // The epilogue in fragment space: a schedule can compute it per thread and specialize it on the
+    // activation (a uniform branch) without touching the accumulator.
+    f.epilogue = Func("epilogue");
+    std::vector<Var> c_args{f.q, lane, f.nt, f.mt, f.wn, f.wm, f.bn, f.bm};
+    Expr col_n = f.bn * BN + f.wn * t.warp_n + f.nt * kTileN + c_col(Expr(f.q), Expr(lane));
+    f.epilogue(c_args) = gemm_epilogue(f.acc(c_args), bias(min(col_n, s.N - 1)), activation);
+    f.output = Func("gemm");
+    std::vector<Var> out_vars;
+    for (int d = 0; d < io.c_dims; ++d) out_vars.push_back(d == 0 ? n : d == 1 ? m : Var("c" + std::to_string(d)));
+    f.output(out_vars) = undef(io.c_type);
+    // Bounds inference does not see the `where`: the promise gives it the stored range (which the
+    // predicate guarantees) and costs no code.
+    f.output(io.c_coords(unsafe_promise_clamped(cn, 0, s.N - 1), unsafe_promise_clamped(cm, 0, s.M - 1))) =
+        reinterpret(io.c_type, f32_to_b16(f.epilogue(2 * mh + q0, cl, cnt, cmt, cwn, cwm, cbn, cbm), elem));
+    return f;
+}
+
+}  // namespace blockfuse

@@ -1,0 +1,60 @@
+// The m16n8k16 tensor-core instruction as blockfuse's kernels use it, Halide-free: the names of the
+// opaque extern calls that stand for mma.sync and ldmatrix in the emitted PTX (runtime/mma_ptx.cpp
+// turns each group of them into one instruction at module load), and the fragment layouts of the
+// PTX ISA ("Matrix Fragments for mma.m16n8k16 with floating point type", "ldmatrix"). Every index
+// map is a template, so the same table serves Halide Exprs (generators/mma.h) and plain ints (tests).
+#pragma once
+
+namespace blockfuse::mma {
+
+constexpr int kTileM = 16, kTileN = 8, kTileK = 16, kWarp = 32;
+constexpr int kARegs = 4, kBRegs = 2, kCRegs = 4;  // 32-bit registers per lane
+
+// mma(q, a0, a1, a2, a3, b0, b1, c_q) -> d_q: register q of D = A*B + C, f32 accumulators. One call per
+// output register (each carries only its own c_q); the four calls of one instruction share a and b.
+constexpr const char *kMmaF16 = "blockfuse_mma_m16n8k16_f32_f16";
+constexpr const char *kMmaBf16 = "blockfuse_mma_m16n8k16_f32_bf16";
+// ldmatrix_xN(r, shared_byte_address) -> register r (of N) of ldmatrix.sync.aligned.m8n8.xN.shared.b16:
+// matrix r, whose 8 rows of 16 bytes start at the addresses lanes 8r..8r+7 pass.
+constexpr const char *kLdmatrixX4 = "blockfuse_ldmatrix_x4";
+constexpr const char *kLdmatrixX2 = "blockfuse_ldmatrix_x2";
+// Every extern of this family starts with this: the rewriter rejects one it does not know.
+constexpr const char *kExternPrefix = "blockfuse_";
+
+// Lane = 4 * groupID + threadID_in_group, as in the ISA tables.
+template <class T> T group_of(const T &lane) { return lane / 4; }
+template <class T> T thread_in_group(const T &lane) { return lane % 4; }
+
+// A (16x16, row-major): register r of a lane holds A[row][col], A[row][col + 1] (low half first).
+template <class T> T a_row(const T &r, const T &lane) { return group_of(lane) + 8 * (r % 2); }
+template <class T> T a_col(const T &r, const T &lane) { return 2 * thread_in_group(lane) + 8 * (r / 2); }
+// ...and which lane and register hold A[row][k] (half k % 2).
+template <class T> T a_lane_of(const T &row, const T &k) { return 4 * (row % 8) + (k % 8) / 2; }
+template <class T> T a_reg_of(const T &row, const T &k) { return row / 8 + 2 * (k / 8); }
+
+// B (16x8, "col": k contiguous per column): register r of a lane holds B[k][col], B[k + 1][col].
+template <class T> T b_k(const T &r, const T &lane) { return 2 * thread_in_group(lane) + 8 * r; }
+template <class T> T b_col(const T &lane) { return group_of(lane); }
+template <class T> T b_lane_of(const T &k, const T &col) { return 4 * col + (k % 8) / 2; }
+template <class T> T b_reg_of(const T &k) { return k / 8; }
+
+// C/D (16x8, f32): register q of a lane holds C[row][col].
+template <class T> T c_row(const T &q, const T &lane) { return group_of(lane) + 8 * (q / 2); }
+template <class T> T c_col(const T &q, const T &lane) { return 2 * thread_in_group(lane) + q % 2; }
+template <class T> T c_lane_of(const T &row, const T &col) { return 4 * (row % 8) + col / 2; }
+template <class T> T c_reg_of(const T &row, const T &col) { return 2 * (row / 8) + col % 2; }
+
+// ldmatrix: lane i's register r holds row i / 4, b16 elements 2 * (i % 4) and + 1, of matrix r.
+template <class T> T ldmatrix_source_lane(const T &r, const T &lane) { return 8 * r + lane / 4; }
+template <class T> T ldmatrix_element(const T &lane) { return 2 * (lane % 4); }
+
+// Row addresses for a whole A fragment with one ldmatrix.x4 (matrix r = A register r): the lane gives
+// row ldsm_a_row of the 16-row tile, starting at k offset ldsm_a_k.
+template <class T> T ldsm_a_row(const T &lane) { return lane % 8 + 8 * ((lane / 8) % 2); }
+template <class T> T ldsm_a_k(const T &lane) { return 8 * (lane / 16); }
+// B fragments of two adjacent n-tiles with one ldmatrix.x4 (matrix j = register j % 2 of n-tile j / 2),
+// or of one n-tile with x2 (lanes 0-15 give the addresses): column ldsm_b_col, k offset ldsm_b_k.
+template <class T> T ldsm_b_col(const T &lane) { return lane % 8 + 8 * (lane / 16); }
+template <class T> T ldsm_b_k(const T &lane) { return 8 * ((lane / 8) % 2); }
+
+}  // namespace blockfuse::mma

@@ -1,0 +1,67 @@
+#include "runtime/conv2d_tc.h"
+#include "schedules/heuristics.h"
+#include <fmt/format.h>
+
+namespace blockfuse {
+
+bool tensor_cores_apply(const Conv2dWorkload &w) { return w.groups == 1 && w.dtype != DType::f32; }
+
+GemmWorkload implicit_gemm_of(const Conv2dWorkload &w) {
+    GemmWorkload g;
+    g.m = w.n * w.out_h() * w.out_w();
+    g.n = w.k;
+    g.k = w.r * w.s * ((w.c + 7) / 8 * 8);
+    g.bias = w.bias;
+    g.act = w.act;
+    g.dtype = w.dtype;
+    return g;
+}
+
+void lay_out_tensor_core_weights(Conv2dTensors &t, const Conv2dWorkload &w) {
+    if (!tensor_cores_apply(w)) return;
+    const int cp = (w.c + 7) / 8 * 8;
+    t.weights_tc = Halide::Runtime::Buffer<uint16_t>(w.r * w.s * cp, w.k);
+    t.weights_tc.fill(0);
+    // Storage bits: the weights tensor is (k, c, kx, ky), dense.
+    const uint16_t *src = static_cast<const uint16_t *>(t.weights.data());
+    for (int ky = 0; ky < w.r; ++ky)
+        for (int kx = 0; kx < w.s; ++kx)
+            for (int c = 0; c < w.c; ++c)
+                for (int k = 0; k < w.k; ++k)
+                    t.weights_tc((ky * w.s + kx) * cp + c, k) = src[((size_t(ky) * w.s + kx) * w.c + c) * w.k + k];
+    t.weights_tc.set_host_dirty();
+}
+
+KernelVariant conv2d_tc_kernel_for(const Conv2dWorkload &w, Device device, const ScheduleChoice &s) {
+    std::map<std::string, std::string> p{{"strategy", kTensorCores}};
+    auto set = [&p](const char *k, int v) { p[k] = std::to_string(v); };
+    set("channels", w.c), set("height", w.h), set("width", w.w), set("out_channels", w.k);
+    set("kernel_h", w.r), set("kernel_w", w.s), set("stride_x", w.stride_w), set("stride_y", w.stride_h);
+    set("dil_x", w.dil_w), set("dil_y", w.dil_h), set("pad_l", w.pad_l), set("pad_r", w.pad_r), set("pad_t", w.pad_t);
+    set("pad_b", w.pad_b);
+    KernelVariant v = make_variant("conv2d_tc",
+                                   fmt::format("conv2d_tc_k{}x{}s{}_c{}k{}_{}x{}_{}_{}", w.r, w.s, w.stride_h, w.c, w.k,
+                                               w.h, w.w, dtype_name(w.dtype), device_name(device)),
+                                   device, w.dtype, p, s.knobs, s.max_registers, s.why);
+    v.name += "@" + v.request().hash().substr(0, 8);
+    return v;
+}
+
+std::string conv2d_tc_launch_error(const KernelVariant &v, const Conv2dWorkload &w, const LaunchLimits &limits) {
+    const GemmWorkload g = implicit_gemm_of(w);
+    return tensor_core_launch_error(v, g.m, g.n, limits);
+}
+
+void run_conv2d_tc(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &t) {
+    if (const std::string why = conv2d_tc_launch_error(v, w, launch_limits(v.device)); !why.empty())
+        throw KernelError("launch rejected before running: kernel " + v.name + " on " + to_key(w) + ": " + why);
+    if (!t.weights_tc.data())
+        throw KernelError("kernel " + v.name + " reads the tensor-core weight layout: lay_out_tensor_core_weights() was "
+                          "not called after the weights of " + to_key(w) + " were written");
+    // ABI order of generators/conv2d_tc_generator.cpp: input, weights, bias, activation, output.
+    int act = int(w.act);
+    void *args[] = {t.input.raw_buffer(), t.weights_tc.raw_buffer(), t.bias.raw_buffer(), &act, t.output.raw_buffer()};
+    call_tensor_core_kernel(v, args, to_key(w));
+}
+
+}  // namespace blockfuse

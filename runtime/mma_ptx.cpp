@@ -1,0 +1,457 @@
+#include "runtime/mma_ptx.h"
+#include "generators/mma_abi.h"
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace blockfuse::mma_ptx {
+namespace {
+
+enum class Op { mma_f16, mma_bf16, ldmatrix_x4, ldmatrix_x2 };
+
+std::optional<Op> known_extern(const std::string &name) {
+    if (name == mma::kMmaF16) return Op::mma_f16;
+    if (name == mma::kMmaBf16) return Op::mma_bf16;
+    if (name == mma::kLdmatrixX4) return Op::ldmatrix_x4;
+    if (name == mma::kLdmatrixX2) return Op::ldmatrix_x2;
+    return std::nullopt;
+}
+bool is_mma(Op op) { return op == Op::mma_f16 || op == Op::mma_bf16; }
+int members_of(Op op) { return op == Op::ldmatrix_x2 ? 2 : 4; }
+size_t params_of(Op op) { return is_mma(op) ? 8 : 2; }
+bool ours(const std::string &name) { return name.rfind(mma::kExternPrefix, 0) == 0; }
+
+std::string trim(const std::string &s) {
+    size_t a = s.find_first_not_of(" \t\r"), b = s.find_last_not_of(" \t\r");
+    return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+bool is_register(const std::string &operand) { return !operand.empty() && operand[0] == '%'; }
+
+std::set<std::string> registers_in(const std::string &text) {
+    std::set<std::string> out;
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] != '%') continue;
+        size_t j = i + 1;
+        while (j < text.size() && (std::isalnum((unsigned char)text[j]) || text[j] == '_')) ++j;
+        if (j > i + 1) out.insert(text.substr(i, j - i));
+        i = j - 1;
+    }
+    return out;
+}
+
+// One statement of a function body. A callseq block is one statement.
+struct Instr {
+    enum Kind { text, split, plain, member, fused } kind = text;
+    std::vector<std::string> lines;
+    std::set<std::string> defs, uses;
+    // members
+    Op op{};
+    int index = -1;                     // q or r
+    std::vector<std::string> operands;  // the extern's arguments, in order
+    std::string result;
+    std::string key;  // what the members of one group share: the extern and every operand but the index and c
+    void set_key() {
+        key = std::to_string(int(op));
+        const size_t shared = is_mma(op) ? 7 : operands.size();
+        for (size_t i = 1; i < shared; ++i) key += "|" + operands[i];
+    }
+};
+
+class Rewriter {
+public:
+    explicit Rewriter(Stats *stats) : stats(stats) {}
+
+    std::string run(std::string_view ptx) {
+        std::vector<std::string> lines;
+        {
+            std::string all(ptx);
+            std::istringstream in(all);
+            for (std::string l; std::getline(in, l);) lines.push_back(l);
+        }
+        std::ostringstream out;
+        for (size_t i = 0; i < lines.size();) {
+            const std::string t = trim(lines[i]);
+            if (t.rfind(".extern .func", 0) == 0 || t.rfind(".func", 0) == 0 || t.rfind(".visible .func", 0) == 0 ||
+                t.rfind(".weak .func", 0) == 0) {
+                i = declaration(lines, i, out);
+                continue;
+            }
+            if (t.find(".entry ") != std::string::npos) {
+                i = function(lines, i, out);
+                continue;
+            }
+            if (t.find(mma::kExternPrefix) != std::string::npos)
+                throw RewriteError("(module)", "a blockfuse extern outside a declaration or kernel: " + t);
+            out << lines[i] << "\n";
+            ++i;
+        }
+        return out.str();
+    }
+
+private:
+    Stats *stats;
+    std::string kernel = "(module)";
+
+    [[noreturn]] void fail(const std::string &what) const { throw RewriteError(kernel, what); }
+
+    // A .func declaration or definition: ours are dropped (known) or refused (unknown); others kept.
+    size_t declaration(const std::vector<std::string> &lines, size_t i, std::ostringstream &out) {
+        size_t end = i;
+        std::string text;
+        int depth = 0;
+        bool body = false;
+        for (; end < lines.size(); ++end) {
+            text += lines[end] + "\n";
+            for (char c : lines[end]) {
+                if (c == '(' || c == '{') depth++;
+                if (c == ')' || c == '}') depth--;
+                if (c == '{') body = true;
+            }
+            const std::string t = trim(lines[end]);
+            if (depth == 0 && ((!body && !t.empty() && t.back() == ';') || (body && t == "}"))) break;
+        }
+        static const std::regex name_re(R"(\.func\s*(?:\([^)]*\))?\s*([A-Za-z_$][A-Za-z0-9_$]*))");
+        std::smatch m;
+        const std::string flat = std::regex_replace(text, std::regex("\n"), " ");
+        std::string name = std::regex_search(flat, m, name_re) ? m[1].str() : "";
+        if (ours(name)) {
+            if (!known_extern(name) || body)
+                throw RewriteError("(module)", "unknown blockfuse extern '" + name + "' (known: " + mma::kMmaF16 + ", " +
+                                                   mma::kMmaBf16 + ", " + mma::kLdmatrixX4 + ", " + mma::kLdmatrixX2 + ")");
+        } else {
+            out << text;
+        }
+        return end + 1;
+    }
+
+    size_t function(const std::vector<std::string> &lines, size_t i, std::ostringstream &out) {
+        static const std::regex entry_re(R"(\.entry\s+([A-Za-z_$][A-Za-z0-9_$]*))");
+        std::smatch m;
+        kernel = std::regex_search(lines[i], m, entry_re) ? m[1].str() : "(unnamed entry)";
+        // The signature, up to the body's opening brace.
+        for (; i < lines.size() && trim(lines[i]) != "{"; ++i) out << lines[i] << "\n";
+        if (i == lines.size()) fail("no function body");
+        out << lines[i++] << "\n";
+        std::vector<Instr> body;
+        for (; i < lines.size() && trim(lines[i]) != "}"; ++i) {
+            const std::string t = trim(lines[i]);
+            if (t.rfind("{ // callseq", 0) == 0) {
+                i = callseq(lines, i, body);
+                continue;
+            }
+            body.push_back(statement(lines[i]));
+        }
+        if (i == lines.size()) fail("function body not closed");
+        const int before = stats ? stats->mma + stats->ldmatrix_x4 + stats->ldmatrix_x2 : 0;
+        fuse_all(body);
+        for (const Instr &in : body) {
+            if (in.kind == Instr::member) fail("member left unfused (internal error)");
+            for (const auto &l : in.lines) out << l << "\n";
+        }
+        if (stats && stats->mma + stats->ldmatrix_x4 + stats->ldmatrix_x2 > before) stats->kernels.push_back(kernel);
+        out << lines[i] << "\n";
+        kernel = "(module)";
+        return i + 1;
+    }
+
+    Instr statement(const std::string &line) const {
+        Instr in;
+        in.lines.push_back(line);
+        std::string t = trim(line);
+        if (auto c = t.find("//"); c != std::string::npos) t = trim(t.substr(0, c));
+        if (t.empty() || t[0] == '.') return in;  // blank, comment, directive (.reg, .local, ...)
+        if (t.back() == ':' || t == "{" || t == "}") {
+            in.kind = Instr::split;  // a label, or a scope
+            return in;
+        }
+        if (t.find(mma::kExternPrefix) != std::string::npos) fail("a blockfuse extern used outside a call block: " + t);
+        std::string guard;
+        if (t[0] == '@') {
+            const size_t sp = t.find_first_of(" \t");
+            guard = t.substr(0, sp);
+            t = trim(t.substr(sp));
+        }
+        const size_t sp = t.find_first_of(" \t;");
+        const std::string opcode = t.substr(0, sp);
+        std::string rest = sp == std::string::npos ? "" : t.substr(sp);
+        static const char *splits[] = {"bra", "ret", "exit", "trap", "brkpt", "bar", "barrier", "st", "atom", "red",
+                                       "membar", "fence", "call", "cp", "mbarrier", "wmma", "mma", "ldmatrix", "stmatrix"};
+        const std::string root = opcode.substr(0, opcode.find('.'));
+        if (std::find(std::begin(splits), std::end(splits), root) != std::end(splits)) {
+            in.kind = Instr::split;
+            return in;
+        }
+        in.kind = Instr::plain;
+        // The destination is the first operand (a register, a {vector} or p|q); the rest are sources.
+        int depth = 0;
+        size_t comma = std::string::npos;
+        for (size_t k = 0; k < rest.size(); ++k) {
+            if (rest[k] == '{' || rest[k] == '[') depth++;
+            if (rest[k] == '}' || rest[k] == ']') depth--;
+            if (rest[k] == ',' && depth == 0) {
+                comma = k;
+                break;
+            }
+        }
+        const std::string dest = comma == std::string::npos ? rest : rest.substr(0, comma);
+        in.defs = registers_in(dest);
+        in.uses = registers_in((comma == std::string::npos ? "" : rest.substr(comma)) + " " + guard);
+        if (dest.find('[') != std::string::npos) {  // not a register destination: be conservative
+            in.uses.insert(in.defs.begin(), in.defs.end());
+            in.defs.clear();
+            in.kind = Instr::split;
+        }
+        return in;
+    }
+
+    // A `{ // callseq N, 0 ... } // callseq N` block: a member when it calls one of our externs.
+    size_t callseq(const std::vector<std::string> &lines, size_t i, std::vector<Instr> &body) {
+        Instr in;
+        size_t end = i;
+        for (; end < lines.size(); ++end) {
+            in.lines.push_back(lines[end]);
+            if (end > i && trim(lines[end]).rfind("} // callseq", 0) == 0) break;
+        }
+        if (end == lines.size()) fail("call block not closed: " + trim(lines[i]));
+        static const std::regex call_re(R"(^call(?:\.uni)?\s*\((\w+)\),\s*([A-Za-z_$][A-Za-z0-9_$]*),\s*\(([^)]*)\);)");
+        static const std::regex st_re(R"(^st\.param\.b32\s*\[param(\d+)\],\s*([^;]+);)");
+        static const std::regex ld_re(R"(^ld\.param\.b32\s*(%\w+),\s*\[(\w+)\];)");
+        std::string callee, retval;
+        std::map<int, std::string> params;
+        size_t param_count = 0;
+        bool other = false;
+        for (size_t k = 1; k + 1 < in.lines.size(); ++k) {
+            const std::string t = trim(in.lines[k]);
+            std::smatch m;
+            if (t.empty() || t.rfind(".param", 0) == 0) continue;
+            if (std::regex_search(t, m, call_re)) {
+                callee = m[2].str();
+                retval = m[1].str();
+                std::string list = m[3].str();
+                param_count = list.empty() ? 0 : size_t(std::count(list.begin(), list.end(), ',') + 1);
+            } else if (std::regex_search(t, m, st_re)) {
+                params[std::stoi(m[1].str())] = trim(m[2].str());
+            } else if (std::regex_search(t, m, ld_re) && m[2].str() == retval && !retval.empty()) {
+                in.result = m[1].str();
+            } else {
+                other = true;
+            }
+        }
+        if (!ours(callee)) {
+            if (callee.empty() && in.lines.size() > 0) {
+                for (const auto &l : in.lines)
+                    if (l.find(mma::kExternPrefix) != std::string::npos) fail("unrecognized call block: " + trim(l));
+            }
+            in.kind = Instr::split;  // some other call: a barrier to fusion
+            body.push_back(in);
+            return end;
+        }
+        auto op = known_extern(callee);
+        if (!op)
+            fail("call to unknown blockfuse extern '" + callee + "' (" + trim(in.lines[0]) + ")");
+        if (other) fail("unexpected statement in the call block of " + callee + " (" + trim(in.lines[0]) + ")");
+        if (param_count != params_of(*op) || params.size() != param_count)
+            fail(callee + " called with " + std::to_string(param_count) + " arguments (" + std::to_string(params.size()) +
+                 " passed), expected " + std::to_string(params_of(*op)));
+        if (in.result.empty()) fail(callee + " call whose result is not read into a register");
+        for (size_t p = 0; p < param_count; ++p) in.operands.push_back(params[int(p)]);
+        const std::string &idx = in.operands[0];
+        if (idx.empty() || idx.find_first_not_of("0123456789") != std::string::npos)
+            fail(callee + " register index '" + idx + "' is not a constant");
+        in.index = std::stoi(idx);
+        if (in.index >= members_of(*op))
+            fail(callee + " register index " + idx + " out of range 0.." + std::to_string(members_of(*op) - 1));
+        in.kind = Instr::member;
+        in.op = *op;
+        in.set_key();
+        in.defs = {in.result};
+        for (size_t p = 1; p < in.operands.size(); ++p)
+            if (is_register(in.operands[p])) in.uses.insert(in.operands[p]);
+        body.push_back(in);
+        return end;
+    }
+
+    std::string group_text(const Instr &m) const {
+        return std::string(m.op == Op::mma_f16 ? mma::kMmaF16 : m.op == Op::mma_bf16 ? mma::kMmaBf16 :
+                           m.op == Op::ldmatrix_x4 ? mma::kLdmatrixX4 : mma::kLdmatrixX2) +
+               "(" + (is_mma(m.op) ? "a/b " + m.operands[1] + ".." + m.operands[6] : "address " + m.operands[1]) + ")";
+    }
+
+    void fuse_all(std::vector<Instr> &body) {
+        size_t segment_start = 0;
+        for (;;) {
+            std::map<std::string, std::vector<int>> open;  // key -> member index by register (-1: missing)
+            bool fused = false;
+            size_t i = segment_start;
+            for (; i < body.size(); ++i) {
+                const Instr &in = body[i];
+                if (in.kind == Instr::split) {
+                    for (const auto &[k, g] : open) incomplete(body, g, i);
+                    segment_start = i + 1;
+                    continue;
+                }
+                if (in.kind != Instr::member) continue;
+                auto &g = open[in.key];
+                if (g.empty()) g.assign(members_of(in.op), -1);
+                if (g[in.index] >= 0)
+                    fail("group " + group_text(in) + " has register " + std::to_string(in.index) +
+                         " twice before its other members");
+                g[in.index] = int(i);
+                if (std::all_of(g.begin(), g.end(), [](int x) { return x >= 0; })) {
+                    fuse(body, g);
+                    fused = true;
+                    break;
+                }
+            }
+            if (fused) continue;  // rescan the segment: indices moved
+            for (const auto &[k, g] : open) incomplete(body, g, body.size());
+            return;
+        }
+    }
+
+    // The error for a group still incomplete at statement `at` (a split point, or the end): split, if a
+    // missing member comes later in the function, else lacking it.
+    [[noreturn]] void incomplete(const std::vector<Instr> &body, const std::vector<int> &g, size_t at) const {
+        const Instr &any = body[*std::max_element(g.begin(), g.end())];
+        for (size_t r = 0; r < g.size(); ++r) {
+            if (g[r] >= 0) continue;
+            for (size_t j = at; j < body.size(); ++j)
+                if (body[j].kind == Instr::member && body[j].key == any.key && body[j].index == int(r))
+                    fail("group " + group_text(any) + " is split by '" + trim(body[at].lines[0]) +
+                         "' before all its members");
+            fail("group " + group_text(any) + " lacks register " + std::to_string(r));
+        }
+        fail("group " + group_text(any) + " incomplete (internal error)");
+    }
+
+    // Replaces the members body[g[..]] by one instruction F that reads every member's operands and then
+    // writes every member's result. The other instructions between the members keep their order, split
+    // into those that must run before F and the rest after it, so that each still reads the values it
+    // read before: before F if F needs what it writes (or it needs a value a member overwrites), after
+    // F if it reads a member's result (or overwrites a member's operand), and so on transitively. A
+    // member reading another member's result, or an instruction bound both ways, is an error. (A member
+    // may read and write one register, the accumulator updated in place: F reads before it writes.)
+    void fuse(std::vector<Instr> &body, const std::vector<int> &g) {
+        const Instr &m0 = body[g[0]];
+        const int first = *std::min_element(g.begin(), g.end()), last = *std::max_element(g.begin(), g.end());
+        const std::set<int> members(g.begin(), g.end());
+        Instr f;
+        f.kind = Instr::fused;
+        for (int i : g) {
+            f.defs.insert(body[i].result);
+            f.uses.insert(body[i].uses.begin(), body[i].uses.end());
+        }
+        if (f.defs.size() != g.size()) fail("group " + group_text(m0) + " writes one register twice");
+        for (int i : g)
+            for (int j : g)
+                if (i < j && body[j].uses.count(body[i].result))
+                    fail("group " + group_text(m0) + ": a member reads another member's result " + body[i].result);
+        auto meets = [](const std::set<std::string> &a, const std::set<std::string> &b) {
+            return std::any_of(a.begin(), a.end(), [&](const std::string &r) { return b.count(r) > 0; });
+        };
+        // Does y (after x) depend on x: reads what x writes, writes what x reads or writes?
+        auto depends = [&](const Instr &x, const Instr &y) {
+            return meets(y.uses, x.defs) || meets(y.defs, x.uses) || meets(y.defs, x.defs);
+        };
+        std::vector<int> others;
+        for (int i = first + 1; i < last; ++i)
+            if (!members.count(i)) others.push_back(i);
+        std::map<int, bool> before, after;
+        for (int x : others) {
+            for (int mi : g) {
+                const Instr &m = body[mi];
+                if (x < mi && depends(body[x], m)) before[x] = true;  // the member needs it, or it reads m's operand first
+                if (mi < x && depends(m, body[x])) after[x] = true;   // it needs m's result, or overwrites m's operand
+            }
+        }
+        for (bool changed = true; changed;) {
+            changed = false;
+            for (size_t a = 0; a < others.size(); ++a)
+                for (size_t b = a + 1; b < others.size(); ++b) {
+                    const int x = others[a], y = others[b];
+                    if (!depends(body[x], body[y])) continue;
+                    if (before[y] && !before[x]) before[x] = changed = true;
+                    if (after[x] && !after[y]) after[y] = changed = true;
+                }
+        }
+        for (int x : others)
+            if (before[x] && after[x])
+                fail("an instruction between the members of " + group_text(m0) +
+                     " must run both before and after the fused instruction: '" + trim(body[x].lines[0]) + "'");
+        f.lines = instruction(body, g);
+        std::vector<Instr> span;
+        for (int x : others)
+            if (before[x]) span.push_back(std::move(body[x]));
+        span.push_back(std::move(f));
+        for (int x : others)
+            if (!before[x]) span.push_back(std::move(body[x]));
+        // The span shrinks by the members it lost: the freed slots become empty text, so nothing after
+        // the span moves.
+        std::move(span.begin(), span.end(), body.begin() + first);
+        for (int i = first + int(span.size()); i <= last; ++i) body[i] = Instr{};
+    }
+
+    // The fused instruction's text; immediate operands go through scoped temporaries (mma takes registers).
+    std::vector<std::string> instruction(const std::vector<Instr> &body, const std::vector<int> &g) {
+        const Instr &m0 = body[g[0]];
+        std::vector<std::string> pre;
+        int temps = 0;
+        auto reg = [&](const std::string &v) {
+            if (is_register(v)) return v;
+            const std::string t = "%bf_imm" + std::to_string(temps++);
+            pre.push_back("\tmov.b32 \t" + t + ", " + v + ";");
+            return t;
+        };
+        auto list = [](const std::vector<std::string> &v) {
+            std::string s = "{";
+            for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+            return s + "}";
+        };
+        std::vector<std::string> d;
+        for (int idx : g) d.push_back(body[idx].result);
+        std::string text;
+        if (is_mma(m0.op)) {
+            std::vector<std::string> a, b, c;
+            for (int k = 1; k <= 4; ++k) a.push_back(reg(m0.operands[k]));
+            for (int k = 5; k <= 6; ++k) b.push_back(reg(m0.operands[k]));
+            for (int idx : g) c.push_back(reg(body[idx].operands[7]));
+            const char *types = m0.op == Op::mma_f16 ? "f16.f16" : "bf16.bf16";
+            text = std::string("\tmma.sync.aligned.m16n8k16.row.col.f32.") + types + ".f32 \t" + list(d) + ", " +
+                   list(a) + ", " + list(b) + ", " + list(c) + ";";
+            if (stats) stats->mma++;
+        } else {
+            const bool x4 = m0.op == Op::ldmatrix_x4;
+            text = std::string("\tldmatrix.sync.aligned.m8n8.") + (x4 ? "x4" : "x2") + ".shared.b16 \t" + list(d) +
+                   ", [" + m0.operands[1] + "];";
+            if (stats) (x4 ? stats->ldmatrix_x4 : stats->ldmatrix_x2)++;
+        }
+        if (pre.empty()) return {text};
+        std::vector<std::string> out{"\t{", "\t.reg .b32 \t%bf_imm<" + std::to_string(temps) + ">;"};
+        out.insert(out.end(), pre.begin(), pre.end());
+        out.push_back(text);
+        out.push_back("\t}");
+        return out;
+    }
+};
+
+}  // namespace
+
+bool needs_rewrite(std::string_view ptx) { return ptx.find(mma::kExternPrefix) != std::string_view::npos; }
+
+std::string rewrite(std::string_view ptx, Stats *stats) {
+    Rewriter r(stats);
+    std::string out = r.run(ptx);
+    if (out.find(mma::kExternPrefix) != std::string::npos) {
+        const size_t at = out.find(mma::kExternPrefix);
+        throw RewriteError("(module)", "a blockfuse extern is still referenced after the rewrite: '" +
+                                           out.substr(at, out.find_first_of(",;( \n", at) - at) + "'");
+    }
+    return out;
+}
+
+}  // namespace blockfuse::mma_ptx

@@ -1,0 +1,52 @@
+// The tensor-core GEMM's schedule knobs (schedules/knobs.h convention: one declaration per knob). The
+// implicit-GEMM convolutions (generators/implicit_gemm.h) take the same tiling.
+#pragma once
+#include "schedules/knobs.h"
+#include <map>
+#include <string>
+
+// name, default, the values the search may take, meaning
+#define BLOCKFUSE_GEMM_KNOBS(X)                                                                              \
+    X(warp_m, 64, (32, 64), "rows of C per warp, a multiple of 16 (16-row instruction tiles)")             \
+    X(warp_n, 64, (32, 64), "columns of C per warp, a multiple of 8 (8-column instruction tiles)")         \
+    X(warps_m, 2, (1, 2, 4), "warps per thread block along M")                                              \
+    X(warps_n, 2, (1, 2, 4), "warps per thread block along N")                                              \
+    X(k_step, 32, (16, 32, 64), "K per shared-memory panel (one barrier-separated step), a multiple of 16") \
+    X(pad, 8, (0, 8), "b16 elements of padding per panel row: 8 makes ldmatrix rows conflict-free")
+
+namespace blockfuse {
+struct GemmKnobs {
+    BLOCKFUSE_GEMM_KNOBS(BLOCKFUSE_KNOB_FIELD)
+    int threads_per_block() const { return 32 * warps_m * warps_n; }
+};
+inline const KnobTable &gemm_knob_table() {
+    static const KnobTable t{{BLOCKFUSE_GEMM_KNOBS(BLOCKFUSE_KNOB_DECL)}};
+    return t;
+}
+// Why the knobs cannot make a kernel ("" if they can), naming the knob: what the generators raise and what the
+// tuner checks before building a candidate.
+inline std::string gemm_knobs_error(const GemmKnobs &kn) {
+    auto bad = [](const std::string &knob, int v, const std::string &why) {
+        return "gemm: " + knob + " = " + std::to_string(v) + " " + why;
+    };
+    if (kn.warp_m <= 0 || kn.warp_m % 16) return bad("warp_m", kn.warp_m, "must be a positive multiple of 16");
+    if (kn.warp_n <= 0 || kn.warp_n % 8) return bad("warp_n", kn.warp_n, "must be a positive multiple of 8");
+    if (kn.warps_m <= 0) return bad("warps_m", kn.warps_m, "must be positive");
+    if (kn.warps_n <= 0) return bad("warps_n", kn.warps_n, "must be positive");
+    if (kn.threads_per_block() > 1024) return bad("warps_m * warps_n", kn.warps_m * kn.warps_n, "exceeds 32 warps per block");
+    if (kn.k_step <= 0 || kn.k_step % 16) return bad("k_step", kn.k_step, "must be a positive multiple of 16");
+    if (kn.pad < 0 || kn.pad % 8) return bad("pad", kn.pad, "must be a non-negative multiple of 8 (16-byte rows)");
+    return "";
+}
+// A knob struct from a knob set (missing names keep their defaults); `prefix` as conv2d_gpu_knobs_from.
+inline GemmKnobs gemm_knobs_from(const std::map<std::string, int> &set, const std::string &prefix = "") {
+    GemmKnobs k;
+    auto get = [&](const char *name, int &field) {
+        if (auto it = set.find(prefix + name); it != set.end()) field = it->second;
+    };
+#define BLOCKFUSE_KNOB_FROM_SET(name, dflt, values, meaning) get(#name, k.name);
+    BLOCKFUSE_GEMM_KNOBS(BLOCKFUSE_KNOB_FROM_SET)
+#undef BLOCKFUSE_KNOB_FROM_SET
+    return k;
+}
+}  // namespace blockfuse

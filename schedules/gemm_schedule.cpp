@@ -1,0 +1,129 @@
+#include "schedules/gemm_schedule.h"
+#include "schedules/mma_lowering.h"
+
+namespace blockfuse {
+using namespace Halide;
+
+void check_gemm_knobs(const GemmKnobs &kn) {
+    if (const std::string why = gemm_knobs_error(kn); !why.empty()) throw CompileError(why);
+}
+
+namespace {
+// The C registers stored by the lanes that hold them: a 2-element vector per register pair (two adjacent
+// columns), unrolled over the warp's tiles. Blocks own disjoint tiles, so the scatter has no races.
+// CUDA maps the lane index onto gpu_lanes (warp-level registers); OpenCL has no gpu_lanes and takes it as
+// one more thread dimension.
+enum class Mapping { cuda, opencl, cpu };
+
+// A panel's (ke, kg, row) spread over every thread of the block: one 8-element group (16 bytes) per thread
+// and step of the returned loop, which runs inside the thread loops.
+Var spread_over_block(Func panel, const GemmKnobs &kn) {
+    Var ke = panel.args()[0], kg = panel.args()[1], row = panel.args()[2], tt("tt"), tx("tx"), ty("ty"), tz("tz");
+    panel.fuse(kg, row, tt)
+        .split(tt, tt, tx, 32).split(tt, tt, ty, kn.warps_n).split(tt, tt, tz, kn.warps_m)
+        .reorder(ke, tt, tx, ty, tz)
+        .gpu_threads(tx, ty, tz);
+    return tt;
+}
+void map_output(GemmFuncs &f, Mapping mapping) {
+    RDom rc = f.rc;
+    Stage st = f.output.update();
+    st.allow_race_conditions().unroll(rc[0]).unroll(rc[1]).unroll(rc[2]).unroll(rc[3]);
+    if (mapping == Mapping::cuda) st.gpu_lanes(rc[4]).gpu_threads(rc[5], rc[6]).gpu_blocks(rc[7], rc[8]);
+    else if (mapping == Mapping::opencl) st.gpu_threads(rc[4], rc[5], rc[6]).gpu_blocks(rc[7], rc[8]);
+    else st.parallel(rc[8]);
+    // Whole tiles: panels without clamps or zero fill, and the register pairs stored unguarded as 2-element
+    // vectors. With tails each element keeps its own guard (unrolled: a guarded vector store is scalarized
+    // into a loop of run-time extent, and the epilogue's registers with it into local memory).
+    Stage whole = st.specialize(f.exact);
+    if (mapping != Mapping::opencl) whole.vectorize(rc[0]);
+}
+}  // namespace
+
+// Per block: for each K step, the A and B panels loaded into shared memory by every thread (16-byte
+// vectors), a barrier, then each warp's instruction tiles from ldmatrix fragments into mma.sync on
+// accumulators that stay in registers (schedules/mma_lowering.h), a barrier; then the epilogue from the
+// registers. ptxas -arch=sm_90 (CUDA 13.0), variant a (128 x 128 block tile, 4 warps of 64 x 64, K steps of
+// 32; tests/tensor_core_sass.py): 214 registers, no spill, a K loop of 128 instructions per K step: 64
+// HMMA.16816.F32, 16 LDSM.16.M88.4, 16 LDG.E.64, 8 STS.128, 2 BAR. On the H200 the K steps of 64 are faster (269 of
+// 600 TFLOP/s at 4096^3, f16; bench/results/h200/tensor-cores/): one panel stage per K step leaves the loads exposed.
+void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn, Pipeline p) {
+    const GemmTiling t = gemm_tiling(kn);
+    map_output(f, Mapping::cuda);
+    Func acc = f.acc;
+    acc.compute_at(f.output, f.rc[7]).store_in(MemoryType::Register);
+    acc.bound(f.q, 0, 4).bound(f.lane, 0, 32).bound(f.nt, 0, t.nt_count()).bound(f.mt, 0, t.mt_count())
+        .bound(f.wn, 0, kn.warps_n).bound(f.wm, 0, kn.warps_m);
+    acc.reorder(f.q, f.nt, f.mt, f.lane, f.wn, f.wm, f.bn, f.bm)
+        .unroll(f.q).unroll(f.nt).unroll(f.mt)
+        .gpu_lanes(f.lane).gpu_threads(f.wn, f.wm);
+    RVar rki = f.rk.x, rko = f.rk.y;
+    acc.update()
+        .reorder(f.q, f.nt, f.mt, rki, f.lane, f.wn, f.wm, rko, f.bn, f.bm)
+        .unroll(f.q).unroll(f.nt).unroll(f.mt).unroll(rki)
+        .gpu_lanes(f.lane).gpu_threads(f.wn, f.wm);
+
+    // Panels: each K step's A and B rows in shared memory, 16-byte vectors spread over all threads, rows
+    // padded by `pad` elements (8: the 8 row addresses of an ldmatrix phase fall in distinct banks).
+    for (Func panel : {f.a_panel, f.b_panel}) {
+        panel.compute_at(acc, rko).store_in(MemoryType::GPUShared)
+            .bound(panel.args()[0], 0, 8)
+            .align_storage(panel.args()[1], (kn.k_step + kn.pad) / 8)
+            .vectorize(panel.args()[0]);
+        panel.unroll(spread_over_block(panel, kn));
+    }
+    // One loop nest for both panels: a barrier only after both (Halide puts one between any two stages at
+    // block level, which made B's loads wait for A's stores: two load latencies per K step instead of one).
+    f.b_panel.compute_with(f.a_panel, Var("tx"));
+    // The epilogue in registers, one 16-row slice of the warp tile at a time (all 128 values at once held
+    // 128 more registers and spilled), branching once on piecewise-linear or smooth activation (so none and
+    // relu compute no exponential).
+    Func epi = f.epilogue;
+    epi.compute_at(f.output, f.rc[3]);
+    for (Var v : epi.args()) epi.unroll(v);
+    epi.specialize(smooth_activation(f.activation));
+    // Fragments: per lane, in registers, loaded at each K step of 16.
+    f.a_frag.compute_at(acc, rki).unroll(f.r).unroll(f.mt);
+    f.b_frag.compute_at(acc, rki).unroll(f.r).unroll(f.np);
+    p.add_custom_lowering_pass(make_mma_lowering_pass("gemm", {f.acc.name()}));
+}
+
+// The emulated instructions read other lanes' registers, so fragments and accumulators live where every
+// lane of a block can read them: shared memory on OpenCL, the block's own arrays on the CPU. The loop
+// structure is the CUDA one: panels per K step, fragments per K step of 16, one block per output tile.
+namespace {
+void schedule_emulated(GemmFuncs &f, const GemmKnobs &kn, bool gpu) {
+    map_output(f, gpu ? Mapping::opencl : Mapping::cpu);
+    RDom rc = f.rc;
+    Func acc = f.acc;
+    const MemoryType block_memory = gpu ? MemoryType::GPUShared : MemoryType::Auto;
+    acc.compute_at(f.output, rc[7]).store_in(block_memory);
+    acc.bound(f.q, 0, 4).bound(f.lane, 0, 32).bound(f.nt, 0, gemm_tiling(kn).nt_count())
+        .bound(f.mt, 0, gemm_tiling(kn).mt_count()).bound(f.wn, 0, kn.warps_n).bound(f.wm, 0, kn.warps_m);
+    RVar rki = f.rk.x, rko = f.rk.y;
+    acc.update().reorder(f.q, f.nt, f.mt, f.lane, f.wn, f.wm, rki, rko, f.bn, f.bm);
+    if (gpu) {
+        acc.gpu_threads(f.lane, f.wn, f.wm);
+        acc.update().gpu_threads(f.lane, f.wn, f.wm);
+    }
+    for (Func panel : {f.a_panel, f.b_panel}) {
+        panel.compute_at(acc, rko).store_in(block_memory).bound(panel.args()[0], 0, 8);
+        if (gpu) spread_over_block(panel, kn);
+    }
+    // Fragments of the whole panel at once: with one K step of 16 at a time, Halide 21 (FuseGPUThreadLoops,
+    // shared-allocation liveness by barrier stage, blind to the K-step loop's second iteration) gave the
+    // B fragments the A panel's shared memory while the A panel was still to be read.
+    for (Func frag : {f.a_frag, f.b_frag}) {
+        frag.compute_at(acc, rko).store_in(block_memory);
+        if (gpu) {
+            Var r = frag.args()[0], l = frag.args()[1], t3 = frag.args()[2], w = frag.args()[3], kt = frag.args()[5];
+            frag.reorder(r, t3, kt, l, w).gpu_threads(l, w);
+        }
+    }
+}
+}  // namespace
+
+void schedule_gemm_opencl(GemmFuncs &f, const GemmKnobs &kn) { schedule_emulated(f, kn, true); }
+void schedule_gemm_cpu(GemmFuncs &f, const GemmKnobs &kn) { schedule_emulated(f, kn, false); }
+
+}  // namespace blockfuse

@@ -1,0 +1,280 @@
+#include "schedules/mma_lowering.h"
+#include "generators/mma_abi.h"
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+namespace blockfuse {
+namespace {
+using namespace Halide;
+using namespace Halide::Internal;
+
+bool is_ldmatrix(const std::string &n) { return n == mma::kLdmatrixX4 || n == mma::kLdmatrixX2; }
+bool is_warp_instruction(const std::string &n) {
+    return is_ldmatrix(n) || n == mma::kMmaF16 || n == mma::kMmaBf16;
+}
+
+// An expression with the let-bound variables in `lets` replaced by their values, recursively: indices
+// in terms of loop variables and constants only.
+Expr expand(const Expr &e, const Scope<Expr> &lets) {
+    struct Expand : IRMutator {
+        const Scope<Expr> &lets;
+        std::map<std::string, Expr> done;
+        explicit Expand(const Scope<Expr> &l) : lets(l) {}
+        using IRMutator::visit;
+        Expr visit(const Variable *v) override {
+            if (auto it = done.find(v->name); it != done.end()) return it->second;
+            const Expr *value = lets.find(v->name);
+            if (!value) return v;
+            Expr x = mutate(*value);
+            done.emplace(v->name, x);
+            return x;
+        }
+        Expr visit(const Let *op) override {  // an inner Let shadows nothing we track: expand its body in place
+            return mutate(substitute(op->name, op->value, op->body));
+        }
+    } m(lets);
+    return simplify(m.mutate(e));
+}
+
+std::string text(const Expr &e) {
+    std::ostringstream o;
+    o << e;
+    return o.str();
+}
+
+Expr scalar_base(const Expr &index) {
+    if (const Ramp *r = index.as<Ramp>()) return r->base;
+    if (const Broadcast *b = index.as<Broadcast>()) return b->value;
+    return index;
+}
+
+struct ThreadLoop {
+    std::string name;
+    int extent;
+};
+
+// Every index of `alloc` in a statement, expanded (lets inside it are tracked; those outside come from `outer`).
+class CollectAccesses : public IRVisitor {
+public:
+    CollectAccesses(const std::string &alloc, const Scope<Expr> &outer) : alloc(alloc) {
+        lets.set_containing_scope(&outer);
+    }
+    std::vector<Expr> indices;
+
+private:
+    const std::string &alloc;
+    Scope<Expr> lets;
+    using IRVisitor::visit;
+    void visit(const LetStmt *op) override {
+        op->value.accept(this);
+        ScopedBinding<Expr> b(lets, op->name, op->value);
+        op->body.accept(this);
+    }
+    void visit(const Let *op) override {
+        op->value.accept(this);
+        ScopedBinding<Expr> b(lets, op->name, op->value);
+        op->body.accept(this);
+    }
+    void visit(const Load *op) override {
+        if (op->name == alloc) indices.push_back(expand(op->index, lets));
+        IRVisitor::visit(op);
+    }
+    void visit(const Store *op) override {
+        if (op->name == alloc) indices.push_back(expand(op->index, lets));
+        IRVisitor::visit(op);
+    }
+};
+
+class MmaLowering : public IRMutator {
+public:
+    MmaLowering(std::string kernel, std::vector<std::string> striped)
+        : kernel(std::move(kernel)), striped_funcs(std::move(striped)) {}
+
+private:
+    std::string kernel;
+    std::vector<std::string> striped_funcs;
+    Scope<Expr> lets;
+    Scope<MemoryType> memory;
+    std::vector<ThreadLoop> threads;  // enclosing gpu_threads loops
+    std::vector<ThreadLoop> lanes;    // enclosing gpu_lanes loops
+    std::vector<Expr> conditions;     // enclosing if conditions
+    std::map<std::string, int> stripe_size;  // striped allocation -> values each thread keeps
+
+    [[noreturn]] void fail(const std::string &msg) const {
+        throw CompileError("tensor-core kernel " + kernel + ": " + msg);
+    }
+
+    bool is_striped(const std::string &alloc) const {
+        for (const auto &f : striped_funcs)
+            if (alloc == f || alloc.rfind(f + ".", 0) == 0) return true;
+        return false;
+    }
+
+    std::map<std::string, Expr> thread_zero() const {
+        std::map<std::string, Expr> z;
+        for (const auto &t : threads) z[t.name] = 0;
+        return z;
+    }
+
+    using IRMutator::visit;
+
+    Stmt visit(const For *op) override {
+        std::optional<ThreadLoop> t;
+        if (op->for_type == ForType::GPUThread || op->for_type == ForType::GPULane) {
+            auto e = as_const_int(op->extent);
+            t = ThreadLoop{op->name, e ? int(*e) : -1};
+            (op->for_type == ForType::GPUThread ? threads : lanes).push_back(*t);
+        }
+        Stmt s = IRMutator::visit(op);
+        if (t) (op->for_type == ForType::GPUThread ? threads : lanes).pop_back();
+        return s;
+    }
+
+    Stmt visit(const IfThenElse *op) override {
+        Expr cond = mutate(op->condition);
+        conditions.push_back(cond);
+        Stmt then_case = mutate(op->then_case);
+        Stmt else_case = op->else_case.defined() ? mutate(op->else_case) : Stmt();
+        conditions.pop_back();
+        return IfThenElse::make(cond, then_case, else_case);
+    }
+
+    Stmt visit(const LetStmt *op) override {
+        Expr value = mutate(op->value);
+        ScopedBinding<Expr> b(lets, op->name, value);
+        return LetStmt::make(op->name, value, mutate(op->body));
+    }
+
+    Expr visit(const Let *op) override {
+        Expr value = mutate(op->value);
+        ScopedBinding<Expr> b(lets, op->name, value);
+        return Let::make(op->name, value, mutate(op->body));
+    }
+
+    Stmt visit(const Allocate *op) override {
+        ScopedBinding<MemoryType> m(memory, op->name, op->memory_type);
+        if (!is_striped(op->name) || threads.empty()) return IRMutator::visit(op);
+        const int size = op->constant_allocation_size();
+        if (size <= 0) fail("accumulator " + op->name + " has no constant size");
+        int warps = 1;
+        for (const auto &t : threads) {
+            if (t.extent <= 0) fail("thread loop " + t.name + " has no constant extent");
+            warps *= t.extent;
+        }
+        if (size % warps) fail("accumulator " + op->name + " (" + std::to_string(size) + " values) does not split over " +
+                               std::to_string(warps) + " warps");
+        const int slice = size / warps;
+        CollectAccesses acc(op->name, lets);
+        op->body.accept(&acc);
+        if (acc.indices.empty()) fail("accumulator " + op->name + " is never accessed");
+        const auto zero = thread_zero();
+        Expr offset;  // the warp's slice start, the same expression for every access
+        for (const Expr &index : acc.indices) {
+            Expr base = scalar_base(index);
+            Expr own = simplify(substitute(zero, base));
+            auto c = as_const_int(own);
+            if (!c || *c < 0 || *c >= slice)
+                fail("accumulator " + op->name + " is accessed at " + text(base) +
+                     ", not at a constant index of its warp's slice of " + std::to_string(slice) +
+                     " (it would live in local memory)");
+            Expr d = simplify(base - own);
+            if (!offset.defined()) offset = d;
+            else if (!equal(d, offset) && !can_prove(d == offset))
+                fail("accumulator " + op->name + " is accessed by warp at " + text(d) + " and at " +
+                     text(offset) + ": not one slice per warp");
+        }
+        // The slice starts of the warps: 0, slice, 2 * slice, ... each once.
+        std::set<int64_t> starts;
+        std::vector<int> at(threads.size(), 0);
+        for (int w = 0; w < warps; ++w) {
+            std::map<std::string, Expr> point;
+            for (int i = 0, rest = w; i < int(threads.size()); rest /= threads[i].extent, ++i)
+                point[threads[i].name] = rest % threads[i].extent;
+            auto s = as_const_int(simplify(substitute(point, offset)));
+            if (!s || *s % slice || *s < 0 || *s >= size || !starts.insert(*s).second)
+                fail("accumulator " + op->name + ": warp slices at " + text(offset) +
+                     " do not tile the allocation one slice per warp");
+        }
+        stripe_size[op->name] = slice;
+        Stmt body = mutate(op->body);
+        stripe_size.erase(op->name);
+        return Allocate::make(op->name, op->type, op->memory_type, {slice}, op->condition, body, op->new_expr,
+                              op->free_function, op->padding);
+    }
+
+    Expr own_slice_index(const Expr &index) const {
+        return simplify(substitute(thread_zero(), expand(index, lets)));
+    }
+
+    Expr visit(const Load *op) override {
+        if (!stripe_size.count(op->name)) return IRMutator::visit(op);
+        return Load::make(op->type, op->name, own_slice_index(op->index), op->image, op->param, mutate(op->predicate),
+                          ModulusRemainder());
+    }
+
+    Stmt visit(const Store *op) override {
+        if (!stripe_size.count(op->name)) return IRMutator::visit(op);
+        return Store::make(op->name, mutate(op->value), own_slice_index(op->index), op->param, mutate(op->predicate),
+                           ModulusRemainder());
+    }
+
+    // The shared-memory load an ldmatrix argument stands for (directly, or through a let).
+    const Load *shared_load(const Expr &arg, const std::string &what) const {
+        Expr e = arg;
+        while (const Variable *v = e.as<Variable>()) {
+            const Expr *value = lets.find(v->name);
+            if (!value) break;
+            e = *value;
+        }
+        const Load *l = e.as<Load>();
+        if (!l) fail("ldmatrix " + what + " is not a load from shared memory: " + text(arg));
+        const MemoryType *m = memory.find(l->name);
+        if (!m || *m != MemoryType::GPUShared)
+            fail("ldmatrix reads " + l->name + ", which is not a GPUShared allocation of this kernel");
+        if (l->type != UInt(16) && l->type != Int(16) && l->type != Float(16) && l->type != BFloat(16))
+            fail("ldmatrix reads " + l->name + " as " + type_to_c_type(l->type, false) + ", not as 16-bit elements");
+        if (!is_const_one(l->predicate)) fail("ldmatrix reads " + l->name + " under a predicate");
+        return l;
+    }
+
+    void check_converged(const std::string &call) const {
+        if (lanes.size() != 1 || lanes[0].extent != mma::kWarp)
+            fail(call + " is not inside one gpu_lanes loop of extent 32 (mma.sync and ldmatrix need the whole warp)");
+        for (const Expr &c : conditions) {
+            bool thread_dependent = expr_uses_var(expand(c, lets), lanes[0].name);
+            for (const auto &t : threads) thread_dependent = thread_dependent || expr_uses_var(expand(c, lets), t.name);
+            if (thread_dependent)
+                fail(call + " is under the thread-dependent condition " + text(c) + " (lanes would diverge)");
+        }
+    }
+
+    Expr visit(const Call *op) override {
+        if (!is_warp_instruction(op->name)) return IRMutator::visit(op);
+        check_converged(op->name);
+        if (!is_ldmatrix(op->name)) return IRMutator::visit(op);
+        if (op->args.size() != 3) fail(op->name + " with " + std::to_string(op->args.size()) + " arguments (expected 3)");
+        const Load *first = shared_load(op->args[1], "row start"), *last = shared_load(op->args[2], "row end");
+        if (first->name != last->name) fail("ldmatrix row spans two allocations");
+        Expr start = expand(first->index, lets);
+        Expr span = simplify(expand(last->index, lets) - start);
+        if (!is_const(span, 7))
+            fail("ldmatrix row in " + first->name + " is not 8 contiguous elements (last - first = " + text(span) +
+                 "): the panel's k must be its innermost storage dimension");
+        ModulusRemainder mr = modulus_remainder(start);
+        if (mr.modulus % 8 != 0 || mr.remainder % 8 != 0)
+            fail("ldmatrix row start " + text(start) + " in " + first->name +
+                 " is not provably 16-byte aligned (pad panel rows to a multiple of 8 elements)");
+        Expr address = cast(Int(32), first->index) * first->type.bytes();
+        return Call::make(op->type, op->name, {mutate(op->args[0]), mutate(address)}, op->call_type);
+    }
+};
+
+}  // namespace
+
+Halide::Internal::IRMutator *make_mma_lowering_pass(const std::string &kernel, std::vector<std::string> warp_striped) {
+    return new MmaLowering(kernel, std::move(warp_striped));
+}
+
+}  // namespace blockfuse

@@ -1,0 +1,30 @@
+// A custom lowering pass for CUDA kernels built from generators/mma.h, added to the pipeline by the
+// schedule (Pipeline::add_custom_lowering_pass). Halide runs custom passes last, after unrolling,
+// GPU thread-loop fusion, barrier insertion and warp-shuffle lowering, so the pass sees the kernel as
+// it will be compiled, and does three small jobs there:
+//
+//  1. ldmatrix addresses. Each ldmatrix extern carries the shared-memory element its lane points at,
+//     and the row's last element (for bounds inference). The pass checks both are loads of one
+//     GPUShared allocation with the row contiguous (last - first = 7 elements of 16 bits) and the start
+//     provably 16-byte aligned, and replaces them with the byte address (Halide puts shared memory at
+//     address 0 of the shared window: CodeGen_PTX_Dev.cpp, visit(const Allocate *)).
+//  2. Per-warp accumulators in registers. An accumulator computed at block level is striped across
+//     lanes by Halide (LowerWarpShuffles) but still indexed by warp, which puts it in local memory
+//     when a block has several warps. For each Func named in `warp_striped`, the pass proves every
+//     access reads or writes its own warp's slice at a constant index (the slice is warp * S for a
+//     slice size S, the same map for every access) and drops the warp term: each thread keeps S values.
+//  3. Convergence. mma.sync and ldmatrix need all 32 lanes: every such call must sit in a gpu_lanes
+//     loop of extent 32 with no enclosing condition that depends on a thread index.
+//
+// Anything else is a Halide::CompileError naming `kernel` and what failed: the kernel is never built
+// in a form the PTX rewriter (runtime/mma_ptx.h) or the hardware would get wrong.
+#pragma once
+#include "Halide.h"
+#include <string>
+#include <vector>
+
+namespace blockfuse {
+
+Halide::Internal::IRMutator *make_mma_lowering_pass(const std::string &kernel, std::vector<std::string> warp_striped);
+
+}  // namespace blockfuse

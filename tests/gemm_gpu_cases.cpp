@@ -1,0 +1,103 @@
+// [gemm][gpu] The tensor-core GEMM kernels (mma.sync through the load-time PTX rewrite) on CUDA, from a cache
+// filled where Halide is (BLOCKFUSE_TEST_FILL_ONLY=1 there, tests/test_env.h): every named CUDA variant and
+// the dispatcher's pick for every table shape, f16 and bf16, against the float64 reference (odd sizes, tails,
+// whole tiles) and bit-exact on small integers; large shapes at sampled outputs; a module whose rewrite fails
+// refused with the rewrite's message. Part of test_generated (its main: exit 77, skipped, without a CUDA
+// device); with BLOCKFUSE_TEST_DEVICES not naming cuda these cases do nothing.
+#include "runtime/cuda_driver.h"
+#include "tests/conv2d_tc_cases.h"
+#include "tests/gemm_cases.h"
+#include "tests/test_env.h"
+#include <thread>
+
+using namespace blockfuse;
+
+namespace {
+
+// tests/data/mma_callseq.ptx, embedded at build time: the binary runs on a GPU host from any folder.
+const char *kRewriteFixture =
+#include "mma_callseq.ptx.inc"
+    ;
+
+// Generates (or finds) every kernel in the cache, as many at a time as there are cores; true: run them too.
+bool build_all(const std::vector<const KernelVariant *> &kernels) {
+    std::vector<KernelRequest> reqs;
+    for (const KernelVariant *v : kernels) reqs.push_back(v->request());
+    const auto built = ensure_built_all(reqs, kernel_cache_dir(), int(std::max(1u, std::thread::hardware_concurrency())));
+    for (size_t i = 0; i < kernels.size(); ++i) {
+        INFO(kernels[i]->name << ": " << built[i].message);
+        CHECK(built[i].ok);
+    }
+    return !test::fill_only();
+}
+
+const std::vector<std::string> &large_gemm_keys() {
+    static const std::vector<std::string> keys{"gemm:m=4096,n=4096,k=4096,dtype=f16", "gemm:m=25088,n=256,k=1024,dtype=bf16",
+                                               "gemm:m=25088,n=1024,k=256,dtype=f16",
+                                               "gemm:m=1000,n=1000,k=1000,bias=1,act=gelu,dtype=f16"};
+    return keys;
+}
+
+std::vector<const KernelVariant *> large_gemm_kernels(const std::string &key) {
+    std::vector<const KernelVariant *> out{dispatch(key, "direct", Device::cuda, nullptr).variant};
+    for (const KernelVariant *v : gemm_candidates(parse_gemm(key), Device::cuda))
+        if (test::selected_for_test(v->name)) out.push_back(v);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("every CUDA gemm kernel (named variants, the dispatcher's picks) matches the float64 reference",
+          "[gemm][gpu]") {
+    if (!test::testing_device(Device::cuda)) return;
+    const auto kernels = test::gemm_test_kernels(Device::cuda, {DType::f16, DType::bf16}, false);
+    if (build_all(kernels)) test::check_gemm_kernels(kernels);
+}
+
+TEST_CASE("large tensor-core GEMMs match the float64 reference at sampled outputs", "[gemm][gpu]") {
+    if (!test::testing_device(Device::cuda)) return;
+    std::vector<const KernelVariant *> all;
+    for (const auto &key : large_gemm_keys())
+        for (const KernelVariant *v : large_gemm_kernels(key)) all.push_back(v);
+    if (!build_all(all)) return;
+    const uint64_t seed = std::random_device{}();
+    for (const auto &key : large_gemm_keys())
+        for (const KernelVariant *v : large_gemm_kernels(key)) {
+            const GemmWorkload w = parse_gemm(key);
+            std::mt19937_64 rng(seed);
+            GemmTensors t = make_gemm_tensors(w);
+            randomize(t, w, rng);
+            run_gemm(*v, w, t);
+            const Comparison c = check_gemm(w, t, 4096, rng);
+            INFO(v->name << " [" << v->knob_summary() << "] on " << key << ", seed " << seed << ": " << c.summary());
+            REQUIRE(c.ok());
+        }
+}
+
+TEST_CASE("every tensor-core conv2d shape (implicit GEMM on mma.sync) matches the float64 reference", "[gemm][gpu]") {
+    if (!test::testing_device(Device::cuda)) return;
+    std::vector<const KernelVariant *> kernels;
+    for (const auto &key : test::conv2d_tc_shapes()) kernels.push_back(test::conv2d_tc_kernel(key, Device::cuda));
+    if (build_all(kernels)) test::check_conv2d_tc_shapes(Device::cuda);
+}
+
+TEST_CASE("a tensor-core module whose rewrite fails is refused with a message naming the kernel", "[gemm][gpu]") {
+    if (!test::testing_device(Device::cuda) || test::fill_only()) return;
+    // The rewriter's fixture with one mma member removed: the load must fail with the rewrite's message, not
+    // load or crash.
+    std::string ptx = kRewriteFixture;
+    const size_t a = ptx.find("\t{ // callseq 11, 0\n"), b = ptx.find("} // callseq 11\n");
+    REQUIRE(a != std::string::npos);
+    REQUIRE(b != std::string::npos);
+    ptx.erase(a, b + std::string("} // callseq 11\n").size() - a);
+    cuda::clear_module_rewrite_error();
+    try {
+        cuda::Module m(ptx.c_str());
+        FAIL("the module loaded");
+    } catch (const std::runtime_error &e) {
+        const std::string msg = cuda::module_rewrite_error();
+        INFO(e.what() << " / " << msg);
+        CHECK(msg.find("fixture_kernel") != std::string::npos);
+        CHECK(msg.find("lacks register 3") != std::string::npos);
+    }
+}

@@ -1,0 +1,76 @@
+// The tensor-core conv2d (an implicit GEMM of mma.sync fragments) without a GPU: the same kernels with the
+// instructions emulated from the PTX ISA tables, on the CPU, against the float64 reference; a wrong fragment
+// layout caught; the strategy's dispatch and weight layout.
+#define CATCH_CONFIG_MAIN
+#include "runtime/mma_ptx.h"
+#include "tests/conv2d_tc_cases.h"
+#include "tune/space.h"
+
+using namespace blockfuse;
+
+TEST_CASE("every tensor-core conv2d shape (emulated mma.sync) matches the float64 reference", "[conv2d_tc][cpu]") {
+    test::check_conv2d_tc_shapes(Device::cpu);
+}
+
+TEST_CASE("a tensor-core conv2d with A registers 1 and 2 swapped fails the reference check", "[conv2d_tc][cpu]") {
+    const std::string key = "conv2d:n=1,c=8,h=9,w=7,k=40,r=3,s=3,pad=1,bias=1,act=relu,dtype=f16";
+    const KernelVariant *good = test::conv2d_tc_kernel(key, Device::cpu);
+    KernelVariant mutant = *good;
+    mutant.knobs["fragment_mutation"] = 1;  // a generator param, never in a dispatched kernel
+    mutant.name = "conv2d_tc_mutant_f16_cpu";
+    REQUIRE(mutant.request().hash() != good->request().hash());
+    const uint64_t seed = std::random_device{}();
+    INFO("seed " << seed);
+    REQUIRE(test::run_conv2d_tc_case(*good, key, seed).ok());
+    const Comparison bad = test::run_conv2d_tc_case(mutant, key, seed);
+    INFO("mutant: " << bad.summary());
+    CHECK_FALSE(bad.ok());
+    CHECK(bad.violations > bad.elements / 4);
+}
+
+TEST_CASE("the tensor-core strategy: dense f16/bf16 convolutions only, weights laid out taps x padded channels",
+          "[conv2d_tc]") {
+    CHECK(strategies_of("conv2d:n=1,c=8,h=8,w=8,k=8,r=3,s=3,pad=1,dtype=f16") ==
+          std::vector<std::string>{"direct", kTensorCores});
+    CHECK(strategies_of("conv2d:n=1,c=8,h=8,w=8,k=8,r=3,s=3,pad=1,dtype=f32") == std::vector<std::string>{"direct"});
+    CHECK(strategies_of("conv2d:n=1,c=16,h=8,w=8,k=16,r=3,s=3,pad=1,groups=2,dtype=f16") ==
+          std::vector<std::string>{"direct"});
+    CHECK(strategies_of("conv2d:n=1,c=16,h=8,w=8,k=16,r=3,s=3,pad=1,groups=16,dtype=f16") ==
+          std::vector<std::string>{"direct"});
+    const Conv2dWorkload w = parse_conv2d("conv2d:n=2,c=3,h=6,w=5,k=4,r=3,s=2,dtype=bf16");
+    const GemmWorkload g = implicit_gemm_of(w);
+    CHECK(g.m == 2 * w.out_h() * w.out_w());
+    CHECK(g.n == 4);
+    CHECK(g.k == 3 * 2 * 8);
+    std::mt19937_64 rng(1);
+    Conv2dTensors t = make_conv2d_tensors(w);
+    randomize(t, w, rng);
+    REQUIRE(t.weights_tc.dim(0).extent() == 48);
+    REQUIRE(t.weights_tc.dim(1).extent() == 4);
+    const uint16_t *src = static_cast<const uint16_t *>(t.weights.data());
+    for (int k = 0; k < 4; ++k)
+        for (int ky = 0; ky < 3; ++ky)
+            for (int kx = 0; kx < 2; ++kx)
+                for (int c = 0; c < 8; ++c) {
+                    const uint16_t want = c < 3 ? src[((ky * 2 + kx) * 3 + c) * 4 + k] : 0;
+                    REQUIRE(t.weights_tc((ky * 2 + kx) * 8 + c, k) == want);
+                }
+    // The tuner searches the GEMM's knobs for this strategy.
+    const auto op = parse_op(to_key(w));
+    CHECK(op->family(kTensorCores) == "conv2d_tc");
+    const auto knobs = op->tunable_knobs(kTensorCores, Device::cuda);
+    CHECK(std::find(knobs.begin(), knobs.end(), "warp_m") != knobs.end());
+    CHECK(std::find(knobs.begin(), knobs.end(), "k_step") != knobs.end());
+}
+
+TEST_CASE("the tuner's space of the tensor-core strategy: the GEMM knobs, register caps the rewrite honours", "[conv2d_tc]") {
+    const auto op = parse_op("conv2d:n=1,c=64,h=28,w=28,k=128,r=3,s=3,pad=1,dtype=f16");
+    const SearchSpace space(*op, kTensorCores, Device::cuda, LaunchLimits{1024, 227 * 1024});
+    std::set<std::string> names;
+    for (const auto &d : space.dims()) {
+        names.insert(d.name);
+        if (d.name == "max_registers")
+            for (int r : d.values) CHECK((r == 0 || r >= mma_ptx::kMinRegisters));
+    }
+    for (const char *k : {"warp_m", "warp_n", "warps_m", "warps_n", "k_step", "max_registers"}) CHECK(names.count(k) == 1);
+}

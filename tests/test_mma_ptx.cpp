@@ -1,0 +1,185 @@
+// The load-time PTX rewrite (runtime/mma_ptx.h) without a GPU: the checked-in fixture of Halide 21's
+// callseq text rewritten into the expected instructions; the fixture still matching what the current
+// build emits (an LLVM change in the text fails here, not on the GPU); and every malformed group refused
+// with an error naming the kernel (fail-closed), never rewritten or passed through.
+#define CATCH_CONFIG_MAIN
+#include "runtime/kernel_cache.h"
+#include "runtime/kernel_registry.h"
+#include "runtime/mma_ptx.h"
+#include "runtime/process.h"
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <set>
+#include <sstream>
+
+using namespace blockfuse;
+
+namespace {
+
+std::string read(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(in.good());
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::string fixture() { return read(BLOCKFUSE_SOURCE_DIR "/tests/data/mma_callseq.ptx"); }
+
+// The `{ // callseq N, 0 ... } // callseq N` block of call N.
+std::pair<size_t, size_t> block(const std::string &ptx, int n) {
+    const std::string open = "\t{ // callseq " + std::to_string(n) + ", 0\n";
+    const std::string close = "} // callseq " + std::to_string(n) + "\n";
+    const size_t a = ptx.find(open), b = ptx.find(close, a);
+    REQUIRE(a != std::string::npos);
+    REQUIRE(b != std::string::npos);
+    return {a, b + close.size()};
+}
+std::string insert_after_block(std::string ptx, int n, const std::string &line) {
+    return ptx.insert(block(ptx, n).second, line + "\n");
+}
+std::string replace_in_block(std::string ptx, int n, const std::string &from, const std::string &to) {
+    auto [a, b] = block(ptx, n);
+    std::string blk = ptx.substr(a, b - a);
+    const size_t at = blk.find(from);
+    REQUIRE(at != std::string::npos);
+    blk.replace(at, from.size(), to);
+    return ptx.replace(a, b - a, blk);
+}
+std::string replace_all(std::string s, const std::string &from, const std::string &to) {
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+    return s;
+}
+
+void require_refused(const std::string &ptx, const std::string &why) {
+    try {
+        mma_ptx::rewrite(ptx);
+        FAIL("rewritten without an error (expected: " << why << ")");
+    } catch (const mma_ptx::RewriteError &e) {
+        const std::string m = e.what();
+        INFO(m);
+        CHECK(m.find("PTX rewrite of kernel ") == 0);
+        CHECK(m.find(why) != std::string::npos);
+    }
+}
+
+// A callseq block with registers, call numbers and the register index abstracted: its shape.
+std::string shape_of(const std::string &blk) {
+    std::string s = std::regex_replace(blk, std::regex(R"(%[a-z]+[0-9]+)"), "%R");
+    s = std::regex_replace(s, std::regex(R"(callseq [0-9]+)"), "callseq N");
+    return std::regex_replace(s, std::regex(R"(\[param0\], [0-9]+)"), "[param0], I");
+}
+std::set<std::string> blockfuse_call_shapes(const std::string &ptx) {
+    std::set<std::string> out;
+    static const std::regex re(R"(\t\{ // callseq ([0-9]+), 0\n[\s\S]*?\} // callseq \1\n)");
+    for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), re); it != std::sregex_iterator(); ++it)
+        if (it->str().find("blockfuse_") != std::string::npos) out.insert(shape_of(it->str()));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("the fixture's groups become one mma.sync and two ldmatrix.x4, operands ordered around them", "[mma_ptx]") {
+    mma_ptx::Stats st;
+    const std::string out = mma_ptx::rewrite(fixture(), &st);
+    CHECK(st.mma == 1);
+    CHECK(st.ldmatrix_x4 == 2);
+    CHECK(st.ldmatrix_x2 == 0);
+    REQUIRE(st.kernels == std::vector<std::string>{"fixture_kernel"});
+    CHECK(out.find("blockfuse_") == std::string::npos);
+    CHECK(out.find("call.uni") == std::string::npos);
+    CHECK(out.find("{ // callseq") == std::string::npos);
+    // The expected text, checked by hand and by ptxas + cuobjdump (2 LDSM.16.M88.4, 1 HMMA.16816.F32).
+    CHECK(out == read(BLOCKFUSE_SOURCE_DIR "/tests/data/mma_callseq.rewritten.ptx"));
+}
+
+TEST_CASE("a module without tensor-core externs passes unchanged", "[mma_ptx]") {
+    const std::string plain = ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n\tret;\n}\n";
+    CHECK_FALSE(mma_ptx::needs_rewrite(plain));
+    CHECK(mma_ptx::rewrite(plain) == plain);
+    CHECK(mma_ptx::needs_rewrite(fixture()));
+    CHECK(mma_ptx::register_cap(64) == mma_ptx::kMinRegisters);
+    CHECK(mma_ptx::register_cap(255) == 255);
+}
+
+TEST_CASE("the fixture has the callseq shape the current build emits", "[mma_ptx]") {
+    // The PTX of a real kernel, made now by this build's gemm generator (the named variant gemm_a_f16_cuda's
+    // params, as the kernel cache makes it), must hold exactly the fixture's call shapes for these externs:
+    // if the LLVM in the Halide wheel prints them differently, this fails (and the fixture and the
+    // rewriter must follow).
+    const KernelVariant *v = find_data_variant("gemm_a_f16_cuda");
+    REQUIRE(v != nullptr);
+    const KernelRequest r = v->request();
+    REQUIRE(!generator_dir().empty());
+    const std::string dir = BLOCKFUSE_TEST_TMP "/mma_ptx_emitted";
+    std::filesystem::create_directories(dir);
+    std::vector<std::string> cmd{generator_dir() + "/gemm.generator", "-g", "gemm", "-e", "device_code", "-o", dir,
+                                 "-n", "gemm_a", "-f", "gemm_a", "target=" + r.target + "-no_runtime"};
+    cmd.insert(cmd.end(), r.params.begin(), r.params.end());
+    const ProcessResult pr = run_process(cmd, dir + "/generate.log", 600);
+    INFO("see " << dir << "/generate.log");
+    REQUIRE(pr.ok());
+    const std::string ptx = read(dir + "/gemm_a.device_code");
+    const std::set<std::string> built = blockfuse_call_shapes(ptx), fixed = blockfuse_call_shapes(fixture());
+    REQUIRE(fixed.size() == 2);  // ldmatrix.x4, mma f16
+    for (const auto &s : built) {
+        INFO("emitted by this build, not in the fixture:\n" << s);
+        CHECK(fixed.count(s) == 1);
+    }
+    for (const auto &s : fixed) {
+        INFO("in the fixture, not emitted by this build:\n" << s);
+        CHECK(built.count(s) == 1);
+    }
+    // The declarations, as emitted.
+    for (const std::string decl : {".extern .func  (.param .b32 func_retval0) blockfuse_ldmatrix_x4\n(\n\t.param .b32 "
+                                   "blockfuse_ldmatrix_x4_param_0,\n\t.param .b32 blockfuse_ldmatrix_x4_param_1\n)\n;\n",
+                                   ".extern .func  (.param .b32 func_retval0) blockfuse_mma_m16n8k16_f32_f16\n(\n"})
+        CHECK(ptx.find(decl) != std::string::npos);
+}
+
+TEST_CASE("malformed groups are refused with an error naming the kernel", "[mma_ptx]") {
+    const std::string f = fixture();
+    SECTION("a label inside a group") { require_refused(insert_after_block(f, 9, "$L__BB0_7:"), "is split by '$L__BB0_7:'"); }
+    SECTION("a branch inside a group") {
+        require_refused(insert_after_block(f, 9, "\t@%p1 bra \t$L__BB0_7;"), "is split by '@%p1 bra");
+    }
+    SECTION("a barrier inside a group") { require_refused(insert_after_block(f, 1, "\tbar.sync \t0;"), "is split by 'bar.sync"); }
+    SECTION("a store inside a group") {
+        require_refused(insert_after_block(f, 10, "\tst.shared.b32 \t[%r1], %r20;"), "is split by 'st.shared.b32");
+    }
+    SECTION("a missing member") {
+        auto [a, b] = block(f, 11);
+        require_refused(std::string(f).erase(a, b - a), "lacks register 3");
+    }
+    SECTION("a duplicated member") {
+        auto [a, b] = block(f, 9);
+        std::string dup = f;
+        dup.insert(b, f.substr(a, b - a));
+        require_refused(dup, "has register 1 twice");
+    }
+    SECTION("a member with other operands") {
+        require_refused(replace_in_block(f, 10, "[param1], %r10", "[param1], %r19"), "lacks register 2");
+    }
+    SECTION("a register index that is not a constant") {
+        require_refused(replace_in_block(f, 10, "[param0], 2", "[param0], %r3"), "register index '%r3' is not a constant");
+    }
+    SECTION("a register index out of range") {
+        require_refused(replace_in_block(f, 3, "[param0], 3", "[param0], 4"), "register index 4 out of range 0..3");
+    }
+    SECTION("a member reading another member's result") {
+        require_refused(replace_in_block(f, 9, "[param7], %r21", "[param7], %r20"), "reads another member's result %r20");
+    }
+    SECTION("an unknown blockfuse extern") {
+        require_refused(replace_all(f, "blockfuse_mma_m16n8k16_f32_f16", "blockfuse_mma_m16n8k8_f32_f16"),
+                        "unknown blockfuse extern 'blockfuse_mma_m16n8k8_f32_f16'");
+    }
+    SECTION("a call with the wrong arity") {
+        require_refused(replace_in_block(f, 0, "(param0, param1);", "(param0, param1, param1);"),
+                        "blockfuse_ldmatrix_x4 called with 3 arguments (2 passed), expected 2");
+    }
+    SECTION("an extern used outside a call block") {
+        require_refused(insert_after_block(f, 11, "\tmov.u64 \t%rd12, blockfuse_ldmatrix_x4;"),
+                        "a blockfuse extern used outside a call block");
+    }
+}
