@@ -3,7 +3,7 @@
 #  - Debian packages (test/bench libraries, PoCL for running the GPU schedules on CPU in CI)
 #  - a project venv (.venv) holding Halide 21.0.0, cmake, ninja and matplotlib from PyPI.
 # Why PyPI Halide: it is the current release and ships the C++ library + CMake package;
-# Debian's Halide 14 is only the documented fallback (see README "Halide version").
+# Debian's Halide 14 is only the documented fallback (docs/halide-21.md).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HALIDE_VERSION="21.0.0"

@@ -122,7 +122,7 @@ def _bind(kern, x, params, op):
 
 
 def _aligned(op, name, t):
-    # the vectorized f16 kernels declare 16-byte aligned tensors (README: Halide 21 code generation)
+    # the vectorized f16 kernels declare 16-byte aligned tensors (docs/halide-21.md)
     if t.data_ptr() % 16:
         raise ValueError(f"{op}: '{name}' starts at an address not 16-byte aligned (a view at an offset?); "
                          f"use {name}.clone(memory_format=torch.channels_last)")
