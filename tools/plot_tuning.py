@@ -3,14 +3,17 @@
 
     tools/plot_tuning.py RECORDS.jsonl [MORE.jsonl ...] --out DIR [--target SUBSTRING]
 
-Reads the records `blockfuse tune` appends (runtime/tuning_records.h): each line's `searcher` and `trial` place it;
-failed candidates count as trials without improving the best. Writes DIR/tuning.svg and .png, and DIR/tuning.csv
-(workload, strategy, searcher, trial, best_ms) with the same numbers.
+Reads the records `blockfuse tune` appends (runtime/tuning_records.h): each line's `searcher`, `trial` and the seed in
+its `source` place it; failed candidates count as trials without improving the best. One thin line per seed, the
+geometric mean over seeds bold. Writes DIR/tuning.svg and .png, and DIR/tuning.csv (workload, strategy, searcher,
+seed, trial, best_ms) with the same numbers.
 """
 import argparse
 import csv
 import json
+import math
 import os
+import re
 import sys
 
 
@@ -29,7 +32,8 @@ def load(paths, target):
                     continue  # a record from bench --record or records --from: no search behind it
                 if target and target not in r.get("target", ""):
                     continue
-                key = (r["workload"], r["strategy"], r["searcher"])
+                m = re.search(r"--seed (\d+)", r.get("source", ""))
+                key = (r["workload"], r["strategy"], r["searcher"], int(m.group(1)) if m else 0)
                 runs.setdefault(key, []).append((int(r["trial"]), None if r.get("failure") else float(r["median_ms"])))
     if not runs:
         sys.exit("error: no tuner records (with searcher and trial) in " + ", ".join(paths))
@@ -53,24 +57,34 @@ def main():
     a = ap.parse_args()
     runs = load(a.records, a.target)
     os.makedirs(a.out, exist_ok=True)
-    panels = sorted({(w, s) for w, s, _ in runs})
+    panels = sorted({(w, s) for w, s, _, _ in runs})
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(len(panels), 1, figsize=(7, 3.2 * len(panels)), squeeze=False)
     with open(os.path.join(a.out, "tuning.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["workload", "strategy", "searcher", "trial", "best_ms"])
+        w.writerow(["workload", "strategy", "searcher", "seed", "trial", "best_ms"])
         for ax, (workload, strategy) in zip(axes[:, 0], panels):
-            for (wk, st, searcher), trials in sorted(runs.items()):
-                if (wk, st) != (workload, strategy):
-                    continue
-                curve = best_so_far(trials)
-                for t, b in curve:
-                    w.writerow([wk, st, searcher, t, "" if b is None else f"{b:.6g}"])
-                pts = [(t, b) for t, b in curve if b is not None]
-                if pts:
-                    ax.step([p[0] for p in pts], [p[1] for p in pts], where="post", label=searcher)
+            for i, searcher in enumerate(sorted({k[2] for k in runs if k[:2] == (workload, strategy)})):
+                color = f"C{i}"
+                curves = []
+                for (wk, st, se, seed), trials in sorted(runs.items()):
+                    if (wk, st, se) != (workload, strategy, searcher):
+                        continue
+                    curve = best_so_far(trials)
+                    for t, b in curve:
+                        w.writerow([wk, st, se, seed, t, "" if b is None else f"{b:.6g}"])
+                    pts = [(t, b) for t, b in curve if b is not None]
+                    if pts:
+                        ax.step([p[0] for p in pts], [p[1] for p in pts], where="post", color=color, lw=0.6, alpha=0.5)
+                        curves.append(dict(pts))
+                # the geometric mean over seeds, at every trial each seed has a best by
+                trials_all = sorted(set.intersection(*[set(c) for c in curves])) if curves else []
+                if trials_all:
+                    gm = [math.exp(sum(math.log(c[t]) for c in curves) / len(curves)) for t in trials_all]
+                    ax.step(trials_all, gm, where="post", color=color, lw=2,
+                            label=f"{searcher} (geomean of {len(curves)} seeds)")
             ax.set_title(f"{workload} — {strategy}", fontsize=8)
             ax.set_xlabel("trial")
             ax.set_ylabel("best so far (ms)")
