@@ -39,6 +39,9 @@ public:
     BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_PW_PARAM)
     BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_FULL_PARAM)
     BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_LAYER_PARAM)
+    BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_PW_PARAM)
+    BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_FULL_PARAM)
+    BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_LAYER_PARAM)
 
     // Arguments, in ABI order: input, then (weights_i, bias_i) per layer of each block, then
     // output. Added in configure() because the number of layers depends on the family.
@@ -104,6 +107,12 @@ public:
         BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_PW)
         BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_FULL)
         BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_LAYER)
+#define BLOCKFUSE_COPY_PW_CPU(name, ...) BLOCKFUSE_COPY_MAPPING(pointwise_cpu, pw_, name)
+#define BLOCKFUSE_COPY_FULL_CPU(name, ...) BLOCKFUSE_COPY_MAPPING(full_cpu, full_, name)
+#define BLOCKFUSE_COPY_LAYER_CPU(name, ...) BLOCKFUSE_COPY_MAPPING(layer_cpu, layer_, name)
+        BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_COPY_PW_CPU)
+        BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_COPY_FULL_CPU)
+        BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_COPY_LAYER_CPU)
         // The chunk must divide the hidden width: a partial last chunk made the GPU schedule's
         // hidden layers read weights past the end (seen on PoCL with hidden 30, chunk 8), so the
         // largest divisor of the hidden width not above the requested chunk is used.

@@ -33,7 +33,7 @@ bool parse_device(const std::string &s, Device *out) {
 const KnobTable &schedule_knob_table(const std::string &family, Device device) {
     static const KnobTable none;
     if (family == "conv2d") return device == Device::cpu ? conv2d_cpu_knobs() : conv2d_gpu_knobs();
-    if (family == "block") return block_knobs();
+    if (family == "block") return block_knobs(device != Device::cpu);
     if (family == "stem") return stem_knobs();
     return none;
 }
