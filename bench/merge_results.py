@@ -64,10 +64,14 @@ def load_json(path, what):
     return doc
 
 
-def group_ours(rows):
-    """{(name, canonical key): [rows]} in order of first appearance."""
+def group_ours(rows, provider="blockfuse"):
+    """{(name, canonical key): [rows]} of one provider's rows (blockfuse's own schedules by default; rows of
+    Halide's autoschedulers, from bench --autoscheduler, carry "provider": "halide:NAME"), in order of first
+    appearance."""
     groups = {}
     for r in rows:
+        if r.get("provider", "blockfuse") != provider:
+            continue
         groups.setdefault((r.get("workload"), canonical_key(str(r.get("key", "")))), []).append(r)
     return groups
 

@@ -590,6 +590,10 @@ public:
         return "";
     }
 
+    std::map<std::string, int> shape_estimates() const override {
+        return {{"est_n", w_.n}, {"est_h", w_.h}, {"est_w", w_.w}};
+    }
+
 private:
     BlockWorkload w_;
 };

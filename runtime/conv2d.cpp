@@ -284,6 +284,14 @@ public:
         return conv2d_launch_error(v, w_, limits);
     }
 
+    std::map<std::string, int> shape_estimates() const override {
+        return {{"est_n", w_.n},          {"est_c", w_.c},          {"est_h", w_.h},
+                {"est_w", w_.w},          {"est_k", w_.k},          {"est_r", w_.r},
+                {"est_s", w_.s},          {"est_stride_x", w_.stride_w}, {"est_stride_y", w_.stride_h},
+                {"est_dilation_x", w_.dil_w}, {"est_dilation_y", w_.dil_h}, {"est_pad_left", w_.pad_l},
+                {"est_pad_top", w_.pad_t}, {"est_groups", w_.groups}};
+    }
+
 private:
     ConvKind kind() const {
         return w_.kind() == ConvKindTag::depthwise   ? ConvKind::depthwise

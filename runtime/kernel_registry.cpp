@@ -70,6 +70,8 @@ std::string knob_summary(const KnobTable &table, const std::map<std::string, int
 }
 
 std::string KernelVariant::knob_summary() const {
+    // an autoscheduler's kernel: the knobs it carries are not what schedules it
+    if (const std::string a = param("autoscheduler"); !a.empty()) return "scheduled by Halide's " + a;
     return blockfuse::knob_summary(schedule_knob_table(family, device), knobs, max_registers);
 }
 
