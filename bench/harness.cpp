@@ -1,4 +1,5 @@
 #include "bench/harness.h"
+#include "runtime/autoscheduler.h"
 #include <cmath>
 #include "runtime/block.h"
 #include "runtime/stem.h"
@@ -140,6 +141,7 @@ BenchCandidate make_candidate(const std::string &name, const std::shared_ptr<Sha
     c.row.pick_source = ck.source;
     c.row.strategy_name = ck.strategy;
     c.row.why = v.why;
+    c.row.provider = kernel_provider(v);
     c.row.record_target = record_target(v.device);
     c.row.is_default = is_default;
     c.row.dtype = dtype_name(op.dtype());
@@ -286,7 +288,8 @@ nlohmann::json results_document(const nlohmann::json &ctx, const std::vector<Row
                        {"check", r.check}, {"rel_l2", r.rel_l2}, {"kernels", kernels_json(r)},
                        {"strategy_name", r.strategy_name}, {"family", r.family}, {"knobs", r.knobs},
                        {"max_registers", r.max_registers}, {"record_target", r.record_target}, {"origin", r.origin},
-                       {"pick", r.pick_source}, {"why", r.why}, {"waterline_ms", r.waterline_ms}});
+                       {"pick", r.pick_source}, {"why", r.why}, {"waterline_ms", r.waterline_ms},
+                       {"provider", r.provider}});
         if (uses_tensor_cores(r) && ceil.measured && r.ok) arr.back()["pct_mma"] = pct_of_mma_ceiling(r, ceil);
     }
     return {{"context", ctx}, {"results", arr}};
@@ -297,18 +300,18 @@ void write_outputs(const std::string &dir, const nlohmann::json &doc) {
     std::ofstream csv(dir + "/results.csv");
     csv << "workload,strategy,default,device,dtype,n,h,w,c,k,r,s,stride_h,stride_w,dil_h,dil_w,groups,"
            "flops,bytes,flops_per_byte,runtime_ms,min_ms,max_ms,host_ms,samples,gbps,gflops,pct_copy_bw,pct_ffma,"
-           "check_ok,rel_l2,key\n";
+           "check_ok,rel_l2,key,provider\n";
     for (const auto &r : doc["results"]) {
         auto i = [&r](const char *k) { return r.value(k, 0); };
         auto d = [&r](const char *k) { return r.value(k, 0.0); };
         csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.4g},{:.6g},{:.6g},{:.6g},{:.6g},{},"
-                           "{:.4g},{:.4g},{:.3g},{:.3g},{},{:.3g},{}\n",
+                           "{:.4g},{:.4g},{:.3g},{:.3g},{},{:.3g},{},{}\n",
                            csv_field(r.value("workload", "")), csv_field(r.value("strategy", "")), r.value("default", false),
                            r.value("device", ""), r.value("dtype", ""), i("n"), i("h"), i("w"), i("c"), i("k"), i("r"),
                            i("s"), i("stride_h"), i("stride_w"), i("dil_h"), i("dil_w"), i("groups"), d("flops"), d("bytes"),
                            d("flops_per_byte"), d("runtime_ms"), d("min_ms"), d("max_ms"), d("host_ms"), i("samples"),
                            d("gbps"), d("gflops"), d("pct_copy_bw"), d("pct_ffma"), r.value("check_ok", false), d("rel_l2"),
-                           csv_field(r.value("key", "")));
+                           csv_field(r.value("key", "")), r.value("provider", "blockfuse"));
     }
     std::ofstream(dir + "/results.json") << doc.dump(1) << "\n";
 }
@@ -382,6 +385,7 @@ int run_bench(const BenchOptions &opt) {
     if (entries.empty()) throw WorkloadError("nothing to run: give --suite NAME or --workload KEY");
     if (opt.variants != "all" && opt.variants != "default")
         throw WorkloadError("--variants '" + opt.variants + "' is not one of all, default");
+    for (const auto &a : opt.autoschedulers) check_autoscheduler_name(a);
     for (const auto &s : opt.strategies)
         if (s != "layer_by_layer" && s != "fused" && s != "depth_first" && s != "direct" && s != "tensor_cores")
             throw WorkloadError("--strategies '" + s + "' is not one of layer_by_layer, fused, depth_first, direct, "
@@ -469,6 +473,11 @@ int run_bench(const BenchOptions &opt) {
     for (const auto &entry : work) {
       try {
         std::vector<ChosenKernel> kernels = choose_kernels(entry.key, dev, sel, records ? &*records : nullptr);
+        // Halide's autoschedulers on the same workload, as rows beside ours (a device an autoscheduler does not
+        // schedule stops the run here, before anything is timed)
+        for (const auto &a : opt.autoschedulers)
+            kernels.push_back({keep_variant(autoscheduled_kernel(*parse_op(entry.key), a, dev)),
+                               a + " (Halide autoscheduler)", "autoscheduler"});
         if (kernels.empty()) {  // every kernel filtered out by --variant: the workload did not run
             ++not_run;
             std::cout << fmt::format("{}: no kernel of {} passes --variant -- not run\n", entry.name, entry.key);

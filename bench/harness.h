@@ -35,6 +35,7 @@ struct BenchOptions {
     bool no_tuning_records = false;     // dispatch by the variant data and the heuristics only
     bool heuristics_only = false;       // every pick from the shape heuristics (no records, no data defaults)
     std::string record_to;              // append every measured kernel here as a tuning record
+    std::vector<std::string> autoschedulers;  // also each workload's kernel of these Halide autoschedulers
     std::string command_line;
 };
 
@@ -42,6 +43,7 @@ struct Row {
     std::string workload, key, strategy, variant, dtype, check;
     std::string strategy_name;                     // layer_by_layer | fused | depth_first | direct (strategy: its label)
     std::string family, origin, pick_source, why;  // the generator; prebuilt | cache | generated; why this kernel
+    std::string provider = "blockfuse";            // who scheduled it: blockfuse | halide:<autoscheduler>
     std::map<std::string, int> knobs;               // its schedule knobs
     int max_registers = 0;
     std::string record_target;

@@ -4,6 +4,14 @@
 Usage:
   python3 bench/merge_results.py --ours RESULTS.json --torch PYTORCH.json \
       [--out-md SUMMARY.md] [--out-csv MERGED.csv]
+  python3 bench/merge_results.py --by-provider --ours RUN1.json [RUN2.json ...] \
+      --baseline ORT1.json [ORT2.json ...] [--out-md TABLE.md] [--out-csv TABLE.csv]
+
+--by-provider: one row per workload, one column per provider: blockfuse's default kernel (the
+dispatcher's pick), each Halide autoscheduler of the runs (rows with "provider": "halide:NAME", from
+`blockfuse bench --autoscheduler NAME`) and the baseline (bench/onnxruntime_baseline.py, or the PyTorch
+baseline's eager time); each cell the median over the repeated runs given, with the spread (min-max of
+the runs' medians), and the ratios of each to blockfuse's. --baseline is the same file kind as --torch.
 
 For each workload of RESULTS.json (several rows, one per kernel variant) the best row is the
 one with the lowest runtime_ms among rows whose check_ok is true; the "default" row is noted
@@ -18,6 +26,7 @@ import csv
 import json
 import math
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -64,10 +73,14 @@ def load_json(path, what):
     return doc
 
 
-def group_ours(rows):
-    """{(name, canonical key): [rows]} in order of first appearance."""
+def group_ours(rows, provider="blockfuse"):
+    """{(name, canonical key): [rows]} of one provider's rows (blockfuse's own schedules by default; rows of
+    Halide's autoschedulers, from bench --autoscheduler, carry "provider": "halide:NAME"), in order of first
+    appearance."""
     groups = {}
     for r in rows:
+        if r.get("provider", "blockfuse") != provider:
+            continue
         groups.setdefault((r.get("workload"), canonical_key(str(r.get("key", "")))), []).append(r)
     return groups
 
@@ -195,30 +208,88 @@ def to_markdown(table, ours, torch_doc, notes):
     return "\n".join(lines) + "\n"
 
 
+def provider_runs(ours_docs, baseline_docs):
+    """{(name, canonical key): {provider: [median ms of each run]}} and the providers in column order:
+    blockfuse (its default row), then halide:* as first seen, then the baseline's provider."""
+    cells, providers = {}, ["blockfuse"]
+    for doc in ours_docs:
+        for r in doc["results"]:
+            prov = r.get("provider", "blockfuse")
+            if prov == "blockfuse" and r.get("default") is not True:
+                continue
+            if prov not in providers:
+                providers.append(prov)
+            ms = _num(r.get("runtime_ms")) if r.get("check_ok") is True else None
+            if ms is not None:
+                cells.setdefault((r.get("workload"), canonical_key(str(r.get("key", "")))), {}).setdefault(prov, []).append(ms)
+    for doc in baseline_docs:
+        bprov = (doc.get("context") or {}).get("provider", "torch eager")
+        if bprov not in providers:
+            providers.append(bprov)
+        for r in doc["results"]:
+            ms = _num(r.get("eager_ms"))
+            if ms is not None and r.get("check_ok", True) is not False:
+                cells.setdefault((r.get("name"), canonical_key(str(r.get("key", "")))), {}).setdefault(bprov, []).append(ms)
+    return cells, providers
+
+
+def provider_table(ours_docs, baseline_docs):
+    """(header, rows) of the --by-provider table: per workload each provider's median ms over the runs
+    [min-max of the runs], then each other provider's ms over blockfuse's (> 1: blockfuse is faster)."""
+    cells, providers = provider_runs(ours_docs, baseline_docs)
+    others = providers[1:]
+    header = ["workload"] + [f"{p} ms" for p in providers] + [f"{p} / blockfuse" for p in others]
+    rows = []
+    for (name, _key), per in cells.items():
+        med = {p: statistics.median(v) for p, v in per.items()}
+        row = [str(name)]
+        for p in providers:
+            v = per.get(p)
+            row.append(NA if not v else fmt_ms(med[p]) + (f" [{fmt_ms(min(v))}-{fmt_ms(max(v))}]" if len(v) > 1 else ""))
+        row += [fmt_ratio(med.get(p), med.get("blockfuse")) for p in others]
+        rows.append(row)
+    return header, rows
+
+
 def build_arg_parser():
-    p = argparse.ArgumentParser(description="Merge blockfuse results with the PyTorch baseline.")
-    p.add_argument("--ours", required=True, help="results JSON of the C++ harness")
-    p.add_argument("--torch", help="JSON of bench/pytorch_baseline.py (optional: torch columns n/a)")
+    p = argparse.ArgumentParser(description="Merge blockfuse results with the PyTorch or ONNX Runtime baseline.")
+    p.add_argument("--ours", required=True, nargs="+", help="results JSON of the C++ harness (--by-provider: "
+                                                             "one per repeated run)")
+    p.add_argument("--torch", "--baseline", dest="torch", nargs="+",
+                   help="JSON of bench/pytorch_baseline.py or bench/onnxruntime_baseline.py (optional: its "
+                        "columns n/a; --by-provider: one per repeated run)")
+    p.add_argument("--by-provider", action="store_true",
+                   help="one column per provider (blockfuse, Halide's autoschedulers, the baseline), medians over runs")
     p.add_argument("--out-md", help="write the Markdown summary here")
     p.add_argument("--out-csv", help="write the table as CSV here")
     return p
 
 
-def main(argv=None):
-    args = build_arg_parser().parse_args(argv)
-    ours = load_json(args.ours, "ours")
-    torch_doc = load_json(args.torch, "torch") if args.torch else None
-    table, notes = merge(ours, torch_doc)
-    md = to_markdown(table, ours, torch_doc, notes)
+def write_outputs(md, header, rows, args):
+    """The Markdown to stdout and --out-md, the table (header + rows) to --out-csv."""
     sys.stdout.write(md)
     if args.out_md:
         with open(args.out_md, "w", encoding="utf-8") as fh:
             fh.write(md)
     if args.out_csv:
         with open(args.out_csv, "w", encoding="utf-8", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(COLUMNS)
-            w.writerows(table)
+            csv.writer(fh).writerows([header] + rows)
+
+
+def main(argv=None):
+    args = build_arg_parser().parse_args(argv)
+    if args.by_provider:
+        header, rows = provider_table([load_json(o, "ours") for o in args.ours],
+                                      [load_json(b, "baseline") for b in args.torch or []])
+        md = "| " + " | ".join(header) + " |\n|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|\n"
+        write_outputs(md + "".join("| " + " | ".join(r) + " |\n" for r in rows), header, rows, args)
+        return 0
+    if len(args.ours) > 1 or (args.torch and len(args.torch) > 1):
+        raise SystemExit("error: several --ours or --torch files need --by-provider")
+    ours = load_json(args.ours[0], "ours")
+    torch_doc = load_json(args.torch[0], "torch") if args.torch else None
+    table, notes = merge(ours, torch_doc)
+    write_outputs(to_markdown(table, ours, torch_doc, notes), COLUMNS, table, args)
     return 0
 
 

@@ -30,6 +30,9 @@ public:
     GeneratorParam<int> stride{"stride", 1};
     GeneratorParam<int> act{"act", 2};  // Activation id: 1 relu, 2 relu6, 3 silu, 4 gelu
     GeneratorParam<Type> storage{"storage", Float(32)};
+    // The batch and image size, for Halide's autoschedulers only (autoscheduler=NAME,
+    // runtime/autoscheduler.h): the estimates they plan for; the channels are static already.
+    GeneratorParam<int> est_n{"est_n", 0}, est_h{"est_h", 0}, est_w{"est_w", 0};
     // Schedule knobs, one GeneratorParam each, from their declaration (schedules/block_knobs.h): the
     // block-level ones, and the conv2d mapping of each kind of layer (layer by layer), prefixed.
     BLOCKFUSE_BLOCK_KNOBS(BLOCKFUSE_KNOB_GENERATOR_PARAM)
@@ -39,6 +42,9 @@ public:
     BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_PW_PARAM)
     BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_FULL_PARAM)
     BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_LAYER_PARAM)
+    BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_PW_PARAM)
+    BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_FULL_PARAM)
+    BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_LAYER_PARAM)
 
     // Arguments, in ABI order: input, then (weights_i, bias_i) per layer of each block, then
     // output. Added in configure() because the number of layers depends on the family.
@@ -93,28 +99,38 @@ public:
         }
         Func last = x, out = *output;
         out(last.args()) = last(last.args());
-        last.compute_inline();
-        stage.back().layers.back().output = out;
-        blockfuse::BlockKnobs kn;
-        BLOCKFUSE_BLOCK_KNOBS(BLOCKFUSE_KNOB_COPY)
+        if (using_autoscheduler()) {  // the algorithm and its estimates only: the autoscheduler schedules it
+            set_estimates(spec);
+        } else {
+            last.compute_inline();
+            stage.back().layers.back().output = out;
+            blockfuse::BlockKnobs kn;
+            BLOCKFUSE_BLOCK_KNOBS(BLOCKFUSE_KNOB_COPY)
 #define BLOCKFUSE_COPY_MAPPING(field, prefix, name) kn.field.name = prefix##name;
 #define BLOCKFUSE_COPY_PW(name, ...) BLOCKFUSE_COPY_MAPPING(pointwise_gpu, pw_, name)
 #define BLOCKFUSE_COPY_FULL(name, ...) BLOCKFUSE_COPY_MAPPING(full_gpu, full_, name)
 #define BLOCKFUSE_COPY_LAYER(name, ...) BLOCKFUSE_COPY_MAPPING(layer_gpu, layer_, name)
-        BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_PW)
-        BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_FULL)
-        BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_LAYER)
-        // The chunk must divide the hidden width: a partial last chunk made the GPU schedule's
-        // hidden layers read weights past the end (seen on PoCL with hidden 30, chunk 8), so the
-        // largest divisor of the hidden width not above the requested chunk is used.
-        kn.chunk = blockfuse::effective_chunk(spec.hidden, chunk);
-        const char *strategy_name = strategy == blockfuse::BlockStrategy::layer_by_layer ? "layer_by_layer"
-                                    : strategy == blockfuse::BlockStrategy::fused        ? "fused"
-                                                                                         : "depth_first";
-        if (const std::string why = blockfuse::block_knobs_error(spec, strategy_name, kn, get_target().has_gpu_feature());
-            !why.empty())
-            throw CompileError(why);
-        blockfuse::schedule_stage(stage, spec, strategy, kn, get_target().has_gpu_feature());
+            BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_PW)
+            BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_FULL)
+            BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_LAYER)
+#define BLOCKFUSE_COPY_PW_CPU(name, ...) BLOCKFUSE_COPY_MAPPING(pointwise_cpu, pw_, name)
+#define BLOCKFUSE_COPY_FULL_CPU(name, ...) BLOCKFUSE_COPY_MAPPING(full_cpu, full_, name)
+#define BLOCKFUSE_COPY_LAYER_CPU(name, ...) BLOCKFUSE_COPY_MAPPING(layer_cpu, layer_, name)
+            BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_COPY_PW_CPU)
+            BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_COPY_FULL_CPU)
+            BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_COPY_LAYER_CPU)
+            // The chunk must divide the hidden width: a partial last chunk made the GPU schedule's
+            // hidden layers read weights past the end (seen on PoCL with hidden 30, chunk 8), so the
+            // largest divisor of the hidden width not above the requested chunk is used.
+            kn.chunk = blockfuse::effective_chunk(spec.hidden, chunk);
+            const char *strategy_name = strategy == blockfuse::BlockStrategy::layer_by_layer ? "layer_by_layer"
+                                        : strategy == blockfuse::BlockStrategy::fused        ? "fused"
+                                                                                             : "depth_first";
+            if (const std::string why = blockfuse::block_knobs_error(spec, strategy_name, kn, get_target().has_gpu_feature());
+                !why.empty())
+                throw CompileError(why);
+            blockfuse::schedule_stage(stage, spec, strategy, kn, get_target().has_gpu_feature());
+        }
         // Static channel counts: the runtime passes matching buffers (checked by Halide too).
         // Dense NHWC / (k, cg, kx, ky) buffers with static channel counts: every channel vector
         // is then provably aligned (unaligned f16 vectors gave wrong results through Halide 21's
@@ -133,6 +149,27 @@ public:
         output->dim(0).set_bounds(0, spec.cout);
         output->dim(1).set_stride(spec.cout);
         for (int d = 2; d < 4; ++d) output->dim(d).set_stride(output->dim(d - 1).stride() * output->dim(d - 1).extent());
+    }
+
+    void set_estimates(const blockfuse::BlockSpec &spec) {
+        if (est_n <= 0 || est_h <= 0 || est_w <= 0)
+            throw CompileError("autoscheduler: est_n, est_h and est_w (the workload's shape) must be given, and positive");
+        input->set_estimates({{0, spec.c}, {0, est_w}, {0, est_h}, {0, est_n}});
+        const size_t L = spec.layers.size();
+        int oh = est_h, ow = est_w;
+        for (int blk = 0; blk < blocks; ++blk)
+            for (size_t i = 0; i < L; ++i) {
+                const blockfuse::LayerSpec &l = spec.layers[i];
+                weights[blk * L + i]->set_estimates({{0, l.out_ch}, {0, l.in_ch / l.groups}, {0, l.ks}, {0, l.ks}});
+                biases[blk * L + i]->set_estimates({{0, l.out_ch}});
+                if (blk == 0) oh = (oh - 1) / l.stride + 1, ow = (ow - 1) / l.stride + 1;  // same padding
+            }
+        for (size_t i = 0; i < se_weights.size(); ++i) {
+            const int hidden = spec.layers[spec.se_after].out_ch, out_ch = i == 0 ? spec.se_ch : hidden;
+            se_weights[i]->set_estimates({{0, out_ch}, {0, i == 0 ? hidden : spec.se_ch}, {0, 1}, {0, 1}});
+            se_biases[i]->set_estimates({{0, out_ch}});
+        }
+        output->set_estimates({{0, spec.cout}, {0, ow}, {0, oh}, {0, est_n}});
     }
 };
 

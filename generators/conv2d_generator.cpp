@@ -39,6 +39,13 @@ public:
     // becomes a constant, so the taps' addresses are immediate offsets from one row pointer
     // instead of an integer multiply-add chain per load. Dispatched only where C matches.
     GeneratorParam<int> static_channels{"static_channels", 0};
+    // The workload's shape, for Halide's autoschedulers only (autoscheduler=NAME, runtime/autoscheduler.h):
+    // the estimates they plan for; the kernel still takes any shape the other params allow.
+#define BLOCKFUSE_CONV2D_ESTIMATES(X)                                                                      \
+    X(est_n) X(est_c) X(est_h) X(est_w) X(est_k) X(est_r) X(est_s) X(est_stride_x) X(est_stride_y)        \
+    X(est_dilation_x) X(est_dilation_y) X(est_pad_left) X(est_pad_top) X(est_groups)
+#define BLOCKFUSE_ESTIMATE_PARAM(name) GeneratorParam<int> name{#name, 0};
+    BLOCKFUSE_CONV2D_ESTIMATES(BLOCKFUSE_ESTIMATE_PARAM)
 
     // Storage types come from the automatic `input.type` / `weights.type` / `output.type` params.
     Input<Buffer<void, 4>> input{"input"};      // (c, x, y, n)
@@ -96,21 +103,25 @@ public:
             output.type(), "conv2d");
         output(f.output.args()) = f.output(f.output.args());
 
-        // The output wrapper is what gets scheduled: alias the algorithm's output to it.
-        f.output.compute_inline();
-        blockfuse::Conv2dFuncs sched = f;
-        sched.output = output;
-        if (get_target().has_gpu_feature()) {
-            blockfuse::Conv2dGpuKnobs kn;
-            BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_KNOB_COPY)
-            const bool static_window = static_kernel && static_stride > 0 && static_dilation > 0;
-            if (stage_input && !static_window)
-                throw CompileError("stage_input=1 needs kernel_size, static_stride and static_dilation");
-            blockfuse::schedule_conv2d_gpu(sched, kind, kn, static_kernel, output.dim(0).extent(), activation);
+        if (using_autoscheduler()) {
+            set_estimates();  // the algorithm and its estimates only: the autoscheduler schedules it
         } else {
-            blockfuse::Conv2dCpuKnobs kn;
-            BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_KNOB_COPY)
-            blockfuse::schedule_conv2d_cpu(sched, kind, kn, static_kernel, output.dim(0).extent(), activation);
+            // The output wrapper is what gets scheduled: alias the algorithm's output to it.
+            f.output.compute_inline();
+            blockfuse::Conv2dFuncs sched = f;
+            sched.output = output;
+            if (get_target().has_gpu_feature()) {
+                blockfuse::Conv2dGpuKnobs kn;
+                BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_KNOB_COPY)
+                const bool static_window = static_kernel && static_stride > 0 && static_dilation > 0;
+                if (stage_input && !static_window)
+                    throw CompileError("stage_input=1 needs kernel_size, static_stride and static_dilation");
+                blockfuse::schedule_conv2d_gpu(sched, kind, kn, static_kernel, output.dim(0).extent(), activation);
+            } else {
+                blockfuse::Conv2dCpuKnobs kn;
+                BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_KNOB_COPY)
+                blockfuse::schedule_conv2d_cpu(sched, kind, kn, static_kernel, output.dim(0).extent(), activation);
+            }
         }
 
         // Shapes the kernel relies on; the runtime validates workloads before calling, these
@@ -148,6 +159,27 @@ public:
             weights.dim(2).set_extent(ks);
             weights.dim(3).set_extent(ks);
         }
+    }
+
+    void set_estimates() {
+#define BLOCKFUSE_ESTIMATE_CHECK(name)                                                                    \
+    if (int(name) <= 0 && std::string(#name) != "est_pad_left" && std::string(#name) != "est_pad_top") \
+        throw CompileError("autoscheduler: " #name " (the workload's shape) must be given, and positive");
+        BLOCKFUSE_CONV2D_ESTIMATES(BLOCKFUSE_ESTIMATE_CHECK)
+        const int ow = (est_w + 2 * est_pad_left - est_dilation_x * (est_s - 1) - 1) / est_stride_x + 1;
+        const int oh = (est_h + 2 * est_pad_top - est_dilation_y * (est_r - 1) - 1) / est_stride_y + 1;
+        input.set_estimates({{0, est_c}, {0, est_w}, {0, est_h}, {0, est_n}});
+        weights.set_estimates({{0, est_k}, {0, int(est_c) / int(est_groups)}, {0, est_s}, {0, est_r}});
+        bias.set_estimates({{0, est_k}});
+        output.set_estimates({{0, est_k}, {0, ow}, {0, oh}, {0, est_n}});
+        stride_x.set_estimate(int(est_stride_x));
+        stride_y.set_estimate(int(est_stride_y));
+        dilation_x.set_estimate(int(est_dilation_x));
+        dilation_y.set_estimate(int(est_dilation_y));
+        pad_left.set_estimate(int(est_pad_left));
+        pad_top.set_estimate(int(est_pad_top));
+        groups.set_estimate(int(est_groups));
+        activation.set_estimate(0);
     }
 };
 

@@ -547,15 +547,17 @@ public:
     std::vector<std::string> tunable_knobs(const std::string &strategy, Device d) const override {
         const BlockSpec spec = w_.spec();
         std::vector<std::string> out;
-        if (d == Device::cpu) {  // the CPU schedules read the tile and the chunk (fused, depth-first) only
-            if (strategy != "layer_by_layer") out = {"tile_x", "tile_y", "chunk"};
-            return out;
-        }
+        if (d == Device::cpu && strategy != "layer_by_layer")  // the CPU's fused and depth-first read these only
+            return {"tile_x", "tile_y", "chunk"};
         if (strategy == "layer_by_layer") {  // the conv2d knobs of each mapping its layers use
-            std::set<std::string> prefixes;
-            for (const LayerSpec &l : spec.layers) prefixes.insert(knob_prefix(layer_mapping(l.ks, l.groups)));
-            for (const std::string &p : prefixes)
-                for (const KnobDecl &k : conv2d_gpu_knobs().knobs) out.push_back(p + k.name);
+            std::map<std::string, std::set<ConvKind>> kinds;  // by prefix
+            for (const LayerSpec &l : spec.layers)
+                kinds[knob_prefix(layer_mapping(l.ks, l.groups))].insert(layer_conv_kind(l));
+            for (const auto &[p, ks] : kinds)
+                for (const KnobDecl &k : (d == Device::cpu ? conv2d_cpu_knobs() : conv2d_gpu_knobs()).knobs)
+                    if (d != Device::cpu ||
+                        std::any_of(ks.begin(), ks.end(), [&](ConvKind c) { return conv2d_cpu_knob_applies(k.name, c); }))
+                        out.push_back(p + k.name);
             return out;
         }
         const bool full_width = std::any_of(spec.layers.begin(), spec.layers.end() - 1,
@@ -586,6 +588,10 @@ public:
             return e.what();
         }
         return "";
+    }
+
+    std::map<std::string, int> shape_estimates() const override {
+        return {{"est_n", w_.n}, {"est_h", w_.h}, {"est_w", w_.w}};
     }
 
 private:

@@ -279,12 +279,18 @@ public:
         return p;
     }
     std::unique_ptr<OpData> data(std::mt19937_64 &rng) const override { return std::make_unique<Conv2dData>(w_, rng); }
+    std::vector<std::string> tunable_knobs(const std::string &strategy, Device d) const override {
+        std::vector<std::string> out = Op::tunable_knobs(strategy, d);
+        if (d == Device::cpu)
+            out.erase(std::remove_if(out.begin(), out.end(),
+                                     [&](const std::string &n) { return !conv2d_cpu_knob_applies(n, kind()); }),
+                      out.end());
+        return out;
+    }
     std::string candidate_error(const KernelVariant &v, const LaunchLimits &limits) const override {
         if (v.family == "conv2d_tc") return conv2d_tc_launch_error(v, w_, limits);
-        if (v.device == Device::cpu) return "";
-        const ConvKind kind = w_.kind() == ConvKindTag::depthwise   ? ConvKind::depthwise
-                              : w_.kind() == ConvKindTag::pointwise ? ConvKind::pointwise
-                                                                    : ConvKind::general;
+        if (v.device == Device::cpu) return conv2d_cpu_knobs_error(conv2d_cpu_knobs_from(v.knobs));
+        const ConvKind kind = this->kind();
         const bool static_window = (kind == ConvKind::pointwise || v.knob("kernel_size") > 0) &&
                                    v.knob("static_stride") > 0 && v.knob("static_dilation") > 0;
         if (std::string why = conv2d_gpu_knobs_error(conv2d_gpu_knobs_from(v.knobs), kind, static_window,
@@ -296,7 +302,20 @@ public:
         return conv2d_launch_error(v, w_, limits);
     }
 
+    std::map<std::string, int> shape_estimates() const override {
+        return {{"est_n", w_.n},          {"est_c", w_.c},          {"est_h", w_.h},
+                {"est_w", w_.w},          {"est_k", w_.k},          {"est_r", w_.r},
+                {"est_s", w_.s},          {"est_stride_x", w_.stride_w}, {"est_stride_y", w_.stride_h},
+                {"est_dilation_x", w_.dil_w}, {"est_dilation_y", w_.dil_h}, {"est_pad_left", w_.pad_l},
+                {"est_pad_top", w_.pad_t}, {"est_groups", w_.groups}};
+    }
+
 private:
+    ConvKind kind() const {
+        return w_.kind() == ConvKindTag::depthwise   ? ConvKind::depthwise
+               : w_.kind() == ConvKindTag::pointwise ? ConvKind::pointwise
+                                                     : ConvKind::general;
+    }
     Conv2dWorkload w_;
 };
 

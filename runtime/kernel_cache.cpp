@@ -130,10 +130,21 @@ Library open_library(const fs::path &so, const std::string &fn, const std::strin
     return lib;
 }
 
+// The autoscheduler a request names (its "autoscheduler=NAME" param), or "".
+std::string requested_autoscheduler(const KernelRequest &r) {
+    for (const auto &p : r.params)
+        if (p.rfind("autoscheduler=", 0) == 0) return p.substr(14);
+    return "";
+}
+
 std::vector<std::string> generator_command(const KernelRequest &r, const std::string &gen, const std::string &out,
                                            const std::string &emit, const std::string &base, bool no_runtime) {
     std::vector<std::string> cmd{gen, "-g", r.generator, "-f", r.function_name(), "-o", out, "-e", emit, "-n", base,
                                  "target=" + r.target + (no_runtime ? "-no_runtime" : "")};
+    if (const std::string a = requested_autoscheduler(r); !a.empty()) {
+        cmd.push_back("-p");
+        cmd.push_back(autoscheduler_plugin(a));
+    }
     cmd.insert(cmd.end(), r.params.begin(), r.params.end());
     return cmd;
 }
@@ -183,6 +194,12 @@ std::string prebuilt_kernel_dir() { return env_or("BLOCKFUSE_PREBUILT_DIR", besi
 std::string generator_dir() {
     const std::string d = env_or("BLOCKFUSE_GENERATOR_DIR", beside_library("generators"));
     return fs::is_directory(d) ? d : "";
+}
+
+std::string autoscheduler_plugin(const std::string &name) {
+    std::string lower = name;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    return env_or("BLOCKFUSE_AUTOSCHEDULER_DIR", BLOCKFUSE_HALIDE_LIB_DIR) + "/libautoschedule_" + lower + ".so";
 }
 
 std::string host_target() {
@@ -243,6 +260,11 @@ BuildOutcome ensure_built(const KernelRequest &r, const std::string &root_dir) {
     const std::string gen = generator_executable(r);
     if (gen.empty()) {
         out.message = no_generator_message(r);
+        return out;
+    }
+    if (const std::string a = requested_autoscheduler(r); !a.empty() && !fs::exists(autoscheduler_plugin(a))) {
+        out.message = "kernel " + r.name + ": Halide's " + a + " autoscheduler plugin " + autoscheduler_plugin(a) +
+                      " is not there (BLOCKFUSE_AUTOSCHEDULER_DIR: the folder of the Halide wheel's libautoschedule_*.so)";
         return out;
     }
     static std::atomic<int> counter{0};

@@ -65,6 +65,9 @@ void export_kernel(const KernelRequest &r, const std::string &out_dir);
 std::string kernel_cache_dir();
 std::string prebuilt_kernel_dir();
 std::string generator_dir();  // empty if none is found
+// The shared library of Halide's autoscheduler `name` (Adams2019...): BLOCKFUSE_AUTOSCHEDULER_DIR, else the
+// lib folder of the Halide the project was built with, /libautoschedule_<name in lower case>.so.
+std::string autoscheduler_plugin(const std::string &name);
 
 // The host's Halide target string ("x86-64-linux-avx-avx2-..."), the features that Halide's runtime
 // says this CPU can use: CPU kernels are built and cached for exactly this target.

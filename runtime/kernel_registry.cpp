@@ -35,7 +35,7 @@ bool parse_device(const std::string &s, Device *out) {
 const KnobTable &schedule_knob_table(const std::string &family, Device device) {
     static const KnobTable none;
     if (family == "conv2d") return device == Device::cpu ? conv2d_cpu_knobs() : conv2d_gpu_knobs();
-    if (family == "block") return block_knobs();
+    if (family == "block") return block_knobs(device != Device::cpu);
     if (family == "stem") return stem_knobs();
     if (mma_ptx::tensor_core_family(family)) return gemm_knob_table();
     return none;
@@ -74,6 +74,8 @@ std::string knob_summary(const KnobTable &table, const std::map<std::string, int
 }
 
 std::string KernelVariant::knob_summary() const {
+    // an autoscheduler's kernel: the knobs it carries are not what schedules it
+    if (const std::string a = param("autoscheduler"); !a.empty()) return "scheduled by Halide's " + a;
     return blockfuse::knob_summary(schedule_knob_table(family, device), knobs, max_registers);
 }
 

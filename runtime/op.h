@@ -7,6 +7,7 @@
 #include "runtime/kernel_registry.h"
 #include "runtime/reference.h"
 #include "runtime/tensor.h"
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -85,6 +86,9 @@ public:
     // Why kernel v cannot serve this workload within `limits` ("" if it can): the schedule's constraints
     // on its knobs and the launch checks, so that the tuner never builds a candidate that cannot run.
     virtual std::string candidate_error(const KernelVariant &, const LaunchLimits &) const { return ""; }
+    // The workload's shape as the generator's est_* params, for Halide's autoschedulers
+    // (runtime/autoscheduler.h); empty: the family's generator takes none.
+    virtual std::map<std::string, int> shape_estimates() const { return {}; }
 };
 
 // The op of a key of any family; throws WorkloadError naming the field if the key is invalid.

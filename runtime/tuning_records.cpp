@@ -160,6 +160,7 @@ std::vector<TuningRecord> records_from_results(const nlohmann::json &j, const st
     std::vector<TuningRecord> out;
     for (const auto &row : j["results"]) {
         if (!row.contains("knobs") || !row.contains("record_target")) continue;  // rows of no kernel of ours
+        if (row.value("provider", "blockfuse") != "blockfuse") continue;  // an autoscheduler's kernel: no knob set of ours
         TuningRecord r;
         r.workload = canonical_key(row.value("key", ""));
         r.strategy = row.value("strategy_name", "");

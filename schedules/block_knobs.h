@@ -1,7 +1,8 @@
 // The block schedules' knobs, declared once (schedules/knobs.h). Halide-free.
 // The fused and depth-first strategies read the block-level knobs; layer by layer schedules each
-// layer with the conv2d GPU knobs of its mapping, prefixed: pw_ (1x1 layers), full_ (dense k x k),
-// layer_ (depthwise and grouped).
+// layer with the conv2d knobs of its mapping, prefixed: pw_ (1x1 layers), full_ (dense k x k),
+// layer_ (depthwise and grouped); the GPU schedules' (pw_vec_k...) on a GPU, the CPU schedule's
+// (pw_cpu_vec_k...) on the CPU.
 #pragma once
 #include "generators/block_spec.h"
 #include "schedules/conv2d_knobs.h"
@@ -32,30 +33,33 @@ struct BlockKnobs {
     Conv2dGpuKnobs pointwise_gpu;  // layer by layer: the 1x1 layers (pw_*)
     Conv2dGpuKnobs full_gpu;       //  ... the dense k x k layers (full_*)
     Conv2dGpuKnobs layer_gpu;      //  ... the depthwise and grouped layers (layer_*)
+    Conv2dCpuKnobs pointwise_cpu, full_cpu, layer_cpu;  // the same on the CPU (pw_cpu_*, full_cpu_*, layer_cpu_*)
 };
 
 inline const KnobTable &block_fused_knobs() {
     static const KnobTable t{{BLOCKFUSE_BLOCK_KNOBS(BLOCKFUSE_KNOB_DECL)}};
     return t;
 }
-// Every knob of the block generator: the block-level ones and the three prefixed layer mappings.
-inline const KnobTable &block_knobs() {
-    static const KnobTable t = concat({block_fused_knobs(), prefixed(conv2d_gpu_knobs(), "pw_"),
-                                       prefixed(conv2d_gpu_knobs(), "full_"), prefixed(conv2d_gpu_knobs(), "layer_")});
-    return t;
+// Every knob of the block schedules on a device: the block-level ones and the three prefixed layer
+// mappings of that device's conv2d schedule.
+inline const KnobTable &block_knobs(bool gpu) {
+    auto make = [](const KnobTable &conv) {
+        return concat({block_fused_knobs(), prefixed(conv, "pw_"), prefixed(conv, "full_"), prefixed(conv, "layer_")});
+    };
+    static const KnobTable g = make(conv2d_gpu_knobs()), c = make(conv2d_cpu_knobs());
+    return gpu ? g : c;
 }
 
+BLOCKFUSE_DEFINE_KNOBS_FROM(block_level_knobs_from, BlockKnobs, BLOCKFUSE_BLOCK_KNOBS)
+
 inline BlockKnobs block_knobs_from(const std::map<std::string, int> &set) {
-    BlockKnobs k;
-    auto get = [&](const char *name, int &field) {
-        if (auto it = set.find(name); it != set.end()) field = it->second;
-    };
-#define BLOCKFUSE_KNOB_FROM_SET(name, dflt, values, meaning) get(#name, k.name);
-    BLOCKFUSE_BLOCK_KNOBS(BLOCKFUSE_KNOB_FROM_SET)
-#undef BLOCKFUSE_KNOB_FROM_SET
+    BlockKnobs k = block_level_knobs_from(set);
     k.pointwise_gpu = conv2d_gpu_knobs_from(set, "pw_");
     k.full_gpu = conv2d_gpu_knobs_from(set, "full_");
     k.layer_gpu = conv2d_gpu_knobs_from(set, "layer_");
+    k.pointwise_cpu = conv2d_cpu_knobs_from(set, "pw_");
+    k.full_cpu = conv2d_cpu_knobs_from(set, "full_");
+    k.layer_cpu = conv2d_cpu_knobs_from(set, "layer_");
     return k;
 }
 
@@ -66,6 +70,13 @@ inline int block_threads_per_block(const BlockSpec &spec, const std::string &str
         return std::max({kn.layer_gpu.threads_per_block(), kn.pointwise_gpu.threads_per_block(),
                          kn.full_gpu.threads_per_block()});
     return fused_kernel_threads(spec.cout, kn.vec_k, kn.tile_x, spec.has_se(), effective_chunk(spec.hidden, kn.chunk));
+}
+
+// The conv2d schedule kind of a block's layer.
+inline ConvKind layer_conv_kind(const LayerSpec &l) {
+    if (l.groups > 1 && l.groups == l.in_ch && l.in_ch == l.out_ch) return ConvKind::depthwise;
+    if (l.ks == 1 && l.groups == 1) return ConvKind::pointwise;
+    return ConvKind::general;
 }
 
 // Why these knobs cannot schedule the block with `strategy` ("" if they can): the generator's constraints,
@@ -86,7 +97,18 @@ inline std::string block_knobs_error(const BlockSpec &spec, const std::string &s
         if (!spec.layers[i].hidden && (kn.full_vec < 1 || spec.layers[i].out_ch % kn.full_vec))
             return "full_vec = " + n(kn.full_vec) + " must divide the channels (" + n(spec.layers[i].out_ch) +
                    ") of every full-width layer before the last";
-    if (!gpu) return "";
+    if (!gpu) {
+        if (strategy == "layer_by_layer")
+            for (const LayerSpec &l : spec.layers) {
+                const LayerMapping m = layer_mapping(l.ks, l.groups);
+                const Conv2dCpuKnobs &k = m == LayerMapping::pointwise ? kn.pointwise_cpu
+                                          : m == LayerMapping::full    ? kn.full_cpu
+                                                                       : kn.layer_cpu;
+                if (const std::string why = conv2d_cpu_knobs_error(k); !why.empty())
+                    return std::string(knob_prefix(m)) + " mapping: " + why;
+            }
+        return "";
+    }
     if (const int threads = block_threads_per_block(spec, strategy, kn); threads > kMaxThreadsPerBlock)
         return n(threads) + " threads per block (the largest kernel of this mapping" +
                std::string(spec.has_se() && strategy != "layer_by_layer" ? ", with SE's partial sums chunk x tile_x" : "") +
@@ -97,10 +119,7 @@ inline std::string block_knobs_error(const BlockSpec &spec, const std::string &s
             const Conv2dGpuKnobs &k = m == LayerMapping::pointwise ? kn.pointwise_gpu
                                       : m == LayerMapping::full    ? kn.full_gpu
                                                                    : kn.layer_gpu;
-            const ConvKind kind = l.groups > 1 && l.groups == l.in_ch && l.in_ch == l.out_ch ? ConvKind::depthwise
-                                  : l.ks == 1 && l.groups == 1                             ? ConvKind::pointwise
-                                                                                            : ConvKind::general;
-            if (const std::string why = conv2d_gpu_knobs_error(k, kind, true, l.in_ch / l.groups); !why.empty())
+            if (const std::string why = conv2d_gpu_knobs_error(k, layer_conv_kind(l), true, l.in_ch / l.groups); !why.empty())
                 return std::string(knob_prefix(m)) + " mapping: " + why;
         }
     return "";

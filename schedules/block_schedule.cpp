@@ -6,11 +6,6 @@ namespace blockfuse {
 using namespace Halide;
 
 namespace {
-ConvKind kind_of(const LayerSpec &L) {  // (as block_knobs_error reads it)
-    if (L.groups > 1 && L.groups == L.in_ch && L.in_ch == L.out_ch) return ConvKind::depthwise;
-    if (L.ks == 1 && L.groups == 1) return ConvKind::pointwise;
-    return ConvKind::general;
-}
 const TailStrategy guard = TailStrategy::GuardWithIf;
 
 // LayerNorm between layers, layer by layer: statistics and normalization as their own kernels.
@@ -100,14 +95,17 @@ void layer_by_layer(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, b
         Conv2dFuncs &L = f.layers[i];
         const LayerSpec &s = spec.layers[i];
         if (i + 1 < f.layers.size()) L.output.compute_root();
+        const LayerMapping m = layer_mapping(s.ks, s.groups);
         if (gpu) {
-            const LayerMapping m = layer_mapping(s.ks, s.groups);
             const Conv2dGpuKnobs &lk = m == LayerMapping::pointwise ? kn.pointwise_gpu
                                        : m == LayerMapping::full    ? kn.full_gpu
                                                                     : kn.layer_gpu;
-            schedule_conv2d_gpu(L, kind_of(s), lk, true, s.out_ch);
+            schedule_conv2d_gpu(L, layer_conv_kind(s), lk, true, s.out_ch);
         } else {
-            schedule_conv2d_cpu(L, kind_of(s), Conv2dCpuKnobs{}, true, s.out_ch);
+            const Conv2dCpuKnobs &lk = m == LayerMapping::pointwise ? kn.pointwise_cpu
+                                       : m == LayerMapping::full    ? kn.full_cpu
+                                                                    : kn.layer_cpu;
+            schedule_conv2d_cpu(L, layer_conv_kind(s), lk, true, s.out_ch);
         }
         if (f.norms[i].defined()) layer_norm_own_kernels(f.norms[i], gpu);
     }

@@ -23,10 +23,20 @@
     X(flat_threads, 0, (0, 32, 64, 128, 256),                                                                      \
       "> 0: flat mapping, a row of (channel vector, x tile) pairs cut into blocks of this many threads")
 
-// CPU: vectorized along output channels, parallel over rows and images.
-#define BLOCKFUSE_CONV2D_CPU_KNOBS(X)                                              \
-    X(cpu_vec_k, 8, (4, 8, 16), "f32 vector lanes along the output channels")     \
-    X(cpu_tile_x, 4, (1, 2, 4, 8), "output pixels per register tile along x")
+// CPU: each task of the parallel loop owns rows of output; a register tile of cpu_vec_k vectors of
+// cpu_lanes output channels x cpu_tile_x x cpu_tile_y pixels accumulates over the input channels and
+// the kernel window (the f32 lanes: 16 fill one AVX-512 register, 8 one AVX2 register).
+#define BLOCKFUSE_CONV2D_CPU_KNOBS(X)                                                                             \
+    X(cpu_lanes, 8, (8, 16), "f32 lanes per vector along the output channels")                                   \
+    X(cpu_vec_k, 1, (1, 2, 3, 4), "vectors of output channels per register tile")                                \
+    X(cpu_tile_x, 4, (1, 2, 3, 4, 5, 6, 7, 8, 12, 14), "output pixels per register tile along x")                \
+    X(cpu_tile_y, 1, (1, 2, 3, 4), "output pixels per register tile along y")                                     \
+    X(cpu_unroll_c, 1, (1, 2, 4), "input channels per unrolled step of the reduction")                            \
+    X(cpu_window_inner, 0, (0, 1),                                                                                \
+      "1: the kernel window innermost in the reduction (channels outside it); 0: the input channels innermost")   \
+    X(cpu_rows, 1, (1, 2, 4, 8), "tile rows per task of the parallel loop over rows and images")                 \
+    X(cpu_stage_input, 1, (0, 1),                                                                                 \
+      "1: the zero-padded input rows a task reads copied once into a buffer (no bounds selects in the reduction)")
 
 namespace blockfuse {
 
@@ -54,18 +64,9 @@ inline const KnobTable &conv2d_cpu_knobs() {
     return t;
 }
 
-// A knob struct from a knob set (name -> value; missing names keep their defaults); `prefix` selects
-// a block's per-layer mapping ("pw_", "full_", "layer_").
-inline Conv2dGpuKnobs conv2d_gpu_knobs_from(const std::map<std::string, int> &set, const std::string &prefix = "") {
-    Conv2dGpuKnobs k;
-    auto get = [&](const char *name, int &field) {
-        if (auto it = set.find(prefix + name); it != set.end()) field = it->second;
-    };
-#define BLOCKFUSE_KNOB_FROM_SET(name, dflt, values, meaning) get(#name, k.name);
-    BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_KNOB_FROM_SET)
-#undef BLOCKFUSE_KNOB_FROM_SET
-    return k;
-}
+// Knob structs from knob sets: conv2d_gpu_knobs_from(set, prefix), conv2d_cpu_knobs_from(set, prefix).
+BLOCKFUSE_DEFINE_KNOBS_FROM(conv2d_gpu_knobs_from, Conv2dGpuKnobs, BLOCKFUSE_CONV2D_GPU_KNOBS)
+BLOCKFUSE_DEFINE_KNOBS_FROM(conv2d_cpu_knobs_from, Conv2dCpuKnobs, BLOCKFUSE_CONV2D_CPU_KNOBS)
 
 // Why these knobs cannot schedule a conv2d layer on the GPU ("" if they can): the schedule's own
 // constraints, which schedule_conv2d_gpu raises as a CompileError and the tuner checks before it builds a
@@ -86,6 +87,31 @@ inline std::string conv2d_gpu_knobs_error(const Conv2dGpuKnobs &kn, ConvKind kin
                    "pointwise layer without stage_input or a general one with a static kernel and stage_input 0 or 2";
     }
     return "";
+}
+
+// Why these knobs cannot schedule a conv2d layer on the CPU ("" if they can), raised by
+// schedule_conv2d_cpu and checked by the tuner. The register tile's accumulators are bounded by the 32
+// vector registers of AVX-512 (16 on AVX2): a tile of more spills every accumulator on every step,
+// and its fully unrolled body takes LLVM minutes to compile.
+constexpr int kMaxCpuTileVectors = 32;
+inline std::string conv2d_cpu_knobs_error(const Conv2dCpuKnobs &kn) {
+    for (auto [name, v] : {std::pair<const char *, int>{"cpu_lanes", kn.cpu_lanes}, {"cpu_vec_k", kn.cpu_vec_k},
+                           {"cpu_tile_x", kn.cpu_tile_x}, {"cpu_tile_y", kn.cpu_tile_y},
+                           {"cpu_unroll_c", kn.cpu_unroll_c}, {"cpu_rows", kn.cpu_rows}})
+        if (v < 1) return std::string(name) + " = " + std::to_string(v) + " must be at least 1";
+    if (kn.cpu_lanes % 4) return "cpu_lanes = " + std::to_string(kn.cpu_lanes) + " must be a multiple of 4";
+    if (kn.cpu_window_inner != 0 && kn.cpu_window_inner != 1) return "cpu_window_inner must be 0 or 1";
+    if (kn.cpu_stage_input != 0 && kn.cpu_stage_input != 1) return "cpu_stage_input must be 0 or 1";
+    const int vectors = kn.cpu_vec_k * kn.cpu_tile_x * kn.cpu_tile_y;
+    if (vectors > kMaxCpuTileVectors)
+        return "cpu_vec_k*cpu_tile_x*cpu_tile_y = " + std::to_string(vectors) + " accumulator vectors exceed " +
+               std::to_string(kMaxCpuTileVectors);
+    return "";
+}
+// The CPU knobs a layer of this kind reads: a depthwise layer reduces over the window only, so the
+// input-channel knobs (cpu_unroll_c, cpu_window_inner) change nothing there.
+inline bool conv2d_cpu_knob_applies(const std::string &name, ConvKind kind) {
+    return kind != ConvKind::depthwise || (name != "cpu_unroll_c" && name != "cpu_window_inner");
 }
 
 }  // namespace blockfuse

@@ -37,6 +37,9 @@ expect "strategy 'depth_first' does not apply" generate "mbconv:n=1,c=8,h=9,w=9,
 expect "'tile_q' is not a knob of the block" generate "mbconv:n=1,c=8,h=9,w=9,e=2" --strategy fused --knob tile_q=4 --out /tmp
 expect "--knob 'tile_x' is not name=integer" generate "mbconv:n=1,c=8,h=9,w=9,e=2" --knob tile_x --out /tmp
 expect "--device 'tpu' is not one of" generate "mbconv:n=1,c=8,h=9,w=9,e=2" --device tpu --out /tmp
+# Halide's autoschedulers: an unknown one, and one the device is not scheduled by.
+expect "--autoscheduler 'Adams2020' is not one of" bench --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --autoscheduler Adams2020
+expect "--autoscheduler Anderson2021 schedules GPUs only" bench --device cpu --no-ceilings --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --autoscheduler Anderson2021
 expect "--strategies: none of them applies" bench --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --strategies fused
 expect "nothing to fill" cache fill --device cpu
 expect "results '/nonexistent/results.json': no such file" records --from /nonexistent/results.json --out /dev/null

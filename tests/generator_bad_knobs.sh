@@ -18,6 +18,11 @@ expect "stage_padded applies to the fused strategy only" strategy=depth_first bl
 # SE's partial-sum kernel: chunk x tile_x threads (48 x 32), past the 1024 a block may have
 expect "1536 threads per block (the largest kernel of this mapping, with SE's partial sums chunk x tile_x) exceed 1024" \
     strategy=fused se=1 chunk=48 tile_x=32 tile_y=4 vec_k=4
+# The CPU schedules' layer mappings (layer by layer on the host): a register tile past the vector registers, a zero knob
+cpu="${common/target=host-cuda-cuda_capability_80-no_runtime/target=host-no_runtime}"
+common="$cpu" expect "pw_ mapping: cpu_vec_k*cpu_tile_x*cpu_tile_y = 224 accumulator vectors exceed 32" \
+    strategy=layer_by_layer pw_cpu_vec_k=4 pw_cpu_tile_x=14 pw_cpu_tile_y=4
+common="$cpu" expect "layer_ mapping: cpu_rows = 0 must be at least 1" strategy=layer_by_layer layer_cpu_rows=0
 # and a valid one still generates, so the cases above fail for their knob, not for the command line
 # shellcheck disable=SC2086
 "$gen" $common strategy=fused input_vec=8 stage_padded=1 > /dev/null 2>&1 || { echo "FAIL: a valid input_vec=8 did not generate"; fail=1; }

@@ -459,7 +459,7 @@ def test_merge():
 
 def test_help_without_torch():
     # --help must work where torch is not installed (imports are lazy).
-    for script in ("pytorch_baseline.py", "merge_results.py"):
+    for script in ("pytorch_baseline.py", "merge_results.py", "onnxruntime_baseline.py"):
         proc = subprocess.run([sys.executable, os.path.join(BENCH, script), "--help"],
                               capture_output=True, text=True)
         assert proc.returncode == 0 and "usage:" in proc.stdout, (script, proc.stderr)
@@ -560,6 +560,89 @@ def test_kernel_spills_parsing():
         r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "kernel_spills.py"), "--build", d,
                             "--out", os.path.join(d, "x.csv")], capture_output=True, text=True)
         assert r.returncode == 2 and "not found: build first" in r.stderr, (r.returncode, r.stderr)
+
+
+def test_onnxruntime_reference_conv():
+    # bench/onnxruntime_baseline.py's float64 NumPy convolution against a loop over every output and tap,
+    # on an odd shape: two groups, stride 2 x 1, dilation 1 x 2, asymmetric padding, bias.
+    import numpy as np
+    import onnxruntime_baseline as ob
+
+    rng = np.random.default_rng(5)
+    x, w, b = rng.standard_normal((2, 4, 7, 6)), rng.standard_normal((6, 2, 3, 2)), rng.standard_normal(6)
+    pads, stride, dil, groups = (1, 0, 0, 1), (2, 1), (1, 2), 2
+    got = ob.np_conv2d(x, w, b, stride, None, dil, groups, pads=pads)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 0), (0, 1)))
+    oh, ow = (xp.shape[2] - dil[0] * 2 - 1) // 2 + 1, (xp.shape[3] - dil[1] * 1 - 1) // 1 + 1
+    want = np.zeros((2, 6, oh, ow))
+    for n in range(2):
+        for k in range(6):
+            g = k // 3
+            for y in range(oh):
+                for xx in range(ow):
+                    acc = b[k]
+                    for c in range(2):
+                        for i in range(3):
+                            for j in range(2):
+                                acc += xp[n, g * 2 + c, y * 2 + i * dil[0], xx + j * dil[1]] * w[k, c, i, j]
+                    want[n, k, y, xx] = acc
+    assert got.shape == want.shape and np.allclose(got, want, rtol=0, atol=1e-12), float(np.abs(got - want).max())
+
+
+def test_onnxruntime_graphs():
+    # Where ONNX Runtime is installed (./run install --anchors): odd conv2d, SE, ConvNeXt and stem graphs
+    # pass the float64 check, and a graph that differs from the reference (a planted wrong activation)
+    # fails it.
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        print("  (onnxruntime not installed: graph checks skipped)")
+        return
+    import argparse
+    import numpy as np
+    import onnxruntime_baseline as ob
+
+    args = argparse.Namespace(seed=3, threads=1, min_samples=1, min_seconds=0.0)
+    for key in ("conv2d:n=1,c=6,h=9,w=7,k=4,r=3,s=2,stride_h=2,stride_w=1,pad_t=1,pad_b=0,pad_l=0,pad_r=1,"
+                "dil_h=1,dil_w=2,groups=2,bias=1,act=silu,dtype=f32",
+                "mbconv:n=1,c=8,h=7,w=5,e=2,k=3,stride=1,se=1,act=silu,dtype=f32",
+                "convnext:n=2,c=8,h=5,w=6,e=2,k=7,stride=1,act=gelu,dtype=f32",
+                "stem:n=1,h=13,w=11,dtype=f32"):
+        rec = ob.run_workload("t", key, args)
+        assert rec["check_ok"] is True and rec["eager_ms"] > 0, rec
+    wl = pb.parse_key("conv2d:n=1,c=4,h=6,w=6,k=4,r=3,s=3,stride=1,pad=1,groups=1,act=relu,dtype=f32")
+    x, params, forward, shape = ob.make_workload(wl, np.random.default_rng(0))
+    sess = onnxruntime.InferenceSession(ob.build_model(wl, x, params, forward, shape).SerializeToString(),
+                                        providers=["CPUExecutionProvider"])
+    y = sess.run(None, {"x": x})[0]
+    assert ob.rel_l2(y, ob.reference(wl, x, params, forward)) < ob.REL_L2_TOL
+    wrong = lambda conv2d, acts, *rest: forward(conv2d, dict(acts, relu=acts["sigmoid"]), *rest)  # noqa: E731
+    assert ob.rel_l2(y, ob.reference(wl, x, params, wrong)) > 10 * ob.REL_L2_TOL
+
+
+def test_merge_by_provider():
+    # --by-provider: blockfuse's default row, each autoscheduler's and the baseline's, medians over the runs
+    # with their spread; a failed check leaves its cell out; the plain merge does not take an autoscheduler's
+    # faster row as ours.
+    import merge_results as mr
+
+    key = "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,stride=1,pad=1,groups=1,dtype=f32"
+
+    def run(ours_ms, adams_ms, other_ms, adams_ok=True):
+        return {"context": {}, "results": [
+            {"workload": "a", "key": key, "default": True, "check_ok": True, "runtime_ms": ours_ms, "strategy": "direct"},
+            {"workload": "a", "key": key, "default": False, "check_ok": True, "runtime_ms": other_ms, "strategy": "x"},
+            {"workload": "a", "key": key, "default": False, "check_ok": adams_ok, "runtime_ms": adams_ms,
+             "provider": "halide:Adams2019", "strategy": "Adams2019 (Halide autoscheduler)"}]}
+
+    base = lambda ms: {"context": {"provider": "onnxruntime"}, "results": [{"name": "a", "key": key, "eager_ms": ms}]}  # noqa: E731
+    header, rows = mr.provider_table([run(1.0, 4.0, 9.0), run(3.0, 0.1, 9.0, adams_ok=False), run(2.0, 6.0, 9.0)],
+                                     [base(0.5), base(1.5)])
+    assert header == ["workload", "blockfuse ms", "halide:Adams2019 ms", "onnxruntime ms",
+                      "halide:Adams2019 / blockfuse", "onnxruntime / blockfuse"], header
+    assert rows == [["a", "2 [1-3]", "5 [4-6]", "1 [0.5-1.5]", "2.50", "0.50"]], rows
+    table, _ = mr.merge(run(1.0, 0.1, 9.0), None)
+    assert dict(zip(mr.COLUMNS, table[0]))["ours best ms"] == "1", table
 
 
 def main():

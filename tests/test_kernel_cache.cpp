@@ -1,8 +1,11 @@
 // The kernel cache (runtime/kernel_cache.h): what decides a kernel's identity, two processes building
 // the same kernel at once, a failed build recorded and not retried until cleared, loading from the
-// cache, a machine without generators.
+// cache, a machine without generators; Halide's autoschedulers' kernels made, cached apart from ours, and
+// checked against the float64 reference.
 #define CATCH_CONFIG_MAIN
+#include "runtime/autoscheduler.h"
 #include "runtime/dispatch.h"
+#include "runtime/op.h"
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <sys/wait.h>
@@ -108,4 +111,34 @@ TEST_CASE("kernels load from the cache once built, and a machine without generat
                                               Catch::Contains("no conv2d.generator") && Catch::Contains("cache fill"));
     unsetenv("BLOCKFUSE_GENERATOR_DIR");
     unsetenv("BLOCKFUSE_KERNEL_CACHE");
+}
+
+TEST_CASE("Halide's CPU autoschedulers schedule conv2d and blocks through the cache, checked against float64",
+          "[cache][autoscheduler]") {
+    const char *was = std::getenv("BLOCKFUSE_KERNEL_CACHE");
+    const std::string previous = was ? was : "";
+    setenv("BLOCKFUSE_KERNEL_CACHE", fresh_cache("cache_autoscheduler").c_str(), 1);
+    std::mt19937_64 rng(11);
+    // odd sizes: a partial vector of channels, a ragged tile, an asymmetric window and stride
+    for (const char *key : {"conv2d:n=1,c=5,h=7,w=9,k=6,r=3,s=1,stride_h=2,stride_w=1,pad_t=1,pad_b=0,pad_l=0,pad_r=0,"
+                            "bias=1,act=relu,dtype=f32",
+                            "mbconv:n=1,c=8,h=7,w=5,e=2,k=3,stride=1,se=1,act=silu,dtype=f32"})
+        for (const std::string name : {"Mullapudi2016", "Adams2019", "Li2018"}) {
+            INFO(key << " " << name);
+            const auto op = parse_op(key);
+            const KernelVariant v = autoscheduled_kernel(*op, name, Device::cpu);
+            CHECK(kernel_provider(v) == "halide:" + name);
+            const auto &p = v.request().params;
+            CHECK(std::find(p.begin(), p.end(), "autoscheduler=" + name) != p.end());  // a cache entry of its own
+            auto data = op->data(rng)->with_fresh_output();  // output poisoned
+            data->run(v);
+            const Comparison c = data->check();
+            CHECK(c.ok());
+        }
+    CHECK_THROWS_WITH(autoscheduled_kernel(*parse_op("conv2d:n=1,c=4,h=3,w=3,k=4,r=1,s=1"), "Anderson2021", Device::cpu),
+                      Catch::Contains("schedules GPUs only"));
+    CHECK_THROWS_WITH(autoscheduled_kernel(*parse_op("conv2d:n=1,c=4,h=3,w=3,k=4,r=1,s=1"), "Adams2019", Device::cuda),
+                      Catch::Contains("schedules CPUs only"));
+    if (previous.empty()) unsetenv("BLOCKFUSE_KERNEL_CACHE");
+    else setenv("BLOCKFUSE_KERNEL_CACHE", previous.c_str(), 1);
 }

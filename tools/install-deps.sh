@@ -2,9 +2,17 @@
 # Installs what blockfuse needs, idempotently:
 #  - Debian packages (test/bench libraries, PoCL for running the GPU schedules on CPU in CI)
 #  - a project venv (.venv) holding Halide 21.0.0, cmake, ninja and matplotlib from PyPI.
+#  - with --anchors: also ONNX Runtime (CPU) and onnx, the CPU baseline's (bench/onnxruntime_baseline.py)
 # Why PyPI Halide: it is the current release and ships the C++ library + CMake package;
 # Debian's Halide 14 is only the documented fallback (docs/halide-21.md).
 set -euo pipefail
+anchors=0
+for a in "$@"; do
+  case "$a" in
+    --anchors) anchors=1 ;;
+    *) echo "install-deps.sh: unknown option '$a' (known: --anchors)" >&2; exit 2 ;;
+  esac
+done
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HALIDE_VERSION="21.0.0"
 DEB_PKGS=(catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev
@@ -30,4 +38,9 @@ if [ ! -f "$stamp" ]; then
   "$venv/bin/pip" install -q --upgrade pip
   "$venv/bin/pip" install -q "halide==$HALIDE_VERSION" "cmake>=3.28" ninja matplotlib numpy
   touch "$stamp"
+fi
+
+if ((anchors)) && ! "$venv/bin/python" -c 'import onnxruntime, onnx' 2>/dev/null; then
+  echo "[install] ONNX Runtime (CPU) and onnx into .venv"
+  "$venv/bin/pip" install -q onnxruntime onnx
 fi
