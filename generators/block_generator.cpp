@@ -133,8 +133,8 @@ public:
         }
         // Static channel counts: the runtime passes matching buffers (checked by Halide too).
         // Dense NHWC / (k, cg, kx, ky) buffers with static channel counts: every channel vector
-        // is then provably aligned (unaligned f16 vectors gave wrong results through Halide 21's
-        // PTX backend on the H200, layer-by-layer f16 mbconv, 2026-11-29).
+        // is then provably aligned (unaligned f16 vectors give wrong results through Halide 21's
+        // PTX backend on the H200: layer-by-layer f16 mbconv, docs/halide-21.md).
         auto dense = [](GeneratorInput<Buffer<>> &b, int inner) {
             b.set_host_alignment(16);
             b.dim(0).set_bounds(0, inner);

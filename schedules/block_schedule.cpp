@@ -238,8 +238,8 @@ void hidden_layers_gpu(BlockFuncs f, size_t count, const BlockSpec &spec, const 
 // in shared memory: its output, its accumulator (one (channel, pixel) per thread, spread over
 // the same threads_x x threads_y threads) and its hidden chunks. The output and accumulator get
 // constant extents (bound_extent): with the extents Halide infers at image borders, the bounds
-// through the fused thread mappings were so loose that the kernel asked for more shared memory
-// than the H200 allows (cuLaunchKernel: CUDA_ERROR_INVALID_VALUE, 2026-11-29).
+// through the fused thread mappings are so loose that the kernel asks for more shared memory
+// than the H200 allows (cuLaunchKernel: CUDA_ERROR_INVALID_VALUE).
 void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, Func root, Var xo,
                            int threads_x, int threads_y, int rx, int ry) {
     Conv2dFuncs &last = f.layers.back();
@@ -276,18 +276,10 @@ void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs
 // chunk on its tile (+ halo) into shared memory, synchronizes, and every thread accumulates it.
 // hidden_vec > 1: each thread produces that many hidden channels of a pixel (input loads reused
 // across them) instead of one.
-// H200, f16, N=128, the blocks report (bench/results/h200/report/blocks/, eighth session): MBConv c=24
-// e=6 56x56 0.698 ms (mapping spw: 56x8 pixels, chunk 8, 4 output and 4 hidden channels per thread,
-// stage_padded and stage_weights, 78 KB of shared memory through the opt-in, 64-register JIT cap), 1.78x
-// faster than layer by layer in the same run, 14.5% of FFMA; c=16 1.85x (tpw, 28x16), c=40 1.05x (xpw,
-// 28x14), c=80 still loses (0.68x). Before the per-chunk register sum (chunk_sum below) the best c=24 was
-// 1.17 ms; with hidden_vec 1, 2.37 ms (one hidden element per thread re-loads the input per channel).
-// The kernels are issue-bound (Nsight Compute before stage_padded: about 3.8 instructions per FFMA). Since
-// then (bench/results/h200/input-vec/, ninth session, two runs): constant extents of the stored chunks and
-// input_vec made c=24 spwi 0.535-0.541 ms (2.27x layer by layer), c=16 tpwi 1.02-1.03 (2.52x), c=40 xpwi
-// 0.500 (1.20x), c=80 wpw16i 0.40 (still 0.75x). Those ratios are against the 2-D layer-by-layer mappings; on the flat
-// ones (MBConv sfyd/sfqd, bench/results/h200/mbconv-lbl-flat/) layer by layer is 1.4-1.9x faster than every fused
-// mapping: these kernels run at 18-19% of the FFMA ceiling, layer by layer at 28-32%.
+// On the H200 (f16, N=128; docs/fused-blocks.md, bench/results/h200/mbconv-lbl-flat/): MBConv c=24 e=6
+// 56x56 fused (spwi: 56x8 pixels, chunk 8, hidden_vec 4, input_vec) runs at 18-19% of the FFMA ceiling and
+// layer by layer (flat mappings) 1.4-1.9x faster: these kernels are issue-bound on CUDA cores, and the
+// per-chunk register sum (hidden_vec > 1) is what keeps them within 2x of layer by layer at all.
 Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     Conv2dFuncs &last = f.layers.back();
     Func out = last.output, acc = last.accum;

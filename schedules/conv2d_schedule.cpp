@@ -110,10 +110,9 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
             // threads load it cooperatively: channels on threads_k, pixels on threads_x.
             // The tile's channel vectors are cut into groups of threads_k, so the load uses the
             // block's threads_k x threads_x threads whatever the channel count. (Mapped whole, a
-            // general conv's tile of C input channels made the block C / vec_k threads wide: 512
-            // threads for C=256 with "d", whose 255-register cap then failed the launch on the H200,
-            // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, 2026-11-30; "c" ran 256 threads, 3/4 idle outside
-            // the load.)
+            // general conv's tile of C input channels makes the block C / vec_k threads wide: 512
+            // threads for C=256, which at a 255-register cap fail the launch on the H200 with
+            // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, and leave most threads idle outside the load.)
             Var wco("wco"), wci("wci"), wcg("wcg"), wct("wct"), wxy("wxy"), wxyo("wxyo"), wxyi("wxyi");
             window.compute_at(out, ko)
                 .store_in(MemoryType::GPUShared)
