@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what blockfuse needs, idempotently:
 #  - Debian packages (test/bench libraries, PoCL for running the GPU schedules on CPU in CI)
-#  - a project venv (.venv) holding Halide 21.0.0, cmake, ninja and matplotlib from PyPI.
+#  - a project venv (.venv) holding Halide 21.0.0, cmake, ninja and matplotlib from PyPI, and the checks
+#    tools: ruff (tools/lint.sh) and jsonschema (tests/test_results_schema.py).
 # Why PyPI Halide: it is the current release and ships the C++ library + CMake package;
 # Debian's Halide 14 is only the documented fallback (docs/halide-21.md).
 set -euo pipefail
@@ -23,6 +24,8 @@ fi
 
 venv="$here/.venv"
 stamp="$venv/.blockfuse-deps-halide-$HALIDE_VERSION"
+# A venv made before the checks' tools were added gains them without being remade.
+tools_stamp="$venv/.blockfuse-deps-tools-1"
 if [ ! -f "$stamp" ]; then
   echo "[install] Python venv at .venv (halide==$HALIDE_VERSION, cmake, ninja, matplotlib)"
   PY="${PYTHON:-python3}"
@@ -30,4 +33,9 @@ if [ ! -f "$stamp" ]; then
   "$venv/bin/pip" install -q --upgrade pip
   "$venv/bin/pip" install -q "halide==$HALIDE_VERSION" "cmake>=3.28" ninja matplotlib numpy
   touch "$stamp"
+fi
+if [ ! -f "$tools_stamp" ]; then
+  echo "[install] ruff and jsonschema into .venv"
+  "$venv/bin/pip" install -q "ruff==0.17.*" "jsonschema==4.*"
+  touch "$tools_stamp"
 fi
