@@ -922,7 +922,6 @@ def run_block_workload(name, suite_key, use_compile, seed, cudagraph=False):
 def run_stem_workload(name, suite_key, use_compile, seed, cudagraph=False):
     """Times the stem: F.conv2d (+ bias) -> ReLU -> F.max_pool2d(3, 2, padding 1), eager (cuDNN
     conv, then a separate pool kernel) and torch.compile of the pair."""
-    import torch
     import torch.nn.functional as F
 
     sw = parse_stem(suite_key)

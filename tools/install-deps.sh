@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what blockfuse needs, idempotently:
-#  - Debian packages (test/bench libraries, PoCL for running the GPU schedules on CPU in CI)
+#  - Debian packages (test/bench libraries, PoCL for running the GPU schedules on CPU in CI, clang-format
+#    and shellcheck for tools/lint.sh)
 #  - a project venv (.venv) holding Halide 21.0.0, cmake, ninja and matplotlib from PyPI, and the checks
 #    tools: ruff (tools/lint.sh) and jsonschema (tests/test_results_schema.py).
 # Why PyPI Halide: it is the current release and ships the C++ library + CMake package;
@@ -9,7 +10,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HALIDE_VERSION="21.0.0"
 DEB_PKGS=(catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev
-          pocl-opencl-icd ocl-icd-opencl-dev build-essential python3-venv)
+          pocl-opencl-icd ocl-icd-opencl-dev build-essential python3-venv clang-format shellcheck)
 
 missing=()
 for p in "${DEB_PKGS[@]}"; do
