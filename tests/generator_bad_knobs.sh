@@ -19,6 +19,6 @@ expect "stage_padded applies to the fused strategy only" strategy=depth_first bl
 expect "1536 threads per block (the largest kernel of this mapping, with SE's partial sums chunk x tile_x) exceed 1024" \
     strategy=fused se=1 chunk=48 tile_x=32 tile_y=4 vec_k=4
 # and a valid one still generates, so the cases above fail for their knob, not for the command line
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086  # $common: the generator's arguments, one word each
 "$gen" $common strategy=fused input_vec=8 stage_padded=1 > /dev/null 2>&1 || { echo "FAIL: a valid input_vec=8 did not generate"; fail=1; }
 exit $fail

@@ -32,7 +32,7 @@ echo "[lint] clang-format: ${#FORMATTED[@]} files"
 clang-format --dry-run -Werror "${FORMATTED[@]}" || rc=1
 mapfile -t scripts < <(git ls-files '*.sh' run .ci/run)
 echo "[lint] shellcheck: ${#scripts[@]} scripts"
-shellcheck "${scripts[@]}" || rc=1
+shellcheck -x -P SCRIPTDIR "${scripts[@]}" || rc=1  # -x: follow what a script sources
 echo "[lint] ruff"
 .venv/bin/ruff check --quiet . || rc=1
 [ "$rc" -eq 0 ] && echo "[lint] ok"
