@@ -4,7 +4,7 @@
 Usage:
   python3 bench/compare.py A.json B.json [--a2 A2.json] [--b2 B2.json] [--out-md FILE] [--threshold 0.15]
 
-Rows are joined on (canonical workload key, strategy); each side's time is the median of its passing row
+Rows are joined on (workload key, provider, strategy); each side's time is the median of its passing row
 (with --a2/--b2, a repeat of the same side: its spread, |run1 - run2| / mean, is printed beside, the noise
 a difference must exceed to mean something). The table gives B / A (> 1: B is slower) and marks rows where
 B is more than --threshold slower than A. Exits 1 if any row is, 2 on unreadable input.
@@ -26,7 +26,10 @@ def load(path):
     for r in rows:
         if not r.get("check_ok") or not r.get("runtime_ms"):
             continue
-        key = (r.get("key", ""), r.get("strategy_name") or r.get("strategy", ""))
+        # schema'd files (bench/results.schema.json): "strategy" is the strategy, null for other providers than
+        # blockfuse; before the schema it was the label and "strategy_name" the strategy
+        strategy = r.get("strategy_name") or r.get("strategy") or ""
+        key = (r.get("key", ""), r.get("provider", "blockfuse"), strategy)
         # several rows of one strategy (--variants all): the fastest stands for it
         if key not in out or r["runtime_ms"] < out[key]["runtime_ms"]:
             out[key] = r
@@ -55,7 +58,7 @@ def main(argv=None):
     lines = [f"| workload | strategy | {na} ms | {nb} ms | {nb} / {na} | {na} spread | {nb} spread | |",
              "|---|---|---:|---:|---:|---:|---:|---|"]
     worse, ratios = 0, []
-    for key in sorted(set(a) & set(b), key=lambda k: (a[k].get("workload", ""), k[1])):
+    for key in sorted(set(a) & set(b), key=lambda k: (a[k].get("workload", ""), k[1], k[2])):
         ta, tb = a[key]["runtime_ms"], b[key]["runtime_ms"]
         if key in a2:
             ta = (ta + a2[key]["runtime_ms"]) / 2
@@ -68,14 +71,16 @@ def main(argv=None):
         mark = f"**{nb} {100 * (r - 1):.0f}% slower**" if r > 1 + args.threshold else ""
         worse += bool(mark)
         fmt = lambda s: "" if math.isnan(s) else f"{100 * s:.1f}%"
-        lines.append(f"| {a[key].get('workload', '')} | {key[1]} | {ta:.4g} | {tb:.4g} | {r:.2f} | {fmt(sa)} | {fmt(sb)} | {mark} |")
+        who = key[2] if key[1] == "blockfuse" else key[1]
+        lines.append(f"| {a[key].get('workload', '')} | {who} | {ta:.4g} | {tb:.4g} | {r:.2f} | {fmt(sa)} | {fmt(sb)} "
+                     f"| {mark} |")
     only = sorted(set(a) ^ set(b))
     if ratios:
         geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         lines.append(f"\n{len(ratios)} rows; geomean {nb} / {na} = {geo:.3f}; {worse} rows where {nb} is more than "
                      f"{100 * args.threshold:.0f}% slower than {na}.")
     if only:
-        lines.append(f"{len(only)} rows in one file only: " + ", ".join(f"{k[0]} {k[1]}" for k in only[:10]))
+        lines.append(f"{len(only)} rows in one file only: " + ", ".join(f"{k[0]} {k[2] or k[1]}" for k in only[:10]))
     text = "\n".join(lines)
     print(text)
     if args.out_md:

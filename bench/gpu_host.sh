@@ -12,12 +12,20 @@
 #   sanitize NAME TOOL [VAR=value...] BINARY [ARGS...]   the same under compute-sanitizer --tool TOOL
 #   bench NAME [blockfuse bench args...]          the harness; results in NAME/results.{json,csv}
 #   torch NAME SUITE [pytorch_baseline.py args...] PyTorch eager and torch.compile on a suite file
-#   merge NAME BENCH TORCH               our results beside PyTorch's (bench/merge_results.py)
+#   merge NAME BENCH TORCH               our results beside PyTorch's (bench/merge_results.py): NAME.{md,csv,json}
+#   pick NAME SUITE:WORKLOAD...          a suite file of the named workloads (workloads/SUITE.txt), $RUN/NAME.suite,
+#                                        for bench --suite and torch
+#   dram NAME SUITE                      Nsight Compute's DRAM bytes of every kernel of a suite against the model
+#                                        (bench/ncu_compare.py): NAME/{ncu_dram.csv,dram_validation.md}
+#   profile NAME SUITE:WORKLOAD VARIANT  Nsight Compute's full sections on the second launch of a kernel variant;
+#                                        with SOURCE=1 also its per-instruction SASS table (tools/stall_phases.py)
+#   report NAME BENCH [TORCH]            plots and summary of a bench step (bench/report.py; needs matplotlib)
 #   tune NAME PLAN [blockfuse tune args...]   measure a tuning plan built where Halide is (tune/README.md);
 #                                        records in NAME.jsonl
 #   py NAME SCRIPT [ARGS...]             a Python script with python/ on its path and the carried runtime
 #                                        library (blockfuse.torch): `python3 SCRIPT --out $OUT/RECIPE ARGS`
 #   python NAME SCRIPT [ARGS...]         a script of bench/ (e.g. tc_torch.py), its JSON to NAME.json (--out)
+# $RUN is this recipe's output folder (a step's files are $RUN/NAME...).
 # Each step is limited to $STEP_LIMIT seconds (default 300) and to what is left of $BUDGET (default 540 s
 # for the whole recipe: the archive is always written), and prints its exit status; a failing step does
 # not stop the recipe (its log says why), the runner's exit status counts the failed and skipped steps.
@@ -30,10 +38,47 @@ mkdir -p "$out"
 carry=.carry
 [ -x $carry/blockfuse ] || tar -xJf $carry/carry.tar.xz -C $carry
 export BLOCKFUSE_KERNEL_CACHE="$PWD/$carry/cache" BLOCKFUSE_PREBUILT_DIR="$PWD/$carry/kernels" PYTHONUNBUFFERED=1
+export RUN="$out"
+# shellcheck disable=SC2012  # ls: the first of the install paths that exist, none with odd characters
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /opt/nvidia/*/compute-sanitizer/compute-sanitizer \
       2>/dev/null | head -1)
+# shellcheck disable=SC2012  # as above
+ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 budget="${BUDGET:-540}"
 failed=0
+
+# A workload's key by SUITE:NAME (workloads/SUITE.txt).
+workload_key() {
+    awk -v n="${1#*:}" '$1 == n {print $2; exit}' "workloads/${1%%:*}.txt"
+}
+
+# Nsight Compute's DRAM read and write bytes for every kernel of a suite (one profiled run each, clocks
+# untouched) against the model's bytes. Each profiled run sits between two read-only L2 evictions (kernel
+# l2_evict_read, bench --single-run): ncu must not flush caches itself (--cache-control none) and replays the
+# application, not the kernel, so nothing it saves or restores passes through the L2. The second eviction's
+# DRAM writes are what the run left dirty in the write-back L2 (bench/ncu_compare.py adds them to the run).
+# SPILLS=CSV (tools/kernel_spills.py, made on the build machine, which has ptxas) adds each kernel's spills.
+dram() {  # DIR SUITE LIMIT
+    mkdir -p "$1"
+    timeout "$3" "$ncu" --clock-control none --cache-control none --replay-mode application --csv --print-units base \
+        -k regex:"_kernel|l2_evict_read" --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
+        "$carry/blockfuse" bench --suite "$2" --single-run --no-ceilings --out "$1/single" > "$1/ncu_dram.csv" 2> "$1/ncu_dram.err" &&
+        python3 bench/ncu_compare.py "$1/single/results.json" "$1/ncu_dram.csv" --out "$1/dram_validation.md" \
+            ${SPILLS:+--spills "$SPILLS"}
+}
+
+# Nsight Compute's full sections (clocks untouched) on the second launch of a variant's kernels.
+profile() {  # NAME SUITE:WORKLOAD VARIANT LIMIT
+    local rep=()
+    [ -n "${SOURCE:-}" ] && rep=(-o "$out/$1")
+    timeout "$4" "$ncu" --clock-control none --set full --import-source no -k regex:_kernel --launch-skip 1 --launch-count 1 \
+        "${rep[@]}" "$carry/blockfuse" bench --workload "$(workload_key "$2")" --variant "$3" --single-run --no-ceilings || return
+    if [ -n "${SOURCE:-}" ]; then
+        "$ncu" -i "$out/$1.ncu-rep" --print-details all &&
+            "$ncu" -i "$out/$1.ncu-rep" --page source --print-source sass --csv > "$out/sass_$1.csv" &&
+            rm -f "$out/$1.ncu-rep"
+    fi
+}
 
 env_words() {  # how many leading VAR=value words
     local n=0
@@ -70,7 +115,20 @@ step() {
                   > "$log" 2>&1 ;;
         python) timeout "$limit" python3 "bench/$1" "${@:2}" --out "$out/$name.json" > "$log" 2>&1 ;;
         merge) python3 bench/merge_results.py --ours "$out/$1/results.json" --torch "$out/$2.json" \
-                   --out-md "$out/$name.md" --out-csv "$out/$name.csv" > "$log" 2>&1 ;;
+                   --out-md "$out/$name.md" --out-csv "$out/$name.csv" --out-json "$out/$name.json" > "$log" 2>&1 ;;
+        pick)
+            if [ $# -eq 0 ]; then
+                echo "error: no workloads to pick (NAMES)" > "$log"
+                false
+            else
+                local w
+                for w in "$@"; do echo "${w#*:} $(workload_key "$w")"; done > "$out/$name.suite"
+                cat "$out/$name.suite" > "$log"
+                ! grep -q ' $' "$out/$name.suite"  # a name not in its suite file
+            fi ;;
+        dram) dram "$out/$name" "$1" "$limit" > "$log" 2>&1 ;;
+        profile) profile "$name" "$1" "$2" "$limit" > "$log" 2>&1 ;;
+        report) python3 bench/report.py "$out/$1" ${2:+--torch "$out/$2.json"} > "$log" 2>&1 ;;
         *) echo "error: unknown step '$kind' in $file" > "$log"; false ;;
     esac
     rc=$?

@@ -14,6 +14,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -65,7 +66,7 @@ nlohmann::json run_context(const std::string &command_line) {
     nlohmann::json ctx;
     ctx["command"] = command_line;
     ctx["halide_version"] = BLOCKFUSE_HALIDE_VERSION;
-    ctx["commit"] = BLOCKFUSE_GIT_COMMIT;
+    ctx["blockfuse_commit"] = BLOCKFUSE_GIT_COMMIT;
     ctx["source_hash"] = BLOCKFUSE_SOURCE_HASH;
     std::time_t now = std::time(nullptr);
     char buf[64];
@@ -265,6 +266,10 @@ std::string csv_field(const std::string &s) {
     return q + "\"";
 }
 
+// The schema of results.json (bench/results.schema.json); a change of a field's meaning or a new required
+// field is a new version.
+constexpr int kResultsSchemaVersion = 1;
+
 // The run as one document: its context and a row per candidate (results.json; the CSV is derived from it).
 nlohmann::json results_document(const nlohmann::json &ctx, const std::vector<Row> &rows, const Ceilings &ceil,
                                 Device dev) {
@@ -275,8 +280,9 @@ nlohmann::json results_document(const nlohmann::json &ctx, const std::vector<Row
         double pct_bw = ceil.measured && r.ok ? 100 * gbps / ceil.copy_gbps : 0;
         double pct_ffma = ceil.measured && r.ok ? 100 * gflops / (ceil.ffma_f32_tflops * 1e3) : 0;
         const auto &w = r.w;
-        arr.push_back({{"workload", r.workload}, {"key", r.key}, {"strategy", r.strategy}, {"variant", r.variant},
-                       {"default", r.is_default},
+        arr.push_back({{"operation", r.key.substr(0, r.key.find(':'))},
+                       {"workload", r.workload}, {"key", r.key}, {"strategy", r.strategy_name}, {"variant", r.variant},
+                       {"label", r.strategy}, {"default", r.is_default},
                        {"device", device_name(dev)}, {"dtype", r.dtype}, {"n", w.n}, {"h", w.h}, {"w", w.w},
                        {"d", w.d}, {"c", w.c}, {"k", w.k}, {"t", w.t}, {"r", w.r}, {"s", w.s},
                        {"stride_d", w.stride_d}, {"stride_h", w.stride_h}, {"stride_w", w.stride_w},
@@ -286,32 +292,44 @@ nlohmann::json results_document(const nlohmann::json &ctx, const std::vector<Row
                        {"max_ms", r.max_ms}, {"host_ms", r.host_ms}, {"samples", r.samples}, {"gbps", gbps},
                        {"gflops", gflops}, {"pct_copy_bw", pct_bw}, {"pct_ffma", pct_ffma}, {"check_ok", r.ok},
                        {"check", r.check}, {"rel_l2", r.rel_l2}, {"kernels", kernels_json(r)},
-                       {"strategy_name", r.strategy_name}, {"family", r.family}, {"knobs", r.knobs},
+                       {"family", r.family}, {"knobs", r.knobs},
                        {"max_registers", r.max_registers}, {"record_target", r.record_target}, {"origin", r.origin},
                        {"pick", r.pick_source}, {"why", r.why}, {"waterline_ms", r.waterline_ms},
                        {"provider", r.provider}});
         if (uses_tensor_cores(r) && ceil.measured && r.ok) arr.back()["pct_mma"] = pct_of_mma_ceiling(r, ceil);
     }
-    return {{"context", ctx}, {"results", arr}};
+    return {{"schema_version", kResultsSchemaVersion}, {"context", ctx}, {"results", arr}};
 }
 
+// results.csv: a row per result, the columns of CUTLASS's profiler (bench/results_schema.py CSV_COLUMNS, the
+// same derivation in Python; tests/test_results_schema.py holds the two together).
 void write_outputs(const std::string &dir, const nlohmann::json &doc) {
     fs::create_directories(dir);
     std::ofstream csv(dir + "/results.csv");
-    csv << "workload,strategy,default,device,dtype,n,h,w,c,k,r,s,stride_h,stride_w,dil_h,dil_w,groups,"
-           "flops,bytes,flops_per_byte,runtime_ms,min_ms,max_ms,host_ms,samples,gbps,gflops,pct_copy_bw,pct_ffma,"
-           "check_ok,rel_l2,key,provider\n";
+    csv << "provider,operation,workload,strategy,variant,disposition,dtype,device,"
+           "n,d,h,w,c,k,t,r,s,stride_d,stride_h,stride_w,dil_h,dil_w,groups,"
+           "flops,bytes,flops_per_byte,runtime_ms,min_ms,max_ms,host_ms,samples,GB/s,GFLOP/s,pct_copy_bw,pct_ffma,"
+           "rel_l2,default,label,key\n";
     for (const auto &r : doc["results"]) {
-        auto i = [&r](const char *k) { return r.value(k, 0); };
-        auto d = [&r](const char *k) { return r.value(k, 0.0); };
-        csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.4g},{:.6g},{:.6g},{:.6g},{:.6g},{},"
-                           "{:.4g},{:.4g},{:.3g},{:.3g},{},{:.3g},{},{}\n",
-                           csv_field(r.value("workload", "")), csv_field(r.value("strategy", "")), r.value("default", false),
-                           r.value("device", ""), r.value("dtype", ""), i("n"), i("h"), i("w"), i("c"), i("k"), i("r"),
-                           i("s"), i("stride_h"), i("stride_w"), i("dil_h"), i("dil_w"), i("groups"), d("flops"), d("bytes"),
-                           d("flops_per_byte"), d("runtime_ms"), d("min_ms"), d("max_ms"), d("host_ms"), i("samples"),
-                           d("gbps"), d("gflops"), d("pct_copy_bw"), d("pct_ffma"), r.value("check_ok", false), d("rel_l2"),
-                           csv_field(r.value("key", "")), r.value("provider", "blockfuse"));
+        auto s = [&r](const char *k) { return csv_field(r.value(k, "")); };
+        auto i = [&r](const char *k) { return std::to_string(r.value(k, 0)); };
+        auto d = [&r](const char *k) {  // null (NaN in the row) is an empty cell
+            return r.contains(k) && r[k].is_number() ? fmt::format("{:.6g}", r[k].get<double>()) : std::string();
+        };
+        const std::string disposition = r.value("check_ok", false) ? "passed" : "incorrect";
+        std::vector<std::string> cells{s("provider"), s("operation"), s("workload"), s("strategy"), s("variant"),
+                                       disposition, s("dtype"), s("device")};
+        for (const char *k : {"n", "d", "h", "w", "c", "k", "t", "r", "s", "stride_d", "stride_h", "stride_w", "dil_h",
+                              "dil_w", "groups"})
+            cells.push_back(i(k));
+        for (const char *k : {"flops", "bytes", "flops_per_byte", "runtime_ms", "min_ms", "max_ms", "host_ms"})
+            cells.push_back(d(k));
+        cells.push_back(i("samples"));
+        for (const char *k : {"gbps", "gflops", "pct_copy_bw", "pct_ffma", "rel_l2"}) cells.push_back(d(k));
+        cells.push_back(r.value("default", false) ? "true" : "false");
+        cells.push_back(s("label"));
+        cells.push_back(s("key"));
+        csv << fmt::format("{}\n", fmt::join(cells, ","));
     }
     std::ofstream(dir + "/results.json") << doc.dump(1) << "\n";
 }

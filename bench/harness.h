@@ -43,7 +43,7 @@ struct Row {
     std::string workload, key, strategy, variant, dtype, check;
     std::string strategy_name;                     // layer_by_layer | fused | depth_first | direct (strategy: its label)
     std::string family, origin, pick_source, why;  // the generator; prebuilt | cache | generated; why this kernel
-    std::string provider = "blockfuse";            // who scheduled it: blockfuse | halide:<autoscheduler>
+    std::string provider = "blockfuse";            // who scheduled it: blockfuse | halide-autoscheduler-<NAME>
     std::map<std::string, int> knobs;               // its schedule knobs
     int max_registers = 0;
     std::string record_target;

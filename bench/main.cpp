@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
                     "tuned gets)");
     bench->add_option("--autoscheduler", bopt.autoschedulers,
                       "also a kernel of Halide's autoscheduler NAME per workload (CPU: Mullapudi2016, Adams2019, "
-                      "Li2018; CUDA: Anderson2021), in the same results (provider halide:NAME); repeatable")
+                      "Li2018; CUDA: Anderson2021), in the same results (provider halide-autoscheduler-NAME); repeatable")
         ->delimiter(',');
     bench->add_option("--min-samples", bopt.min_samples, "samples per kernel, at least")->capture_default_str();
     bench->add_option("--min-seconds", bopt.min_seconds, "seconds of samples per kernel, at least")->capture_default_str();

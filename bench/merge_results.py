@@ -3,12 +3,12 @@
 
 Usage:
   python3 bench/merge_results.py --ours RESULTS.json --torch PYTORCH.json \
-      [--out-md SUMMARY.md] [--out-csv MERGED.csv]
+      [--out-md SUMMARY.md] [--out-csv MERGED.csv] [--out-json MERGED.json]
   python3 bench/merge_results.py --by-provider --ours RUN1.json [RUN2.json ...] \
       --baseline ORT1.json [ORT2.json ...] [--out-md TABLE.md] [--out-csv TABLE.csv]
 
 --by-provider: one row per workload, one column per provider: blockfuse's default kernel (the
-dispatcher's pick), each Halide autoscheduler of the runs (rows with "provider": "halide:NAME", from
+dispatcher's pick), each Halide autoscheduler of the runs (rows with "provider": "halide-autoscheduler-NAME", from
 `blockfuse bench --autoscheduler NAME`) and the baseline (bench/onnxruntime_baseline.py, or the PyTorch
 baseline's eager time); each cell the median over the repeated runs given, with the spread (min-max of
 the runs' medians), and the ratios of each to blockfuse's. --baseline is the same file kind as --torch.
@@ -18,7 +18,9 @@ one with the lowest runtime_ms among rows whose check_ok is true; the "default" 
 too. Rows are joined with PYTORCH.json (bench/pytorch_baseline.py) by (workload name, key),
 keys compared in canonical form (so 'pad=1' equals 'pad_t=1,pad_b=1,pad_l=1,pad_r=1').
 The Markdown table goes to stdout and, with --out-md, to a file; --out-csv writes the same
-columns as CSV. Missing values show as "n/a"; ratios are torch ms / ours ms with 2 decimals.
+columns as CSV; --out-json writes every row of both files as one results document
+(bench/results.schema.json: provider blockfuse, pytorch-eager, pytorch-compile) with each file's context.
+Missing values show as "n/a"; ratios are torch ms / ours ms with 2 decimals.
 Only the standard library is used.
 """
 import argparse
@@ -31,6 +33,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pytorch_baseline import canonical_key  # noqa: E402  (stdlib-only part of that module)
+import results_schema  # noqa: E402
 
 NA = "n/a"
 NOISY = 0.2  # eager vs repeated eager timing differing by more than this fraction gets a note
@@ -73,10 +76,15 @@ def load_json(path, what):
     return doc
 
 
+def label(r):
+    """A row's name for people: the label of schema'd files, "strategy" before the schema."""
+    return r.get("label") or r.get("strategy", NA)
+
+
 def group_ours(rows, provider="blockfuse"):
     """{(name, canonical key): [rows]} of one provider's rows (blockfuse's own schedules by default; rows of
-    Halide's autoschedulers, from bench --autoscheduler, carry "provider": "halide:NAME"), in order of first
-    appearance."""
+    Halide's autoschedulers, from bench --autoscheduler, carry "provider": "halide-autoscheduler-NAME"), in order
+    of first appearance."""
     groups = {}
     for r in rows:
         if r.get("provider", "blockfuse") != provider:
@@ -129,7 +137,7 @@ def check_cell(rows, best, trow):
 def merge(ours, torch_doc):
     """Returns the table rows (lists of strings, COLUMNS order) and notes for the footer."""
     groups = group_ours(ours["results"])
-    tindex = index_torch(torch_doc["results"]) if torch_doc else {}
+    tindex = index_torch(results_schema.torch_records(torch_doc)) if torch_doc else {}
     table, notes = [], []
     has_ceilings = bool((ours.get("context") or {}).get("ceilings"))
     for (name, key), rows in groups.items():
@@ -151,13 +159,13 @@ def merge(ours, torch_doc):
         dtype = b.get("dtype") or rows[0].get("dtype") or (trow or {}).get("dtype")
         table.append([
             str(name), str(dtype or NA),
-            fmt_ms(b.get("runtime_ms")), str(b.get("strategy", NA)),
+            fmt_ms(b.get("runtime_ms")), str(label(b)) if b else NA,
             fmt_1(b.get("gbps")), fmt_1(b.get("pct_copy_bw")),
             fmt_1(b.get("gflops")), fmt_1(b.get("pct_ffma")),
             fmt_ms(t_eager), fmt_ms(t_comp),
             fmt_ratio(t_eager, b.get("runtime_ms")), fmt_ratio(t_comp, b.get("runtime_ms")),
             check_cell(rows, best, trow),
-            str(default.get("strategy", NA)) if default else NA,
+            str(label(default)) if default else NA,
             fmt_ms(default.get("runtime_ms")) if default else NA,
             # Call latency as a caller feels it (launch path + kernels + synchronize, host clock), both sides.
             fmt_ms(b.get("host_ms")), fmt_ms(t_eager_host), fmt_ratio(t_eager_host, b.get("host_ms")),
@@ -210,7 +218,7 @@ def to_markdown(table, ours, torch_doc, notes):
 
 def provider_runs(ours_docs, baseline_docs):
     """{(name, canonical key): {provider: [median ms of each run]}} and the providers in column order:
-    blockfuse (its default row), then halide:* as first seen, then the baseline's provider."""
+    blockfuse (its default row), then halide-autoscheduler-* as first seen, then the baseline's provider."""
     cells, providers = {}, ["blockfuse"]
     for doc in ours_docs:
         for r in doc["results"]:
@@ -226,7 +234,7 @@ def provider_runs(ours_docs, baseline_docs):
         bprov = (doc.get("context") or {}).get("provider", "torch eager")
         if bprov not in providers:
             providers.append(bprov)
-        for r in doc["results"]:
+        for r in results_schema.torch_records(doc):
             ms = _num(r.get("eager_ms"))
             if ms is not None and r.get("check_ok", True) is not False:
                 cells.setdefault((r.get("name"), canonical_key(str(r.get("key", "")))), {}).setdefault(bprov, []).append(ms)
@@ -251,6 +259,34 @@ def provider_table(ours_docs, baseline_docs):
     return header, rows
 
 
+def merged_document(ours, torch_doc):
+    """Both files as one results document: ours's context and rows (written before the schema: "strategy" the
+    label, "strategy_name" the strategy), the PyTorch records as pytorch-eager / pytorch-compile rows."""
+    ctx = dict(ours.get("context") or {})
+    ctx.setdefault("blockfuse_commit", ctx.get("commit", "unknown"))
+    rows = []
+    for r in ours["results"]:
+        if "schema_version" not in ours:
+            # a block row's label starts with its strategy ("fused (block_...) [...]"); a conv2d row's was its variant
+            lab = str(r.get("strategy", ""))
+            first = lab.split(" ")[0]
+            strategy = r.get("strategy_name") or (
+                first if first in ("layer_by_layer", "fused", "depth_first") else "direct")
+            r = dict(r, provider="blockfuse", label=lab, strategy=strategy,
+                     operation=str(r.get("key", "")).split(":", 1)[0], knobs=r.get("knobs") or {})
+            r.pop("strategy_name", None)
+        rows.append(r)
+    doc = {"schema_version": results_schema.SCHEMA_VERSION, "context": ctx, "contexts": {"blockfuse": ctx},
+           "results": rows}
+    if torch_doc:
+        tctx = dict(torch_doc.get("context") or {})
+        tctx.setdefault("blockfuse_commit", "unknown")
+        tctx.setdefault("device", "cuda")
+        doc["contexts"]["pytorch"] = tctx
+        rows += results_schema.torch_rows(results_schema.torch_records(torch_doc))
+    return doc
+
+
 def build_arg_parser():
     p = argparse.ArgumentParser(description="Merge blockfuse results with the PyTorch or ONNX Runtime baseline.")
     p.add_argument("--ours", required=True, nargs="+", help="results JSON of the C++ harness (--by-provider: "
@@ -262,6 +298,7 @@ def build_arg_parser():
                    help="one column per provider (blockfuse, Halide's autoschedulers, the baseline), medians over runs")
     p.add_argument("--out-md", help="write the Markdown summary here")
     p.add_argument("--out-csv", help="write the table as CSV here")
+    p.add_argument("--out-json", help="write both files' rows here as one results document (the schema's)")
     return p
 
 
@@ -271,6 +308,10 @@ def write_outputs(md, header, rows, args):
     if args.out_md:
         with open(args.out_md, "w", encoding="utf-8") as fh:
             fh.write(md)
+    if args.out_json:
+        with open(args.out_json, "w", encoding="utf-8") as fh:
+            json.dump(merged_document(ours, torch_doc), fh, indent=1)
+            fh.write("\n")
     if args.out_csv:
         with open(args.out_csv, "w", encoding="utf-8", newline="") as fh:
             csv.writer(fh).writerows([header] + rows)

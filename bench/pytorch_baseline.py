@@ -41,6 +41,9 @@ import sys
 import traceback
 from dataclasses import dataclass
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results_schema  # noqa: E402  (standard library only, as this module's key parser)
+
 ACTIVATIONS = ("none", "relu", "relu6", "silu", "gelu", "sigmoid")
 DTYPES = ("f32", "f16", "bf16")
 INT_MAX = 2**31 - 1
@@ -919,7 +922,6 @@ def run_block_workload(name, suite_key, use_compile, seed, cudagraph=False):
 def run_stem_workload(name, suite_key, use_compile, seed, cudagraph=False):
     """Times the stem: F.conv2d (+ bias) -> ReLU -> F.max_pool2d(3, 2, padding 1), eager (cuDNN
     conv, then a separate pool kernel) and torch.compile of the pair."""
-    import torch
     import torch.nn.functional as F
 
     sw = parse_stem(suite_key)
@@ -939,6 +941,8 @@ def _context(args):
     import triton
 
     return {
+        "blockfuse_commit": results_schema.blockfuse_commit(),
+        "device": "cuda",
         "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": list(sys.argv),
         "python": platform.python_version(),
@@ -1049,7 +1053,10 @@ def main(argv=None):
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
 
-    doc = {"context": _context(args), "results": [], "skipped": []}
+    # bench/results.schema.json: "results" holds a row per workload and mode (pytorch-eager, pytorch-compile),
+    # "workloads" the full record per workload (both modes, their checks, compile times) that merge and report read.
+    doc = {"schema_version": results_schema.SCHEMA_VERSION, "context": _context(args), "results": [],
+           "workloads": [], "skipped": []}
     n_errors = 0
     for i, (name, key) in enumerate(entries, 1):
         family = key_family(key)
@@ -1075,7 +1082,8 @@ def main(argv=None):
                         "compile_error": None, "error": f"{type(e).__name__}: {e}",
                         "traceback": traceback.format_exc()})
             print(f"    error: {rec['error']}", file=sys.stderr)
-        doc["results"].append(rec)
+        doc["workloads"].append(rec)
+        doc["results"] = results_schema.torch_rows(doc["workloads"])
         _write_json(args.out, doc)  # after every workload: partial results survive a crash
         try:
             torch.cuda.empty_cache()
@@ -1084,8 +1092,8 @@ def main(argv=None):
 
     _write_json(args.out, doc)
     print()
-    print_table(doc["results"])
-    print(f"\nwrote {args.out} ({len(doc['results'])} workloads, {len(doc['skipped'])} skipped, "
+    print_table(doc["workloads"])
+    print(f"\nwrote {args.out} ({len(doc['workloads'])} workloads, {len(doc['skipped'])} skipped, "
           f"{n_errors} errors)")
     return 1 if n_errors else 0
 

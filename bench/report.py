@@ -29,6 +29,7 @@ from matplotlib.patches import Patch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model  # noqa: E402
+from results_schema import torch_records  # noqa: E402
 
 try:  # same key matching as bench/merge_results.py ('pad=1' == 'pad_t=1,...')
     from pytorch_baseline import canonical_key  # noqa: E402
@@ -90,6 +91,11 @@ def load_results(folder):
     path = os.path.join(folder, "results.json")
     doc = _read_json(path, "results")
     rows = _results_list(doc, path)
+    if isinstance(doc, dict) and "schema_version" in doc:
+        # blockfuse's rows (bench/results.schema.json), each named by its label (strategy, variant and notes) as
+        # "strategy" named them before the schema
+        rows = [dict(r, strategy=r.get("label") or r.get("strategy") or "") for r in rows
+                if isinstance(r, dict) and r.get("provider", "blockfuse") == "blockfuse"]
     for i, r in enumerate(rows):
         where = f"'{path}': results[{i}]"
         if isinstance(r, dict) and "workload" in r:
@@ -113,7 +119,10 @@ def load_torch(path):
     """{(name, canonical key): row} of bench/pytorch_baseline.py output, and its context."""
     doc = _read_json(path, "PyTorch baseline")
     index = {}
-    for i, r in enumerate(_results_list(doc, path)):
+    records = _results_list(doc, path)
+    if isinstance(doc, dict) and "schema_version" in doc:
+        records = torch_records(doc)
+    for i, r in enumerate(records):
         if not isinstance(r, dict) or not isinstance(r.get("name"), str):
             raise InputError(f"'{path}': results[{i}] has no 'name'")
         index.setdefault((r["name"], canonical_key(str(r.get("key", "")))), r)

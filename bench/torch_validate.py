@@ -32,7 +32,6 @@ report: the Markdown tables of everything in DIR.
 import argparse
 import copy
 import json
-import math
 import os
 import platform
 import subprocess

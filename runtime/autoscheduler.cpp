@@ -85,7 +85,7 @@ KernelVariant autoscheduled_kernel(const Op &op, const std::string &name, Device
 
 std::string kernel_provider(const KernelVariant &v) {
     const std::string a = v.param("autoscheduler");
-    return a.empty() ? "blockfuse" : "halide:" + a;
+    return a.empty() ? "blockfuse" : "halide-autoscheduler-" + a;
 }
 
 }  // namespace blockfuse

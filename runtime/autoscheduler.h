@@ -20,7 +20,7 @@ void check_autoscheduler_name(const std::string &name);
 // the autoscheduler does not schedule, a family the autoschedulers are not wired for.
 KernelVariant autoscheduled_kernel(const Op &op, const std::string &name, Device dev);
 
-// Who scheduled a kernel: "blockfuse", or "halide:<autoscheduler>".
+// Who scheduled a kernel: "blockfuse", or "halide-autoscheduler-<NAME>".
 std::string kernel_provider(const KernelVariant &v);
 
 }  // namespace blockfuse

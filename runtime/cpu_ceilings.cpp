@@ -22,7 +22,12 @@ __attribute__((target("avx512f"), noinline)) float fma_avx512(long iters, float 
         for (int j = 0; j < 12; ++j) a[j] = _mm512_fmadd_ps(a[j], b, c);
     __m512 s = a[0];
     for (int j = 1; j < 12; ++j) s = _mm512_add_ps(s, a[j]);
-    return _mm512_reduce_add_ps(s);
+    // summed through memory: GCC 12's _mm512_reduce_add_ps reads an undefined vector (-Wuninitialized)
+    float v[16];
+    _mm512_storeu_ps(v, s);
+    float sum = 0;
+    for (float x : v) sum += x;
+    return sum;
 }
 __attribute__((target("avx2,fma"), noinline)) float fma_avx2(long iters, float bf, float cf) {
     __m256 b = _mm256_set1_ps(bf), c = _mm256_set1_ps(cf), a[12];

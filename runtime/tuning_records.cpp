@@ -163,13 +163,14 @@ std::vector<TuningRecord> records_from_results(const nlohmann::json &j, const st
         if (row.value("provider", "blockfuse") != "blockfuse") continue;  // an autoscheduler's kernel: no knob set of ours
         TuningRecord r;
         r.workload = canonical_key(row.value("key", ""));
-        r.strategy = row.value("strategy_name", "");
+        // results.json before its schema: "strategy" was the label, "strategy_name" the strategy
+        r.strategy = row.contains("strategy_name") ? row.value("strategy_name", "") : row.value("strategy", "");
         r.family = row.value("family", "");
         r.knobs = row["knobs"].get<std::map<std::string, int>>();
         r.max_registers = row.value("max_registers", 0);
         r.target = row.value("record_target", "");
         r.halide_version = ctx.value("halide_version", "");
-        r.commit = ctx.value("commit", "");
+        r.commit = ctx.value("blockfuse_commit", ctx.value("commit", ""));
         r.variant = row.value("variant", "");
         r.median_ms = row.value("runtime_ms", 0.0);
         r.min_ms = row.value("min_ms", 0.0);

@@ -1,8 +1,8 @@
 // Schedule knobs, declared once per schedule as an X-macro list (Halide-free, so the runtime, the
 // generators, the tuner and the tests read the same declaration):
 //
-//   #define BLOCKFUSE_FOO_KNOBS(X)                                                        \
-//       X(tile_x, 8, (4, 8, 16), "output pixels per thread block along x")              \
+//   #define BLOCKFUSE_FOO_KNOBS(X)       (each line but the last ends in a backslash)
+//       X(tile_x, 8, (4, 8, 16), "output pixels per thread block along x")
 //       X(chunk, 16, (8, 16, 32), "hidden channels produced per step of the reduction")
 //
 // Each entry: name, default, the values the search may take, one line of meaning. From the one list:

@@ -82,7 +82,7 @@ inline std::vector<const KernelVariant *> table_kernels(const std::string &key, 
 // Every prebuilt variant of `family` for `device` in one of `dtypes` must be in `ran`: a variant
 // that no shape of a table reaches is a test gap, not a pass.
 // BLOCKFUSE_TEST_VARIANTS="a,b": only the variants whose name contains one of these substrings run (and
-// must run), e.g. to put a few new kernels under compute-sanitizer (bench/h200_sanitize.sh VARIANTS=...).
+// must run), e.g. to put a few new kernels under compute-sanitizer (VARIANTS=... bench/gpu_host.sh sanitize).
 // Unset or empty: every variant.
 inline bool selected_for_test(const std::string &name) {
     const char *env = std::getenv("BLOCKFUSE_TEST_VARIANTS");

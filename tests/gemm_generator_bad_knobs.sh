@@ -14,6 +14,7 @@ expect "pad = 4 must be a non-negative multiple of 8" pad=4
 expect "warps_m * warps_n = 64 exceeds 32 warps per block" warps_m=8 warps_n=8
 expect "storage must be float16 or bfloat16" storage=float32
 # shellcheck disable=SC2086
+# shellcheck disable=SC2086  # $common: the generator's arguments, one word each
 "$gen" $common warp_m=16 warp_n=16 warps_m=1 warps_n=1 k_step=16 > /dev/null 2>&1 ||
     { echo "FAIL: a valid small tiling did not generate"; fail=1; }
 exit $fail

@@ -24,6 +24,6 @@ common="$cpu" expect "pw_ mapping: cpu_vec_k*cpu_tile_x*cpu_tile_y = 224 accumul
     strategy=layer_by_layer pw_cpu_vec_k=4 pw_cpu_tile_x=14 pw_cpu_tile_y=4
 common="$cpu" expect "layer_ mapping: cpu_rows = 0 must be at least 1" strategy=layer_by_layer layer_cpu_rows=0
 # and a valid one still generates, so the cases above fail for their knob, not for the command line
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086  # $common: the generator's arguments, one word each
 "$gen" $common strategy=fused input_vec=8 stage_padded=1 > /dev/null 2>&1 || { echo "FAIL: a valid input_vec=8 did not generate"; fail=1; }
 exit $fail

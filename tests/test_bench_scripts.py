@@ -633,13 +633,13 @@ def test_merge_by_provider():
             {"workload": "a", "key": key, "default": True, "check_ok": True, "runtime_ms": ours_ms, "strategy": "direct"},
             {"workload": "a", "key": key, "default": False, "check_ok": True, "runtime_ms": other_ms, "strategy": "x"},
             {"workload": "a", "key": key, "default": False, "check_ok": adams_ok, "runtime_ms": adams_ms,
-             "provider": "halide:Adams2019", "strategy": "Adams2019 (Halide autoscheduler)"}]}
+             "provider": "halide-autoscheduler-Adams2019", "strategy": "Adams2019 (Halide autoscheduler)"}]}
 
     base = lambda ms: {"context": {"provider": "onnxruntime"}, "results": [{"name": "a", "key": key, "eager_ms": ms}]}  # noqa: E731
     header, rows = mr.provider_table([run(1.0, 4.0, 9.0), run(3.0, 0.1, 9.0, adams_ok=False), run(2.0, 6.0, 9.0)],
                                      [base(0.5), base(1.5)])
-    assert header == ["workload", "blockfuse ms", "halide:Adams2019 ms", "onnxruntime ms",
-                      "halide:Adams2019 / blockfuse", "onnxruntime / blockfuse"], header
+    assert header == ["workload", "blockfuse ms", "halide-autoscheduler-Adams2019 ms", "onnxruntime ms",
+                      "halide-autoscheduler-Adams2019 / blockfuse", "onnxruntime / blockfuse"], header
     assert rows == [["a", "2 [1-3]", "5 [4-6]", "1 [0.5-1.5]", "2.50", "0.50"]], rows
     table, _ = mr.merge(run(1.0, 0.1, 9.0), None)
     assert dict(zip(mr.COLUMNS, table[0]))["ours best ms"] == "1", table

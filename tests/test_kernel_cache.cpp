@@ -127,7 +127,7 @@ TEST_CASE("Halide's CPU autoschedulers schedule conv2d and blocks through the ca
             INFO(key << " " << name);
             const auto op = parse_op(key);
             const KernelVariant v = autoscheduled_kernel(*op, name, Device::cpu);
-            CHECK(kernel_provider(v) == "halide:" + name);
+            CHECK(kernel_provider(v) == "halide-autoscheduler-" + name);
             const auto &p = v.request().params;
             CHECK(std::find(p.begin(), p.end(), "autoscheduler=" + name) != p.end());  // a cache entry of its own
             auto data = op->data(rng)->with_fresh_output();  // output poisoned

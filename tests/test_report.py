@@ -242,14 +242,15 @@ class ReportTest(unittest.TestCase):
         torch = write_json(self.tmp.name, "[1, 2", "pytorch.json")
         self.expect_error([self.dir, "--torch", torch], "pytorch.json")
 
-    def test_committed_h200_reports(self):
-        # The committed H200 report folders (bench/results/h200/report/): the report runs on them as they are.
+    def test_h200_reports(self):
+        # Two H200 runs (tests/data/h200_report/, copies of the results and PyTorch files of
+        # bench/results/h200/report/): the report runs on them as they are.
         for suite, expect in (("conv2d", ["dw3x3-c144-56-n128", "mediant roofline"]),
                               ("blocks", ["mbconv-c24-56-n128", "## What fusion can gain at most",
                                           # c=24: T_min 140.1 µs layer by layer, 101.1 fused (the run's ceilings)
                                           "| mbconv-c24-56-n128 | fused | 140.1 | 101.1 | 1.39x | 0.60x |",
                                           "driver 580.159.04"])):
-            src = os.path.join(ROOT, "bench/results/h200/report", suite)
+            src = os.path.join(ROOT, "tests/data/h200_report", suite)
             out = os.path.join(self.tmp.name, suite)
             p = run_report(src, "--torch", os.path.join(src, "pytorch.json"), "--out", out)
             self.assertEqual(p.returncode, 0, p.stderr)

@@ -67,6 +67,7 @@ grep -q "tuning record (blockfuse tune" "$dir/bench.txt" || { cat "$dir/bench.tx
 # records best names the fastest passing record's knobs, as the kernel line of bench does.
 "$bf" records best "$dir/r.jsonl" > "$dir/best.txt" 2>&1 || { cat "$dir/best.txt"; fail "records best exited $?"; }
 knobs=$(sed -n 's/^conv2d direct: [^[]*\[\(.*\)\] (tuning record.*/\1/p' "$dir/bench.txt")
+# shellcheck disable=SC2015  # fail exits: the || part runs only when a check fails
 [ -n "$knobs" ] && grep -q "16 records ([0-9]* failed) *$knobs\$" "$dir/best.txt" \
     || { cat "$dir/bench.txt" "$dir/best.txt"; fail "records best and the dispatched kernel disagree ('$knobs')"; }
 
@@ -76,6 +77,7 @@ for i in 0 1; do
         > "$dir/shard$i.txt" 2>&1 &
 done
 wait -n; r1=$?; wait -n; r2=$?
+# shellcheck disable=SC2015  # fail exits: the || part runs only when a check fails
 [ "$r1" -eq 0 ] && [ "$r2" -eq 0 ] || { cat "$dir"/shard*.txt; fail "a shard exited non-zero"; }
 "$py" - "$dir/shared.jsonl" "$w2" "$w3" <<'PY' || { cat "$dir"/shard*.txt; fail "sharded records"; }
 import json, sys
@@ -86,6 +88,7 @@ for r in recs:
 assert len(by) == 2 and all(len(v) == 3 for v in by.values()), {k: len(v) for k, v in by.items()}
 print("shards:", {k: len(v) for k, v in by.items()})
 PY
+# shellcheck disable=SC2015  # fail exits: the || part runs only when a check fails
 grep -q "1 tasks" "$dir/shard0.txt" && grep -q "1 tasks" "$dir/shard1.txt" || { cat "$dir"/shard*.txt; fail "shards not one task each"; }
 
 # 5. plan here, measure there (here the same machine): the plan's candidates land in the records.

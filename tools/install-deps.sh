@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what blockfuse needs, idempotently:
-#  - Debian packages (test/bench libraries, PoCL for running the GPU schedules on CPU in CI)
-#  - a project venv (.venv) holding Halide 21.0.0, cmake, ninja and matplotlib from PyPI.
+#  - Debian packages (test/bench libraries, PoCL for running the GPU schedules on CPU in CI, clang-format
+#    and shellcheck for tools/lint.sh)
+#  - a project venv (.venv) holding Halide 21.0.0, cmake, ninja and matplotlib from PyPI, and the tools of
+#    the checks: ruff (tools/lint.sh) and jsonschema (tests/test_results_schema.py).
 #  - with --anchors: also ONNX Runtime (CPU) and onnx, the CPU baseline's (bench/onnxruntime_baseline.py)
 # Why PyPI Halide: it is the current release and ships the C++ library + CMake package;
 # Debian's Halide 14 is only the documented fallback (docs/halide-21.md).
@@ -16,7 +18,7 @@ done
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HALIDE_VERSION="21.0.0"
 DEB_PKGS=(catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev
-          pocl-opencl-icd ocl-icd-opencl-dev build-essential python3-venv)
+          pocl-opencl-icd ocl-icd-opencl-dev build-essential python3-venv clang-format shellcheck)
 
 missing=()
 for p in "${DEB_PKGS[@]}"; do
@@ -31,6 +33,8 @@ fi
 
 venv="$here/.venv"
 stamp="$venv/.blockfuse-deps-halide-$HALIDE_VERSION"
+# A venv made before the checks' tools were added gains them without being remade.
+tools_stamp="$venv/.blockfuse-deps-tools-1"
 if [ ! -f "$stamp" ]; then
   echo "[install] Python venv at .venv (halide==$HALIDE_VERSION, cmake, ninja, matplotlib)"
   PY="${PYTHON:-python3}"
@@ -38,6 +42,11 @@ if [ ! -f "$stamp" ]; then
   "$venv/bin/pip" install -q --upgrade pip
   "$venv/bin/pip" install -q "halide==$HALIDE_VERSION" "cmake>=3.28" ninja matplotlib numpy
   touch "$stamp"
+fi
+if [ ! -f "$tools_stamp" ]; then
+  echo "[install] ruff and jsonschema into .venv"
+  "$venv/bin/pip" install -q "ruff==0.17.*" "jsonschema==4.*"
+  touch "$tools_stamp"
 fi
 
 if ((anchors)) && ! "$venv/bin/python" -c 'import onnxruntime, onnx' 2>/dev/null; then

@@ -26,5 +26,5 @@ for d in "$build/kernels"/*/ "$cache"/*/; do
 done
 tar -C "$stage" -cf - . | xz -6 -T0 > "$root/.carry/carry.tar.xz"
 rm -rf "$stage"
-echo "$(ls "$build/kernels" | wc -l) prebuilt, $(find "$cache" -maxdepth 1 -mindepth 1 -type d | wc -l) cached kernels looked at;" \
+echo "$(find "$build/kernels" -maxdepth 1 -mindepth 1 | wc -l) prebuilt, $(find "$cache" -maxdepth 1 -mindepth 1 -type d | wc -l) cached kernels looked at;" \
      "carry: $(du -h "$root/.carry/carry.tar.xz" | cut -f1)"

@@ -12,10 +12,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"
 [ -x "$venv/bin/python" ] || { echo "error: $venv missing: run ./run build first" >&2; exit 2; }
 pkgs="$venv/lib/python3*/site-packages/nvidia/cu13/bin"
+# shellcheck disable=SC2086  # $pkgs is a glob (python3*), expanded here on purpose
 if ! ls $pkgs/nvdisasm $pkgs/cuobjdump > /dev/null 2>&1; then
   echo "[install] cuobjdump and nvdisasm from PyPI into .venv" >&2
   "$venv/bin/pip" install -q nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
 fi
+# shellcheck disable=SC2012,SC2086  # the first directory the glob names
 bindir=$(ls -d $pkgs | head -1)
 chmod +x "$bindir"/* 2> /dev/null || true
 export PATH="$bindir:/usr/local/cuda/bin:$PATH"

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Where a kernel's time goes, phase by phase: Nsight Compute's per-instruction SASS table split at barriers.
 
-Input: the CSV `ncu -i REPORT --page source --print-source sass --csv` writes (bench/h200_profile_fused.sh with
-SOURCE=1). A fused block kernel runs in phases separated by BAR.SYNC (stage the chunk's weights, produce the
+Input: the CSV `ncu -i REPORT --page source --print-source sass --csv` writes (`SOURCE=1 bench/gpu_host.sh profile`:
+sass_NAME.csv). A fused block kernel runs in phases separated by BAR.SYNC (stage the chunk's weights, produce the
 hidden chunk, accumulate it); each phase's share of the warp-stall samples is its share of the kernel's time.
 Per phase: samples, executed warp instructions, FFMA among them, shared-memory wavefronts (and the excess over
 ideal: bank conflicts) and the three most frequent stall reasons.

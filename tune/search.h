@@ -42,7 +42,7 @@ private:
     std::vector<Candidate> seeds_;
     size_t next_seed_ = 0;
     std::set<std::string> proposed_;
-    std::map<std::string, std::string> invalid_;  // id -> why
+    std::map<std::string, std::string> invalid_;   // id -> why
     std::vector<Candidate> unseen_valid_points();  // small spaces: enumerate what is left
 };
 

@@ -24,8 +24,8 @@ struct Candidate {
 class SearchSpace {
 public:
     struct Dim {
-        std::string name;          // a knob, or "max_registers"
-        std::vector<int> values;   // ascending, unique
+        std::string name;         // a knob, or "max_registers"
+        std::vector<int> values;  // ascending, unique
     };
     SearchSpace(const Op &op, const std::string &strategy, Device device, LaunchLimits limits);
 

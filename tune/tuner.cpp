@@ -138,11 +138,12 @@ void Tuner::seed_and_resume(const Task &t, const SearchSpace &space, Search &sea
     for (const auto &[w, r] : best_of)
         if (parse_op(w)->dtype() == op->dtype()) near.push_back({distance(parse_op(w)->problem(), op->problem()), r});
     std::sort(near.begin(), near.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
-    for (size_t i = 0; i < near.size() && i < 3; ++i) search.add_seed(space.project(near[i].second->knobs, near[i].second->max_registers));
+    for (size_t i = 0; i < near.size() && i < 3; ++i)
+        search.add_seed(space.project(near[i].second->knobs, near[i].second->max_registers));
 }
 
-TuningRecord Tuner::measure(const Task &t, const KernelVariant &v, const BuildOutcome &built, const std::string &searcher,
-                            int trial) {
+TuningRecord Tuner::measure(const Task &t, const KernelVariant &v, const BuildOutcome &built,
+                            const std::string &searcher, int trial) {
     TuningRecord rec = record_of(v, t.key, t.strategy);
     rec.searcher = searcher;
     rec.trial = trial;
@@ -207,10 +208,14 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
                     ++rep.failed, ++rep.failures["build"];
                     continue;
                 }
-                plan << nlohmann::json{{"workload", t.key},     {"strategy", t.strategy},
-                                       {"knobs", vs[i]->schedule_knobs()}, {"max_registers", vs[i]->max_registers},
-                                       {"searcher", search->name()},       {"trial", ++done},
-                                       {"seed", opt_.seed},                {"target", target_}}
+                plan << nlohmann::json{{"workload", t.key},
+                                       {"strategy", t.strategy},
+                                       {"knobs", vs[i]->schedule_knobs()},
+                                       {"max_registers", vs[i]->max_registers},
+                                       {"searcher", search->name()},
+                                       {"trial", ++done},
+                                       {"seed", opt_.seed},
+                                       {"target", target_}}
                             .dump()
                      << "\n";
             }
@@ -225,7 +230,8 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
             search->observe(cands[i], rec.ok() ? rec.median_ms : kFailedScore);
             if (!rec.ok()) ++rep.failed, ++rep.failures[rec.failure];
             if (cands[i] == dflt && rec.ok()) rep.heuristic_ms = rec.median_ms;
-            if (rec.ok() && (best == 0 || rec.median_ms < best)) best = rec.median_ms, best_knobs = vs[i]->knob_summary();
+            if (rec.ok() && (best == 0 || rec.median_ms < best))
+                best = rec.median_ms, best_knobs = vs[i]->knob_summary();
             const double elapsed = since(start);
             const double eta = elapsed / this_run * (opt_.trials - done);
             std::cout << fmt::format("{} {} trial {}/{} | current {} | best {} ({}) | {} failed | {} | ETA {}\n", label,
@@ -263,7 +269,8 @@ void Tuner::measure_plan(const std::string &path) {
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
         if (j.is_discarded() || !j.contains("workload") || !j.contains("strategy") || !j.contains("knobs"))
-            throw WorkloadError(fmt::format("--measure '{}', line {}: not a plan line (workload, strategy, knobs)", path, n));
+            throw WorkloadError(
+                fmt::format("--measure '{}', line {}: not a plan line (workload, strategy, knobs)", path, n));
         lines.push_back(j);
     }
     std::set<std::string> warned;
@@ -292,7 +299,8 @@ void Tuner::measure_plan(const std::string &path) {
         append_records(opt_.records, {rec});
         own_.records.push_back(rec);
         std::cout << fmt::format("[{}/{}] {} {} {} | {} | {}\n", n, lines.size(), t.key, t.strategy, v->knob_summary(),
-                                 rec.ok() ? fmt::format("{:.4g} ms", rec.median_ms) : rec.failure + ": " + rec.check.substr(0, 160),
+                                 rec.ok() ? fmt::format("{:.4g} ms", rec.median_ms)
+                                          : rec.failure + ": " + rec.check.substr(0, 160),
                                  minutes_or_seconds(since(start)))
                   << std::flush;
     }
@@ -312,7 +320,8 @@ int run_tune(const TuneOptions &opt) {
     if (opt.shards < 1 || opt.shard < 0 || opt.shard >= opt.shards)
         throw WorkloadError(fmt::format("--shard {}/{}: want i/N with 0 <= i < N", opt.shard, opt.shards));
     if (opt.trials < 1) throw WorkloadError("--trials must be at least 1");
-    if (!opt.plan_out.empty() && !opt.measure_plan.empty()) throw WorkloadError("--plan-out and --measure exclude each other");
+    if (!opt.plan_out.empty() && !opt.measure_plan.empty())
+        throw WorkloadError("--plan-out and --measure exclude each other");
     if (!opt.gpu.empty()) setenv("BLOCKFUSE_GPU", opt.gpu.c_str(), 1);
     std::string why;
     Device dev;
@@ -320,7 +329,8 @@ int run_tune(const TuneOptions &opt) {
         if (!parse_device(opt.device, &dev) || dev == Device::opencl)
             throw WorkloadError("--plan-out needs --device cuda or cpu");
         if (dev == Device::cuda && opt.gpu.empty() && !cuda::device().available)
-            throw WorkloadError("--plan-out for CUDA without a GPU here: name the GPU, e.g. --gpu \"NVIDIA H200:sm_90\"");
+            throw WorkloadError(
+                "--plan-out for CUDA without a GPU here: name the GPU, e.g. --gpu \"NVIDIA H200:sm_90\"");
         why = "--plan-out: building for it, measuring elsewhere";
     } else {
         dev = pick_device(opt.device, &why);
@@ -341,17 +351,18 @@ int run_tune(const TuneOptions &opt) {
     for (const auto &e : entries) {
         const std::string key = canonical_key(e.key);
         for (const std::string &s : strategies_of(key))
-            if (opt.strategies.empty() || std::find(opt.strategies.begin(), opt.strategies.end(), s) != opt.strategies.end())
+            if (opt.strategies.empty() ||
+                std::find(opt.strategies.begin(), opt.strategies.end(), s) != opt.strategies.end())
                 tasks.push_back({e.name, key, s});
     }
     if (tasks.empty()) throw WorkloadError("--strategies: none applies to the workloads given");
     std::vector<Task> mine;
     for (size_t i = 0; i < tasks.size(); ++i)
         if (int(i % opt.shards) == opt.shard) mine.push_back(tasks[i]);
-    std::cout << fmt::format("{} tasks (workload x strategy){}; {} search, seed {}, {} trials each{}\n", mine.size(),
-                             opt.shards > 1 ? fmt::format(", shard {}/{} of {}", opt.shard, opt.shards, tasks.size()) : "",
-                             opt.search, opt.seed, opt.trials,
-                             opt.minutes > 0 ? fmt::format(" or {} min", opt.minutes) : "");
+    std::cout << fmt::format(
+        "{} tasks (workload x strategy){}; {} search, seed {}, {} trials each{}\n", mine.size(),
+        opt.shards > 1 ? fmt::format(", shard {}/{} of {}", opt.shard, opt.shards, tasks.size()) : "", opt.search,
+        opt.seed, opt.trials, opt.minutes > 0 ? fmt::format(" or {} min", opt.minutes) : "");
     std::vector<TaskReport> reports;
     for (size_t i = 0; i < mine.size(); ++i) {
         const std::string label = fmt::format("[{}/{} {}]", i + 1, mine.size(), mine[i].name);
@@ -373,19 +384,29 @@ int run_tune(const TuneOptions &opt) {
             "filtered, space {:.3g} | {}: build {:.0f}%, measure {:.0f}%{}\n",
             r.task.name, r.task.strategy, r.best_ms > 0 ? fmt::format("{:.4g} ms", r.best_ms) : "-", r.best_knobs,
             r.heuristic_ms > 0 ? fmt::format("{:.4g} ms ({:.2f}x)", r.heuristic_ms, r.heuristic_ms / r.best_ms) : "-",
-            r.best_named_ms > 0 ? fmt::format("{:.4g} ms ({:.2f}x)", r.best_named_ms, r.best_named_ms / r.best_ms) : "-",
+            r.best_named_ms > 0 ? fmt::format("{:.4g} ms ({:.2f}x)", r.best_named_ms, r.best_named_ms / r.best_ms)
+                                : "-",
             r.trials, r.resumed, r.failed, r.failures.empty() ? "" : " (" + failures_text(r.failures) + ")", r.invalid,
             r.space, minutes_or_seconds(r.seconds), r.seconds > 0 ? 100 * r.build_wall / r.seconds : 0,
             r.seconds > 0 ? 100 * r.measure_wall / r.seconds : 0, r.note.empty() ? "" : " | " + r.note);
-        summary.push_back({{"workload", r.task.key},     {"name", r.task.name},
-                           {"strategy", r.task.strategy}, {"trials", r.trials},
-                           {"resumed", r.resumed},        {"failed", r.failed},
-                           {"failures", r.failures},      {"invalid_filtered", r.invalid},
-                           {"space_points", r.space},     {"best_ms", r.best_ms},
-                           {"best_knobs", r.best_knobs},  {"heuristic_ms", r.heuristic_ms},
-                           {"best_named_ms", r.best_named_ms}, {"best_named", r.best_named},
-                           {"seconds", r.seconds},        {"build_seconds", r.build_wall},
-                           {"measure_seconds", r.measure_wall}, {"note", r.note}});
+        summary.push_back({{"workload", r.task.key},
+                           {"name", r.task.name},
+                           {"strategy", r.task.strategy},
+                           {"trials", r.trials},
+                           {"resumed", r.resumed},
+                           {"failed", r.failed},
+                           {"failures", r.failures},
+                           {"invalid_filtered", r.invalid},
+                           {"space_points", r.space},
+                           {"best_ms", r.best_ms},
+                           {"best_knobs", r.best_knobs},
+                           {"heuristic_ms", r.heuristic_ms},
+                           {"best_named_ms", r.best_named_ms},
+                           {"best_named", r.best_named},
+                           {"seconds", r.seconds},
+                           {"build_seconds", r.build_wall},
+                           {"measure_seconds", r.measure_wall},
+                           {"note", r.note}});
     }
     if (!opt.out_dir.empty()) {
         std::filesystem::create_directories(opt.out_dir);
@@ -426,8 +447,9 @@ int print_best_records(const std::vector<std::string> &files, const std::string 
         last_target = target + halide;
         std::string knobs;
         if (g.best)
-            knobs = knob_summary(schedule_knob_table(g.best->family, target.rfind("cuda", 0) == 0 ? Device::cuda : Device::cpu),
-                                 g.best->knobs, g.best->max_registers);
+            knobs = knob_summary(
+                schedule_knob_table(g.best->family, target.rfind("cuda", 0) == 0 ? Device::cuda : Device::cpu),
+                g.best->knobs, g.best->max_registers);
         std::cout << fmt::format("  {:<72} {:<15} {:>10} {:>4} records ({} failed) {}\n", workload, strategy,
                                  g.best ? fmt::format("{:.4g} ms", g.best->median_ms) : "-", g.n, g.failed, knobs);
     }

@@ -22,21 +22,21 @@ struct TuneOptions {
     std::string suite;
     std::string device = "auto";
     std::vector<std::string> strategies;    // empty: every strategy of each workload
-    int trials = 64;                         // per task, counting candidates already in --records
-    double minutes = 0;                      // per task, 0: no limit
-    std::string records;                     // appended to (and resumed from)
-    std::vector<std::string> seed_records;   // also read, for seeds (default: autotune/records/*.jsonl)
+    int trials = 64;                        // per task, counting candidates already in --records
+    double minutes = 0;                     // per task, 0: no limit
+    std::string records;                    // appended to (and resumed from)
+    std::vector<std::string> seed_records;  // also read, for seeds (default: autotune/records/*.jsonl)
     bool no_seed_records = false;
-    int jobs = 0;                            // parallel builds (0: every core)
-    std::string search = "evolutionary";     // or random
+    int jobs = 0;                         // parallel builds (0: every core)
+    std::string search = "evolutionary";  // or random
     unsigned long long seed = 1;
-    int batch = 0;                           // candidates per round (0: 8)
-    double timeout_s = 60;                   // per candidate measurement (the data and reference: their own)
+    int batch = 0;          // candidates per round (0: 8)
+    double timeout_s = 60;  // per candidate measurement (the data and reference: their own)
     int shard = 0, shards = 1;
     std::string plan_out, measure_plan;
-    std::string gpu;                         // --plan-out for CUDA: the GPU the kernels are for
+    std::string gpu;  // --plan-out for CUDA: the GPU the kernels are for
     TimingOptions timing;
-    std::string out_dir;                     // summary.json
+    std::string out_dir;  // summary.json
     std::string argv0, command_line;
 };
 

@@ -34,7 +34,7 @@ struct MeasureResult {
     double rel_l2 = 0;
     double median_ms = 0, min_ms = 0, max_ms = 0;
     int samples = 0;
-    double seconds = 0;   // wall time of the request (load, check, timing)
+    double seconds = 0;  // wall time of the request (load, check, timing)
 };
 
 // The worker's main loop (reads stdin until it closes); the exit code of `blockfuse tune-worker`.

@@ -11,7 +11,7 @@ plan(model) walks the tree and returns, in network order, one Entry per candidat
 Folding (fold_entry) turns an entry's modules into the kernels' weights, in their ABI order and layout.
 """
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Tuple
 
 import numpy as np
 

@@ -20,7 +20,7 @@ except ImportError as e:  # pragma: no cover
 
 import blockfuse.torch as bft  # noqa: E402
 from blockfuse import match, models  # noqa: E402
-from blockfuse.torch import ops  # noqa: E402
+from blockfuse.torch import ops  # noqa: E402,F401  (registers torch.ops.blockfuse)
 
 SEED = int(os.environ.get("BLOCKFUSE_TEST_SEED", torch.seed() % 2**31))
 CL = torch.channels_last
@@ -98,7 +98,6 @@ def tiny_network():
     from torchvision.models.efficientnet import MBConv, MBConvConfig
     from torchvision.models.convnext import CNBlock
     from torchvision.ops.misc import Conv2dNormActivation
-    from functools import partial
     torch.manual_seed(SEED)
     net = torch.nn.Sequential(
         Conv2dNormActivation(3, 16, stride=2, activation_layer=torch.nn.ReLU6),

@@ -22,7 +22,7 @@ from typing import List
 import torch
 
 from blockfuse import checks
-from blockfuse._lib import DTYPE_CODES, Kernel
+from blockfuse._lib import Kernel
 from blockfuse.match import BlockShape, ConvLayer
 
 _kernels = {}
