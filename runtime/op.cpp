@@ -1,6 +1,7 @@
 #include "runtime/op.h"
 #include "runtime/block.h"
 #include "runtime/gemm.h"
+#include "runtime/conv_nd.h"
 #include "runtime/pool.h"
 #include "runtime/stem.h"
 
@@ -18,6 +19,8 @@ std::unique_ptr<Op> parse_op(const std::string &key) {
     if (is_stem_key(key)) return stem_op(key);
     if (is_gemm_key(key)) return gemm_op(key);
     if (is_pool_key(key)) return pool_op(key);
+    if (is_conv1d_key(key)) return conv1d_op(key);
+    if (is_conv3d_key(key)) return conv3d_op(key);
     return conv2d_op(key);
 }
 
