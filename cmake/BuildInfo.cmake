@@ -3,9 +3,9 @@
 # schedule sources (a kernel cache entry is valid only for the sources that made it), the git commit,
 # the Halide version and the C++ compiler that links generated kernels. Rewritten only on change.
 file(GLOB sources "${SRC}/generators/*.h" "${SRC}/generators/*.cpp" "${SRC}/schedules/*.h" "${SRC}/schedules/*.cpp")
-# The heuristics choose knobs, which are part of every kernel's params: they do not change the code a
-# given set of params generates.
-list(FILTER sources EXCLUDE REGEX "/schedules/heuristics\\.(h|cpp)$")
+# The heuristics (heuristics.cpp, <family>_heuristics.cpp) choose knobs, which are part of every kernel's
+# params: they do not change the code a given set of params generates.
+list(FILTER sources EXCLUDE REGEX "/schedules/([a-z0-9_]+_)?heuristics\\.(h|cpp)$")
 list(SORT sources)
 set(all "")
 foreach (f IN LISTS sources)

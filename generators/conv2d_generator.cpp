@@ -46,6 +46,16 @@ public:
     X(est_dilation_x) X(est_dilation_y) X(est_pad_left) X(est_pad_top) X(est_groups)
 #define BLOCKFUSE_ESTIMATE_PARAM(name) GeneratorParam<int> name{#name, 0};
     BLOCKFUSE_CONV2D_ESTIMATES(BLOCKFUSE_ESTIMATE_PARAM)
+    // Conv3d through this conv2d (depth_kernel > 0): the input buffer is NDHWC with depth and batch as
+    // one dimension (c, x, y, z + depth_in * n), the output likewise with depth_out, and the weights are
+    // (k, t * depth_cg + cg, kx, ky): each depth tap t of the depth_kernel is a block of depth_cg input
+    // channels per group, so the conv2d reduction over C/groups x R x S becomes the conv3d reduction over
+    // C/groups x T x R x S. The channel index the conv2d algorithm reads is decoded into (group, tap,
+    // channel), the tap and the output depth into the input depth (zero outside it).
+    GeneratorParam<int> depth_kernel{"depth_kernel", 0};
+    GeneratorParam<int> depth_cg{"depth_cg", 1};
+    GeneratorParam<int> depth_in{"depth_in", 1}, depth_out{"depth_out", 1};
+    GeneratorParam<int> depth_stride{"depth_stride", 1}, depth_dilation{"depth_dilation", 1}, depth_pad{"depth_pad", 0};
 
     // Storage types come from the automatic `input.type` / `weights.type` / `output.type` params.
     Input<Buffer<void, 4>> input{"input"};      // (c, x, y, n)
@@ -97,8 +107,19 @@ public:
         g.pad_top = pad_top;
 
         Expr act = activation;
+        Func in = input;
+        if (depth_kernel > 0) {
+            in = Func("conv3d_input");
+            Var c("c"), x("x"), y("y"), n("n");
+            const int cg = depth_cg, taps = int(depth_kernel) * cg;  // input channels per group as conv2d sees them
+            Expr group = c / taps, tap = (c % taps) / cg, channel = group * cg + c % cg;
+            Expr z = (n % int(depth_out)) * int(depth_stride) + tap * int(depth_dilation) - int(depth_pad);
+            Expr batch = n / int(depth_out);
+            Expr load = input(channel, x, y, clamp(z, 0, int(depth_in) - 1) + int(depth_in) * batch);
+            in(c, x, y, n) = select(z >= 0 && z < int(depth_in), load, blockfuse::from_f32(input.type(), 0.0f));
+        }
         auto f = blockfuse::conv2d(
-            input, weights, bias, g,
+            in, weights, bias, g,
             [act](const Expr &a, const std::vector<Var> &) { return blockfuse::apply_activation(a, act); },
             output.type(), "conv2d");
         output(f.output.args()) = f.output(f.output.args());

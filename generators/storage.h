@@ -13,13 +13,17 @@ inline Halide::Expr to_f32(const Halide::Expr &e) {
     return cast<float>(e);
 }
 
-// Round to nearest even, as PyTorch does.
+// Round to nearest even, as PyTorch does; a NaN becomes PyTorch's quiet NaN 0x7FC0. Without that test the
+// rounding carries a NaN whose low mantissa bits are set (CUDA's canonical NaN 0x7FFFFFFF, what max.NaN and
+// every NaN-producing instruction there return) into the sign bit: -0. The test is on the bits, which fast-math
+// flags cannot fold away.
 inline Halide::Expr from_f32(const Halide::Type &t, const Halide::Expr &f) {
     using namespace Halide;
     if (t.is_bfloat()) {
         Expr bits = reinterpret(UInt(32), f);
         Expr rounded = (bits + (Expr(uint32_t(0x7fff)) + ((bits >> 16) & 1))) >> 16;
-        return reinterpret(t, cast(UInt(16), rounded));
+        Expr nan = (bits & Expr(uint32_t(0x7fffffff))) > Expr(uint32_t(0x7f800000));
+        return reinterpret(t, cast(UInt(16), select(nan, Expr(uint32_t(0x7fc0)), rounded)));
     }
     return cast(t, f);
 }

@@ -100,10 +100,12 @@ std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, De
     return out;
 }
 
-KernelVariant conv2d_kernel_for(const Conv2dWorkload &w, Device device, const ScheduleChoice &s) {
+KernelVariant conv2d_kernel_for(const Conv2dWorkload &w, Device device, const ScheduleChoice &s,
+                                const Conv2dKernelExtras &extras) {
     // Everything the schedules can use is static: the window, stride, dilation and groups, the
     // depthwise multiplier and channel count, aligned channel vectors where the counts allow.
-    std::map<std::string, std::string> p{{"kind", kind_name(w.kind())}};
+    std::map<std::string, std::string> p = extras.params;
+    p["kind"] = kind_name(w.kind());
     auto set = [&p](const char *k, int v) { p[k] = std::to_string(v); };
     if (w.kind() != ConvKindTag::pointwise && w.r == w.s) set("kernel_size", w.r);
     if (w.stride_h == w.stride_w) set("static_stride", w.stride_h);
@@ -115,11 +117,12 @@ KernelVariant conv2d_kernel_for(const Conv2dWorkload &w, Device device, const Sc
     }
     const auto kv = s.knobs.find("vec_k");
     const int vec = kv == s.knobs.end() ? Conv2dGpuKnobs{}.vec_k : kv->second;
-    if (device != Device::cpu && vec > 1 && w.c % vec == 0 && w.k % vec == 0) set("aligned", 1);
+    const int in_c = extras.input_channels ? extras.input_channels : w.c;
+    if (device != Device::cpu && vec > 1 && w.c % vec == 0 && in_c % vec == 0 && w.k % vec == 0) set("aligned", 1);
     std::string shape = fmt::format("{}_k{}x{}s{}", kind_name(w.kind()), w.r, w.s, w.stride_h);
     if (w.groups > 1) shape += fmt::format("g{}", w.groups);
-    KernelVariant v = make_variant("conv2d", fmt::format("conv2d_{}_c{}k{}_{}_{}", shape, w.c, w.k, dtype_name(w.dtype),
-                                                         device_name(device)),
+    const std::string name = extras.name.empty() ? fmt::format("conv2d_{}_c{}k{}", shape, w.c, w.k) : extras.name;
+    KernelVariant v = make_variant("conv2d", fmt::format("{}_{}_{}", name, dtype_name(w.dtype), device_name(device)),
                                    device, w.dtype, p, s.knobs, s.max_registers, s.why);
     v.name += "@" + v.request().hash().substr(0, 8);
     return v;
@@ -224,11 +227,6 @@ double conv2d_bytes(const Conv2dWorkload &w, const KernelVariant *v) {
 
 namespace blockfuse {
 namespace {
-
-// conv2d outputs are compared at every point where the float64 reference stays under ~2e8 MACs, else at
-// 4096 sampled points (every output is still scanned for being written).
-constexpr double kFullCheckMacs = 2e8;
-constexpr size_t kSampledPoints = 4096;
 
 class Conv2dData : public TensorOpData<Conv2dData, Conv2dWorkload, Conv2dTensors> {
 public:

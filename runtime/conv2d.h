@@ -37,8 +37,16 @@ std::vector<const KernelVariant *> conv2d_candidates(const Conv2dWorkload &w, De
 // A kernel made for exactly this workload's shape (kernel size, stride, dilation, groups, channel
 // counts where the schedule gains from them), with the given schedule: what the dispatcher generates
 // when no named variant is the default. Its name says the shape; its request hash, the rest.
+// Conv1d and conv3d run on these kernels (runtime/conv_nd.h): `extras` adds their static params, names
+// the kernel, and gives the real input channel count where it differs from w.c (alignment needs both).
 struct ScheduleChoice;
-KernelVariant conv2d_kernel_for(const Conv2dWorkload &w, Device device, const ScheduleChoice &s);
+struct Conv2dKernelExtras {
+    std::map<std::string, std::string> params;
+    std::string name;
+    int input_channels = 0;
+};
+KernelVariant conv2d_kernel_for(const Conv2dWorkload &w, Device device, const ScheduleChoice &s,
+                                const Conv2dKernelExtras &extras = {});
 
 // A flat-mapped layer (flat_threads > 0) shifts its edge tiles inwards, so its output must hold one
 // whole tile_x x tile_y tile; the other mappings guard their tails and fit any size. The conv2d and

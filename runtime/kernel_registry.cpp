@@ -4,6 +4,7 @@
 #include "schedules/conv2d_knobs.h"
 #include "runtime/mma_ptx.h"
 #include "schedules/gemm_knobs.h"
+#include "schedules/pool_knobs.h"
 #include "schedules/stem_knobs.h"
 #include <algorithm>
 #include <cstdlib>
@@ -38,6 +39,7 @@ const KnobTable &schedule_knob_table(const std::string &family, Device device) {
     if (family == "block") return block_knobs(device != Device::cpu);
     if (family == "stem") return stem_knobs();
     if (mma_ptx::tensor_core_family(family)) return gemm_knob_table();
+    if (family == "pool") return pool_knobs();
     return none;
 }
 
@@ -52,6 +54,7 @@ int KernelVariant::threads_per_block() const {
             threads = std::max(threads, conv2d_gpu_knobs_from(knobs, p).threads_per_block());
         return threads;
     }
+    if (family == "pool") return knob("threads");
     if (family == "stem")  // the pool tile's threads; the layer-by-layer conv takes the conv2d defaults
         return std::max(fused_block_threads(knob("out_channels"), knob("vec_k"), knob("tile_x")),
                         Conv2dGpuKnobs{}.threads_per_block());
@@ -98,6 +101,9 @@ KernelRequest KernelVariant::request() const {
     r.generator = family;
     r.name = name;
     r.target = device == Device::cpu ? host_target() : gpu_target(device_name(device));
+    // Pooling compares against -inf and tests for NaN: Halide's default fast-math flags (nnan, ninf) let
+    // LLVM fold both away (generators/pool_algorithm.h).
+    if (family == "pool") r.target += "-strict_float";
     for (const auto &[k, v] : knobs) r.params.push_back(k + "=" + std::to_string(v));
     for (const auto &[k, v] : params) r.params.push_back(k + "=" + v);
     const std::string t = halide_type_name(dtype);

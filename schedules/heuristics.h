@@ -7,6 +7,7 @@
 #include "runtime/block.h"
 #include "runtime/conv2d_tc.h"
 #include "runtime/gemm.h"
+#include "runtime/pool.h"
 #include "runtime/stem.h"
 #include <map>
 #include <string>
@@ -37,5 +38,8 @@ ScheduleChoice stem_heuristic(const StemWorkload &w, const std::string &strategy
 ScheduleChoice gemm_heuristic(const GemmWorkload &w, Device device);
 // The same tiling for the implicit GEMM of a dense convolution on the tensor cores (runtime/conv2d_tc.h).
 ScheduleChoice conv2d_tc_heuristic(const Conv2dWorkload &w, Device device);
+// schedules/pool_heuristics.cpp
+ScheduleChoice pool_heuristic(const PoolWorkload &w, Device device);
+ScheduleChoice pool_heuristic(const MeanPoolingWorkload &w, Device device);
 
 }  // namespace blockfuse

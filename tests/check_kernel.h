@@ -2,9 +2,17 @@
 // fresh random inputs, a NaN-poisoned output, every output compared (the tests' shapes are small).
 // Shared by the shape-table and property tests.
 #pragma once
+#include "runtime/dispatch.h"
+#include "runtime/kernel_cache.h"
 #include "runtime/op.h"
 #include "runtime/workload.h"
+#include "tests/test_env.h"
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
 #include <random>
+#include <thread>
 
 namespace blockfuse::test {
 
@@ -12,6 +20,65 @@ inline Comparison check_kernel(const KernelVariant &v, const std::string &key, s
     std::unique_ptr<OpData> d = parse_op(key)->data(rng);
     d->run(v);
     return d->check();
+}
+
+// Kernels generated (or found in the kernel cache) all at once, as many at a time as there are cores, each
+// in its own process: what a test needs before it runs them.
+inline std::vector<BuildOutcome> build_kernels(const std::vector<const KernelVariant *> &kernels) {
+    std::vector<KernelRequest> reqs;
+    for (const KernelVariant *k : kernels) reqs.push_back(k->request());
+    return ensure_built_all(reqs, kernel_cache_dir(), int(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+// Each key's kernel as the dispatcher picks it for `strategy`, generated all at once (none may carry a
+// bound Halide proved wrong at compile time: only a warning there, and a GPU kernel ignores the assert);
+// then `check` on each, unless the run only fills the cache.
+template <class Check>
+void for_each_kernel(Device d, const std::vector<std::string> &keys, Check &&check, const std::string &strategy = "direct") {
+    std::vector<const KernelVariant *> kernels;
+    for (const auto &k : keys) kernels.push_back(dispatch(k, strategy, d, nullptr).variant);
+    const auto built = build_kernels(kernels);
+    for (size_t i = 0; i < keys.size(); ++i) {
+        INFO(device_name(d) << " " << keys[i] << ": " << built[i].message);
+        REQUIRE(built[i].ok);
+        std::ifstream log(kernel_cache_dir() + "/" + kernels[i]->request().hash() + "/build.log");
+        const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+        CHECK(text.find("guaranteed to fail an assertion") == std::string::npos);
+    }
+    if (fill_only()) return;
+    for (size_t i = 0; i < keys.size(); ++i) {
+        INFO(device_name(d) << " " << keys[i] << ": " << kernels[i]->name << " [" << kernels[i]->knob_summary() << "]");
+        check(keys[i], *kernels[i]);
+    }
+}
+
+inline void require_match(const Comparison &c) {
+    INFO(c.summary());
+    CHECK(c.unwritten == 0);
+    CHECK(c.violations == 0);
+}
+
+// The keys of a suite file under workloads/ of the source tree: BLOCKFUSE_SOURCE_DIR in the environment
+// (a GPU host's copy of the tree), else `source_dir` (where the test was built).
+inline std::vector<std::string> suite_keys(const std::string &source_dir, const std::string &name) {
+    std::vector<std::string> keys;
+    for (const auto &e : load_suite(env("BLOCKFUSE_SOURCE_DIR", source_dir) + "/workloads/" + name + ".txt"))
+        keys.push_back(e.key);
+    return keys;
+}
+
+// Each (key, message) pair: the key is refused with a WorkloadError whose text holds the message.
+inline void require_key_errors(const std::vector<std::pair<const char *, const char *>> &cases) {
+    for (auto [key, want] : cases) {
+        INFO(key);
+        try {
+            canonical_key(key);
+            FAIL("accepted");
+        } catch (const WorkloadError &e) {
+            INFO(e.what());
+            CHECK(std::string(e.what()).find(want) != std::string::npos);
+        }
+    }
 }
 
 template <class Workload>

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Self-check of bench/pytorch_baseline.py (conv2d and fused-block key parsing, the block call
-plan and its wiring with stand-ins for torch: no torch needed) and
-bench/merge_results.py (on synthetic JSON). Run: python3 tests/test_bench_scripts.py
+plan and its wiring with stand-ins for torch: no torch needed), bench/merge_results.py (on synthetic
+JSON), bench/torch_convpool.py's key reading and bench/convpool_report.py. Run: python3 tests/test_bench_scripts.py
 Runs every check, exits non-zero if any failed. Also collectable by pytest (test_* functions)."""
 import csv
 import json
@@ -643,6 +643,48 @@ def test_merge_by_provider():
     assert rows == [["a", "2 [1-3]", "5 [4-6]", "1 [0.5-1.5]", "2.50", "0.50"]], rows
     table, _ = mr.merge(run(1.0, 0.1, 9.0), None)
     assert dict(zip(mr.COLUMNS, table[0]))["ours best ms"] == "1", table
+
+def test_convpool_op_names_and_chunks():
+    """torch_convpool.py names every suite row by the op its pool.txt comment header gives (the table's names),
+    and cuts ragged mean pooling into FLA's chunks."""
+    import torch_convpool as tc
+
+    op = None
+    for line in open(os.path.join(ROOT, "workloads", "pool.txt"), encoding="utf-8"):
+        t = line.split()
+        if line.startswith("# ") and t[1].endswith("Fwd"):
+            op = t[1]
+        elif t and not line.startswith("#"):
+            assert tc.op_name(t[1]) == op, (t[1], tc.op_name(t[1]), op)
+    assert tc.op_name("conv1d:n=1,c=1,l=9,k=2,kernel=3,stride=1,pad=0,groups=1,dtype=f16") == "Conv1dFwd"
+    assert tc.op_name("conv3d:n=1,c=1,d=3,h=3,w=3,k=2,kernel=3,stride=1,pad=0,groups=1,dtype=f16") == "Conv3dFwd"
+    assert tc.chunk_lengths({"chunk": "32", "seq_lens": "100+200+300+400"})[:5] == [32, 32, 32, 4, 32]
+    assert len(tc.chunk_lengths({"chunk": "32", "seq_lens": "100+200+300+400"})) == 34  # the table's NC
+    assert tc.chunk_lengths({"chunk": "64", "seq_lens": "2048x4"}) == [64] * 128
+    assert tc.dtype_label("mean_pooling:b=1,s=8,h=1,d=1,chunk=4,dtype=f16,out_dtype=f32") == "f16/f32"
+    assert tc.per_axis({"kernel_d": "1", "kernel_h": "2", "kernel_w": "3"}, "kernel", ("d", "h", "w"), 1) == [1, 2, 3]
+
+
+def test_convpool_report():
+    """bench/convpool_report.py joins our rows with PyTorch's on (op, name, dtype), takes the faster PyTorch,
+    picks the largest floor as the bound and counts the targets' misses."""
+    import convpool_report as cr
+
+    ctx = {"ceilings": {"copy_gbps": 4000.0, "ffma_f32_tflops": 60.0}, "gpu": {"l2_bytes": 60e6}}
+    ours = {"context": ctx, "results": [
+        {"workload": "a", "key": "maxpool2d:n=1,c=1,h=4,w=4,kernel=2,stride=2,pad=0,dtype=f16", "runtime_ms": 0.02,
+         "check_ok": True, "bytes": 80e6, "flops": 1e6, "pct_copy_bw": 50.0, "default": True},
+        {"workload": "a", "key": "maxpool2d:n=1,c=1,h=4,w=4,kernel=2,stride=2,pad=0,return_indices=1,dtype=f16",
+         "runtime_ms": 0.01, "check_ok": True, "bytes": 1e3, "flops": 1e3, "pct_copy_bw": 1.0, "default": True}]}
+    torch = {"context": {"empty_kernel_ms": 0.004}, "results": [
+        {"op": "MaxPool2dFwd", "name": "a", "dtype": "f16", "eager_ms": 0.05, "compile_ms": 0.03},
+        {"op": "MaxPool2dIndicesFwd", "name": "a", "dtype": "f16", "eager_ms": 0.008, "compile_ms": None}]}
+    rs = {r["op"]: r for r in cr.rows([ours], [torch])}
+    assert abs(rs["MaxPool2dFwd"]["ratio"] - 1.5) < 1e-9 and rs["MaxPool2dFwd"]["bound"] == "mem"
+    assert abs(rs["MaxPool2dIndicesFwd"]["ratio"] - 0.8) < 1e-9 and rs["MaxPool2dIndicesFwd"]["bound"] == "lat"
+    text = cr.report(list(rs.values()))
+    assert "pooling rows below 1.0: 1: MaxPool2dIndicesFwd a f16 0.80x" in text, text
+    assert "rows past the L2 at >= 80% of copy bandwidth: 0 of 1" in text, text
 
 
 def main():

@@ -4,9 +4,12 @@
 //   BLOCKFUSE_TEST_FILL_ONLY=1  only generate the kernels into the cache (a machine with Halide, for a GPU
 //                           host without it: fill, carry the cache, run there)
 #pragma once
+#include "runtime/cuda_driver.h"
 #include "runtime/kernel_registry.h"
+#include <HalideRuntimeOpenCL.h>
 #include <algorithm>
 #include <cstdlib>
+#include <iostream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -45,5 +48,25 @@ inline bool testing_device(Device d) {
 }
 
 inline bool fill_only() { return env("BLOCKFUSE_TEST_FILL_ONLY", "") == "1"; }
+
+// main() of a property test: 77 (ctest: skipped) where CUDA is asked for and absent.
+template <class Run>
+int run_on_test_devices(Run &&run) {
+    const auto devices = test_devices();
+    const bool cuda = std::find(devices.begin(), devices.end(), Device::cuda) != devices.end();
+    if (cuda && !fill_only()) {
+        if (!cuda::device().available) {
+            std::cout << "SKIP: " << cuda::device().reason << "\n";
+            return 77;
+        }
+        cuda::install_halide_hooks();
+        cuda::make_current();
+    }
+    if (std::find(devices.begin(), devices.end(), Device::opencl) != devices.end() && !std::getenv("HL_OCL_DEVICE_TYPE"))
+        halide_opencl_set_device_type("cpu");
+    const int rc = run();
+    if (cuda && !fill_only()) cuda::release_halide_allocation_cache();
+    return rc;
+}
 
 }  // namespace blockfuse::test

@@ -8,17 +8,14 @@
 //                           host without it: fill, carry the cache, run there with the same seed)
 #define CATCH_CONFIG_RUNNER
 #include "runtime/conv2d.h"
-#include "runtime/cuda_driver.h"
 #include "tests/check_kernel.h"
 #include "tests/random_shapes.h"
 #include "tests/test_env.h"
-#include <HalideRuntimeOpenCL.h>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <algorithm>
-#include <thread>
 
 using namespace blockfuse;
 
@@ -79,10 +76,9 @@ TEST_CASE("kernels generated for random shapes of every family and strategy matc
                     WARN(device_name(d) << " " << key << ": " << e.what());
                 }
             }
-        // Generated all at once, as many at a time as there are cores (each in its own process).
-        std::vector<KernelRequest> reqs;
-        for (const auto &it : items) reqs.push_back(it.kernel->request());
-        const auto built = ensure_built_all(reqs, kernel_cache_dir(), int(std::max(1u, std::thread::hardware_concurrency())));
+        std::vector<const KernelVariant *> kernels;
+        for (const auto &it : items) kernels.push_back(it.kernel);
+        const auto built = test::build_kernels(kernels);
         for (size_t i = 0; i < items.size(); ++i) {
             INFO(device_name(d) << " " << items[i].key << " " << items[i].strategy << ": " << built[i].message);
             CHECK(built[i].ok);
@@ -103,19 +99,5 @@ TEST_CASE("kernels generated for random shapes of every family and strategy matc
 }
 
 int main(int argc, char **argv) {
-    const auto devices = test_devices();
-    const bool cuda = std::find(devices.begin(), devices.end(), Device::cuda) != devices.end();
-    if (cuda && !fill_only()) {
-        if (!cuda::device().available) {
-            std::cout << "SKIP: " << cuda::device().reason << "\n";
-            return 77;
-        }
-        cuda::install_halide_hooks();
-        cuda::make_current();
-    }
-    if (std::find(devices.begin(), devices.end(), Device::opencl) != devices.end() && !std::getenv("HL_OCL_DEVICE_TYPE"))
-        halide_opencl_set_device_type("cpu");
-    const int rc = Catch::Session().run(argc, argv);
-    if (cuda && !fill_only()) cuda::release_halide_allocation_cache();
-    return rc;
+    return test::run_on_test_devices([&] { return Catch::Session().run(argc, argv); });
 }

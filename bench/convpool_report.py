@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""One table per op (as the seed library's Conv & Pool report): our kernels (blockfuse bench results.json)
+beside PyTorch eager and torch.compile (bench/torch_convpool.py) from the same run.
+
+  python3 bench/convpool_report.py --ours A/results.json [--ours B/results.json] --torch T.json [...] --out README.md
+
+Per workload and dtype: our device time, eager's and torch.compile's, the ratio best-PyTorch / ours, our
+share of the copy bandwidth measured in the run (compulsory bytes: each tensor once), the floors (memory:
+bytes / copy bandwidth; compute: flops / the FFMA rate measured in the run; latency: an empty kernel timed as
+PyTorch's calls are) and the bound, the largest floor. Per op the geometric mean of the ratios; at the end
+the issue's targets (pooling geomean >= 1.2 and no pooling workload below 1.0; workloads whose compulsory
+bytes exceed the L2 at >= 80% of copy bandwidth; conv1d/conv3d geomean >= 1.0) against the numbers.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_convpool as tc  # noqa: E402
+
+POOL_OPS = ("AvgPool1dFwd", "AvgPool2dFwd", "AvgPool3dFwd", "MaxPool1dFwd", "MaxPool1dIndicesFwd", "MaxPool2dFwd",
+            "MaxPool2dIndicesFwd", "MaxPool3dFwd", "MaxPool3dIndicesFwd", "AdaptiveAvgPool2dFwd",
+            "AdaptiveMaxPool2dFwd", "AdaptiveMaxPool2dIndicesFwd", "MeanPoolingFwd")
+CONV_OPS = ("Conv1dFwd", "Conv3dFwd")
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def load(paths):
+    docs = []
+    for p in paths:
+        with open(p, encoding="utf-8") as fh:
+            docs.append(json.load(fh))
+    return docs
+
+
+def rows(ours_docs, torch_docs):
+    torch_rows = {}
+    empty_ms = None
+    for d in torch_docs:
+        empty_ms = d["context"].get("empty_kernel_ms", empty_ms)
+        for r in d["results"]:
+            torch_rows[(r["op"], r["name"], r["dtype"])] = r
+    out = []
+    for d in ours_docs:
+        ceil = d["context"].get("ceilings", {})
+        copy_gbps, ffma = ceil.get("copy_gbps"), ceil.get("ffma_f32_tflops")
+        l2 = d["context"].get("gpu", {}).get("l2_bytes")
+        for r in d["results"]:
+            if not r.get("default", True) and r.get("strategy") != "direct":
+                continue
+            op, dt = tc.op_name(r["key"]), tc.dtype_label(r["key"])
+            t = torch_rows.get((op, r["workload"], dt), {})
+            ours = r.get("runtime_ms") if r.get("check_ok") else None
+            alts = {k: t.get(f"{k}_ms") for k in ("eager", "compile")}
+            best = min((v for v in alts.values() if v), default=None)
+            floors = {"mem": r["bytes"] / (copy_gbps * 1e6) if copy_gbps else None,
+                      "comp": r["flops"] / (ffma * 1e9) if ffma else None, "lat": empty_ms}
+            bound = max((k for k in floors if floors[k]), key=lambda k: floors[k], default="?")
+            out.append({"op": op, "name": r["workload"], "dtype": dt, "ours": ours, "check": r.get("check", ""),
+                        "check_ok": r.get("check_ok"), "eager": alts["eager"], "compile": alts["compile"],
+                        "compile_error": t.get("compile_error"), "ratio": best / ours if best and ours else None,
+                        "pct_copy": r.get("pct_copy_bw") if ours else None, "floors": floors, "bound": bound,
+                        "past_l2": bool(l2 and r["bytes"] > l2), "bytes": r["bytes"]})
+    return out
+
+
+def fmt(x, spec=".4f"):
+    return "—" if x is None else format(x, spec)
+
+
+def table(op_rows):
+    lines = ["| workload | dtype | ratio best-PyTorch / ours | ours ms | eager ms | compile ms | % of copy BW | "
+             "floor ms (mem / comp / lat) | bound | check |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in op_rows:
+        f = r["floors"]
+        lines.append(f"| {r['name']} | {r['dtype']} | {fmt(r['ratio'], '.2f')}x | {fmt(r['ours'])} | {fmt(r['eager'])} | "
+                     f"{fmt(r['compile'])} | {fmt(r['pct_copy'], '.0f')}% | {fmt(f['mem'])} / {fmt(f['comp'])} / "
+                     f"{fmt(f['lat'])} | {r['bound']} | {'ok' if r['check_ok'] else 'FAILED'} |")
+    return "\n".join(lines)
+
+
+def report(rs):
+    out = []
+    for op in POOL_OPS + CONV_OPS:
+        op_rows = [r for r in rs if r["op"] == op]
+        if not op_rows:
+            continue
+        g = geomean(r["ratio"] for r in op_rows)
+        out += [f"### {op}", "", table(op_rows), "", f"geomean ratio: {fmt(g, '.2f')}x", ""]
+    pool = [r for r in rs if r["op"] in POOL_OPS]
+    conv = [r for r in rs if r["op"] in CONV_OPS]
+    gp, gc = geomean(r["ratio"] for r in pool), geomean(r["ratio"] for r in conv)
+    below = [r for r in pool if r["ratio"] is not None and r["ratio"] < 1.0]
+    past = [r for r in pool + conv if r["past_l2"] and r["ours"]]
+    past_low = [r for r in past if (r["pct_copy"] or 0) < 80]
+    failed = [r for r in rs if not r["check_ok"]]
+    out += ["## Targets", "",
+            f"- pooling geomean best-PyTorch / ours: {fmt(gp, '.2f')}x over {len(pool)} rows (target >= 1.2)",
+            f"- pooling rows below 1.0: {len(below)}" + (": " + ", ".join(f"{r['op']} {r['name']} {r['dtype']} "
+                                                                           f"{r['ratio']:.2f}x" for r in below) if below else ""),
+            f"- rows past the L2 at >= 80% of copy bandwidth: {len(past) - len(past_low)} of {len(past)}" +
+            (" (below: " + ", ".join(f"{r['op']} {r['name']} {r['dtype']} {r['pct_copy']:.0f}%" for r in past_low) + ")"
+             if past_low else ""),
+            f"- conv1d/conv3d geomean: {fmt(gc, '.2f')}x over {len(conv)} rows (target >= 1.0 once tensor cores are used)",
+            f"- rows whose check failed or that did not run: {len(failed)}", ""]
+    return "\n".join(out)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--ours", action="append", required=True)
+    p.add_argument("--torch", action="append", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--json", help="the joined rows as JSON")
+    a = p.parse_args(argv)
+    try:
+        rs = rows(load(a.ours), load(a.torch))
+    except (OSError, KeyError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    text = report(rs)
+    with open(a.out, "w", encoding="utf-8") as fh:
+        fh.write(text + "\n")
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as fh:
+            json.dump(rs, fh, indent=1)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

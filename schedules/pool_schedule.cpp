@@ -1,0 +1,117 @@
+#include "schedules/pool_schedule.h"
+#include <string>
+
+namespace blockfuse {
+using namespace Halide;
+
+namespace {
+
+// Every tile of the output becomes one thread of a flat grid: the tiles are numbered x fastest (so a
+// warp's threads read neighbouring input columns: coalesced), the numbering is cut into blocks of
+// `threads`. One flat numbering keeps every lane busy whatever the output's shape (1x1 planes, 27-wide
+// rows, 32000-long sequences) and, the shapes being static, costs a few multiply-shifts per thread to
+// turn back into coordinates. Returns the thread Var.
+Var flat_threads(Func out, const std::vector<Var> &outer, int threads) {
+    Var f = outer[0];
+    for (size_t i = 1; i < outer.size(); ++i) {
+        Var fused("f" + std::to_string(i));
+        out.fuse(f, outer[i], fused);
+        f = fused;
+    }
+    Var fb("fb"), ft("ft");
+    out.split(f, fb, ft, threads, TailStrategy::GuardWithIf).gpu_blocks(fb).gpu_threads(ft);
+    return ft;
+}
+
+}  // namespace
+
+// GPU: a thread owns tile_x x tile_y outputs (edge tiles shift inwards, so every tile is whole and its
+// window a constant size; the heuristic keeps tiles within the output). With `stage`, the thread first
+// loads its input window (the union of its outputs' windows, taps shared between neighbouring outputs
+// loaded once) into registers in blocks of `vec` elements: one aligned vector per block where the
+// row width allows, the padding decided once per block (a block is wholly inside or outside its row).
+// The reduction then reads registers only, every tap unrolled. Adaptive windows move with the output
+// (floor/ceil starts), so their window has no constant size: their taps are loaded where they are used.
+// CPU: vectors of cpu_vec outputs along x, the rows of every plane in parallel.
+void schedule_pool(const PoolFuncs &f, Func out, int rank, const PoolGeometry &g, const PoolKnobs &kn, bool gpu) {
+    const std::vector<Var> args = out.args();
+    Var x = args[0];
+    std::vector<Func> reductions{f.reduce};  // each a register tile of the thread's outputs
+    for (const Func &h : {f.nan_tap, f.argmax})
+        if (h.defined()) reductions.push_back(h);
+    const std::vector<Var> ra = f.reduce.args();  // (x, y, z, c, n)
+    const RDom &r = f.r;
+    const int tile_y = rank >= 2 ? kn.tile_y : 1;
+    if (gpu) {
+        const TailStrategy shift = TailStrategy::ShiftInwards;
+        Var xt("xt"), xr("xr"), yt("yt"), yr("yr");
+        out.split(x, xt, xr, kn.tile_x, shift);
+        std::vector<Var> outer{xt};
+        if (rank >= 2) {
+            out.split(args[1], yt, yr, tile_y, shift).reorder(xr, yr, xt, yt);
+            outer.push_back(yt);
+        }
+        for (size_t i = rank >= 2 ? 2 : 1; i < args.size(); ++i) outer.push_back(args[i]);  // z, c, n
+        const Var ft = flat_threads(out, outer, kn.threads);
+        out.unroll(xr);
+        if (rank >= 2) out.unroll(yr);
+        for (Func red : reductions) {
+            red.compute_at(out, ft).store_in(MemoryType::Register);
+            red.bound_extent(ra[0], kn.tile_x).bound_extent(ra[1], tile_y);
+            red.unroll(ra[0]).unroll(ra[1]);
+            red.update().reorder(ra[0], ra[1], r.x, r.y, r.z).unroll(ra[0]).unroll(ra[1]).unroll(r.x).unroll(r.y).unroll(r.z);
+        }
+        if (kn.stage && !g.adaptive) {
+            Func blocks = f.blocks;
+            const std::vector<Var> ba = blocks.args();  // (v, xb, y, z, c, n)
+            blocks.compute_at(out, ft).store_in(MemoryType::Register).unroll(ba[1]).unroll(ba[2]).unroll(ba[3]);
+            if (g.vec > 1) blocks.vectorize(ba[0]);
+        }
+        return;
+    }
+    Var xo("xo"), xi("xi");
+    const int lanes = kn.cpu_vec;
+    std::vector<Var> outer;
+    for (size_t i = 1; i < args.size(); ++i) outer.push_back(args[i]);
+    Var p = outer[0];
+    for (size_t i = 1; i < outer.size(); ++i) {
+        Var fused("p" + std::to_string(i));
+        out.fuse(p, outer[i], fused);
+        p = fused;
+    }
+    out.parallel(p);
+    const bool vector = g.axis[0].out >= lanes;
+    if (vector) out.split(x, xo, xi, lanes, TailStrategy::ShiftInwards).vectorize(xi);
+    for (Func red : reductions) {
+        red.compute_at(out, vector ? xo : x);
+        if (!vector) continue;
+        red.vectorize(ra[0]);
+        red.update().reorder(ra[0], r.x, r.y, r.z).vectorize(ra[0]);
+    }
+}
+
+// GPU: a thread owns tile_x consecutive elements of d of one (head, chunk, batch) (one vector of the
+// storage type where d allows) and sums the chunk's tokens, `unroll` at a time so that their loads are
+// in flight together; the threads of a block cover d first (coalesced rows of x).
+void schedule_mean_pooling(const MeanPoolingFuncs &f, Func out, const PoolKnobs &kn, bool gpu) {
+    const std::vector<Var> a = out.args();  // (d, h, g, b)
+    Func sum = f.sum;
+    const std::vector<Var> sa = sum.args();
+    Var dt("dt"), dv("dv");
+    RVar ro("ro"), ri("ri");
+    const int lanes = gpu ? kn.tile_x : kn.cpu_vec;
+    out.split(a[0], dt, dv, lanes, TailStrategy::GuardWithIf).vectorize(dv);
+    if (gpu) {
+        const Var ft = flat_threads(out, {dt, a[1], a[2], a[3]}, kn.threads);
+        sum.compute_at(out, ft).store_in(MemoryType::Register);
+    } else {
+        Var p("p");
+        out.fuse(a[2], a[3], p).parallel(p);
+        sum.compute_at(out, dt);
+    }
+    sum.vectorize(sa[0]);
+    sum.update().vectorize(sa[0]);
+    if (kn.unroll > 1) sum.update().split(f.r.x, ro, ri, kn.unroll, TailStrategy::GuardWithIf).unroll(ri);
+}
+
+}  // namespace blockfuse

@@ -1,0 +1,16 @@
+// Pooling schedules (GPU: CUDA and OpenCL; CPU), functions of the knobs of schedules/pool_knobs.h
+// applied to the Funcs of generators/pool_algorithm.h. `out` is the Func bound to the output buffer(s)
+// (one Func, a Tuple with the indices for max pooling with indices, so one kernel computes both); its
+// args are the output's dimensions, innermost first: x, then y and z where the op has them, c, n.
+#pragma once
+#include "generators/pool_algorithm.h"
+#include "schedules/pool_knobs.h"
+
+namespace blockfuse {
+
+void schedule_pool(const PoolFuncs &f, Halide::Func out, int rank, const PoolGeometry &g, const PoolKnobs &kn,
+                   bool gpu);
+// out: (d, h, g, b).
+void schedule_mean_pooling(const MeanPoolingFuncs &f, Halide::Func out, const PoolKnobs &kn, bool gpu);
+
+}  // namespace blockfuse

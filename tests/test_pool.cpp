@@ -1,0 +1,219 @@
+// Pooling (windowed, adaptive, mean pooling): keys, and the kernels the dispatcher generates for every
+// workload of workloads/pool.txt (shrunk: tests/pool_cases.h), for random shapes of every family, and for
+// max pooling on inputs built to break it (ties everywhere, NaN, windows of -inf only), each against the
+// float64 reference of PyTorch's loops with poisoned outputs: avg within tolerance, max values and argmax
+// indices exactly. Devices as test_generated (BLOCKFUSE_TEST_DEVICES, default cpu,opencl; PoCL in f32);
+// the seed is printed, BLOCKFUSE_TEST_SEED reproduces a run; BLOCKFUSE_TEST_SHAPES random shapes per
+// family and device (default 2 on the CPU, 1 on PoCL).
+#define CATCH_CONFIG_RUNNER
+#include "runtime/dispatch.h"
+#include "runtime/pool.h"
+#include "runtime/workload.h"
+#include "tests/check_kernel.h"
+#include "tests/pool_cases.h"
+#include "tests/test_env.h"
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <limits>
+
+using namespace blockfuse;
+
+namespace {
+
+#ifndef BLOCKFUSE_SOURCE_DIR
+#define BLOCKFUSE_SOURCE_DIR "."
+#endif
+
+std::vector<std::string> suite_keys(const std::string &name) { return test::suite_keys(BLOCKFUSE_SOURCE_DIR, name); }
+
+using test::for_each_kernel;
+using test::require_match;
+
+std::vector<std::string> for_device(std::vector<std::string> keys, Device d) {
+    if (d != Device::opencl) return keys;
+    for (auto &k : keys) k = test::as_f32(k);
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    return keys;
+}
+
+std::mt19937_64 &rng() {
+    static std::mt19937_64 r(test::test_seed());
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("pooling keys round-trip; defaults follow PyTorch", "[pool][keys]") {
+    for (const char *key : {
+             "avgpool1d:n=4,c=128,l=4096,kernel=3,stride=2,pad=1,layout=ncl,dtype=f16",
+             "avgpool2d:n=3,c=96,h=55,w=57,kernel_h=3,kernel_w=5,stride=2,pad_h=1,pad_w=2,ceil=1,count_include_pad=0,divisor=7,layout=nchw,dtype=bf16",
+             "maxpool3d:n=8,c=64,d=16,h=112,w=112,kernel_d=1,kernel_h=2,kernel_w=2,stride_d=1,stride_h=2,stride_w=2,pad=0,layout=ncdhw,dtype=f16",
+             "maxpool1d:n=16,c=128,l=2048,kernel=5,stride=2,pad=2,dil=2,ceil=1,return_indices=1,layout=ncl,dtype=bf16",
+             "adaptive_maxpool2d:c=2048,h=7,w=7,out=1,return_indices=1,layout=nchw,dtype=f16",
+             "adaptive_avgpool2d:n=2,c=64,h=55,w=57,out_h=7,out_w=5,layout=nchw,dtype=bf16",
+             "mean_pooling:b=1,s=1000,h=64,d=128,chunk=32,seq_lens=100+200+300+400,dtype=f16,out_dtype=f32",
+             "mean_pooling:b=2,s=2049,h=64,d=128,chunk=64,seq_lens=1024x2+1,dtype=f16,out_dtype=f16",
+         }) {
+        INFO(key);
+        CHECK(canonical_key(key) == key);
+    }
+    // stride defaults to the kernel; symmetric fields where the axes agree; unbatched has no n
+    CHECK(canonical_key("maxpool2d:c=3,h=9,w=9,kernel_h=3,kernel_w=3") ==
+          "maxpool2d:c=3,h=9,w=9,kernel=3,stride=3,pad=0,layout=nchw,dtype=f32");
+    CHECK(canonical_key("mean_pooling:b=1,s=6,h=1,d=1,chunk=2,seq_lens=2+2+1+1,dtype=bf16") ==
+          "mean_pooling:b=1,s=6,h=1,d=1,chunk=2,seq_lens=2x2+1x2,dtype=bf16,out_dtype=bf16");
+    // PyTorch's output sizes: ceil mode drops a last window that would start in the right padding
+    CHECK(parse_pool("maxpool2d:n=1,c=1,h=55,w=55,kernel=3,stride=2,ceil=1").out(1) == 27);
+    CHECK(parse_pool("avgpool1d:n=1,c=1,l=2048,kernel=4,stride=2,pad=1,ceil=1").out(0) == 1024);
+    CHECK(parse_pool("avgpool1d:n=1,c=1,l=5,kernel=2,stride=2,pad=1,ceil=1").out(0) == 3);
+    CHECK(parse_pool("avgpool1d:n=1,c=1,l=4,kernel=2,stride=2,pad=1,ceil=1").out(0) == 3);
+    CHECK(parse_pool("maxpool1d:n=1,c=1,l=2048,kernel=5,stride=2,pad=2,dil=2,ceil=1").out(0) == 1023);
+    CHECK(parse_mean_pooling("mean_pooling:b=1,s=1000,h=1,d=1,chunk=32,seq_lens=100+200+300+400").chunks() == 34);
+}
+
+TEST_CASE("bad pooling keys get one message naming the field and the value", "[pool][keys]") {
+    const std::vector<std::pair<const char *, const char *>> cases = {
+        {"maxpool2d:n=1,c=3,h=9,w=9", "missing field 'kernel'"},
+        {"maxpool2d:n=1,h=9,w=9,kernel=3", "missing field 'c'"},
+        {"maxpool2d:n=1,c=3,h=9,w=9,kernel=3,pad=2", "field 'pad_h' = 2 exceeds half the kernel (3)"},
+        {"maxpool2d:n=1,c=3,h=9,w=9,kernel=3,kernel_h=3", "fields 'kernel' and 'kernel_h' are both given"},
+        {"maxpool1d:n=1,c=3,l=9,kernel_l=3", "unknown field 'kernel_l'"},
+        {"avgpool2d:n=1,c=3,h=9,w=9,kernel=3,dil=2", "unknown field 'dil'"},
+        {"avgpool1d:n=1,c=3,l=9,kernel=3,divisor=2", "unknown field 'divisor'"},
+        {"avgpool2d:n=1,c=3,h=9,w=9,kernel=3,divisor=0", "field 'divisor' = 0 must be positive"},
+        {"maxpool2d:n=1,c=3,h=2,w=9,kernel=3", "empty output along h"},
+        {"maxpool1d:n=1,c=3,l=9,kernel=3,ceil=2", "field 'ceil' = 2 must be 0 or 1"},
+        {"maxpool2d:n=1,c=3,h=9,w=9,kernel=3,layout=nhwc", "field 'layout' = 'nhwc' is not supported (nchw"},
+        {"maxpool3d:n=1,c=3,d=4,h=9,w=9,kernel=2,stride_w=0", "field 'stride_w' = 0 must be positive"},
+        {"adaptive_avgpool2d:n=1,c=3,h=9,w=9", "missing field 'out'"},
+        {"adaptive_avgpool2d:n=1,c=3,h=9,w=9,out=0", "field 'out_h' = 0 must be positive"},
+        {"avgpool2d:n=1,c=3,h=9,w=9,kernel=3,return_indices=1", "unknown field 'return_indices'"},
+        {"maxpool2d:n=65536,c=65536,h=1,w=1,kernel=1", "input tensor has more than 2^31 elements"},
+        {"mean_pooling:b=1,s=10,h=1,d=1,chunk=4,seq_lens=3+4", "field 'seq_lens' = '3+4' sums to 7, not s = 10"},
+        {"mean_pooling:b=1,s=10,h=1,d=1,chunk=4,seq_lens=5+x2", "field 'seq_lens' = '5+x2': term 'x2' is not LEN or LENxCOUNT"},
+        {"mean_pooling:b=1,s=10,h=1,d=1,chunk=0", "field 'chunk' = 0 must be positive"},
+        {"mean_pooling:b=1,s=10,h=1,d=1,chunk=2,out_dtype=f64", "field 'out_dtype' = 'f64' is not supported"},
+        {"maxpool4d:n=1,c=1,h=1,w=1,kernel=1", "family 'maxpool4d' is not 'conv2d'"},
+    };
+    test::require_key_errors(cases);
+}
+
+TEST_CASE("every workload of the pooling suite, shrunk, matches the float64 reference", "[pool][suite]") {
+    install_halide_error_handler();
+    std::vector<std::string> keys;
+    for (const auto &k : suite_keys("pool")) keys.push_back(test::shrink_pool_key(k));
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    for (Device d : test::test_devices())
+        for_each_kernel(d, for_device(keys, d), [](const std::string &key, const KernelVariant &v) {
+            require_match(test::check_kernel(v, key, rng()));
+        });
+}
+
+TEST_CASE("random pooling shapes of every family match the float64 reference", "[pool][random]") {
+    install_halide_error_handler();
+    std::cout << "BLOCKFUSE_TEST_SEED=" << test::test_seed() << " (set it to reproduce this run)\n";
+    INFO("BLOCKFUSE_TEST_SEED=" << test::test_seed());
+    for (Device d : test::test_devices()) {
+        const std::vector<std::string> dtypes =
+            d == Device::opencl ? std::vector<std::string>{"f32"} : std::vector<std::string>{"f32", "f16", "bf16"};
+        const int per_family = std::stoi(test::env("BLOCKFUSE_TEST_SHAPES", d == Device::opencl ? "1" : "2"));
+        std::vector<std::string> keys;
+        for (const auto &f : test::pool_families())
+            for (int i = 0; i < per_family; ++i) keys.push_back(test::random_pool_key(rng(), f, dtypes));
+        for_each_kernel(d, keys, [](const std::string &key, const KernelVariant &v) {
+            require_match(test::check_kernel(v, key, rng()));
+        });
+    }
+}
+
+// Values from {-1, 0, 0.5, 1} (exact in every dtype: ties in every window), NaN at about one position in
+// 40, and the first plane -inf throughout (windows with no value above -inf: PyTorch keeps the first valid
+// tap's index).
+void fill_adversarial(PoolTensors &t, const PoolWorkload &w, std::mt19937_64 &r) {
+    const double levels[] = {-1.0, 0.0, 0.5, 1.0};
+    const size_t n = t.input.number_of_elements(), plane = size_t(w.in_plane());
+    std::uniform_int_distribution<int> pick(0, 3), nan(0, 39);
+    for (size_t i = 0; i < n; ++i) {
+        double v = levels[pick(r)];
+        if (i < plane) v = -std::numeric_limits<double>::infinity();
+        else if (nan(r) == 0) v = std::numeric_limits<double>::quiet_NaN();
+        store_from_double(t.input.data(), w.dtype, i, v);
+    }
+    t.input.set_host_dirty();
+    poison_outputs(t, w.dtype);
+}
+
+TEST_CASE("max pooling on ties, NaN and -inf windows: values and PyTorch's argmax exactly", "[pool][ties]") {
+    install_halide_error_handler();
+    std::vector<std::string> keys;
+    for (const auto &k : suite_keys("pool")) {
+        if (k.find("maxpool") == std::string::npos) continue;
+        PoolWorkload w = parse_pool(test::shrink_pool_key(k));
+        w.n = 2;  // the second image holds the ties and NaNs (the first plane of the first is -inf)
+        keys.push_back(to_key(w));
+    }
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    for (Device d : test::test_devices())
+        for_each_kernel(d, for_device(keys, d), [](const std::string &key, const KernelVariant &v) {
+            const PoolWorkload w = parse_pool(key);
+            PoolTensors t = make_pool_tensors(w);
+            fill_adversarial(t, w, rng());
+            run_pool(v, w, t);
+            require_match(check_pool(w, t));
+        });
+}
+
+TEST_CASE("the pooling comparison fails on a changed value, a changed index and an unwritten output", "[pool][compare]") {
+    install_halide_error_handler();
+    const std::string key = "maxpool2d:n=1,c=2,h=9,w=11,kernel=3,stride=2,pad=1,return_indices=1,dtype=f32";
+    const std::string avg = "avgpool2d:n=1,c=2,h=9,w=11,kernel=3,stride=2,pad=1,dtype=f16";
+    for_each_kernel(Device::cpu, {key, avg}, [](const std::string &k, const KernelVariant &v) {
+        const PoolWorkload w = parse_pool(k);
+        PoolTensors t = make_pool_tensors(w);
+        randomize(t, w, rng());
+        run_pool(v, w, t);
+        CHECK(check_pool(w, t).ok());
+        t.output.copy_to_host();
+        const double v0 = load_as_double(t.output.data(), w.dtype, 3);
+        store_from_double(t.output.data(), w.dtype, 3, v0 + 0.125);
+        CHECK(check_pool(w, t).violations == 1);
+        store_from_double(t.output.data(), w.dtype, 3, std::numeric_limits<double>::quiet_NaN());
+        CHECK(check_pool(w, t).unwritten == 1);
+        store_from_double(t.output.data(), w.dtype, 3, v0);
+        if (w.indices) {
+            t.indices.copy_to_host();
+            t.indices.data()[5] += 1;
+            const Comparison c = check_pool(w, t);
+            CHECK(c.violations == 1);
+            CHECK(c.note.find("argmax") != std::string::npos);
+        }
+    });
+}
+
+TEST_CASE("pooling launches beyond the device's limits or the output's size are rejected before running", "[pool][launch]") {
+    const std::string key = "maxpool2d:n=1,c=2,h=9,w=11,kernel=3,stride=2,pad=1,dtype=f32";
+    const PoolWorkload w = parse_pool(key);
+    PoolTensors t = make_pool_tensors(w);
+    auto rejected = [&](const std::map<std::string, int> &knobs, const std::string &want) {
+        const KernelVariant *v = kernel_with_knobs(key, "direct", Device::opencl, knobs, 0, "test");
+        try {
+            run_pool(*v, w, t);  // throws before the kernel is built: the check comes first
+            FAIL("launched");
+        } catch (const KernelError &e) {
+            INFO(e.what());
+            CHECK(std::string(e.what()).find(want) != std::string::npos);
+        }
+    };
+    rejected({{"threads", 2048}}, "2048 threads per block exceed the device limit of 1024");
+    rejected({{"tile_x", 8}}, "output tile exceeds the output (6x5)");
+    rejected({{"tile_y", 8}}, "output tile exceeds the output (6x5)");
+}
+
+int main(int argc, char **argv) {
+    return test::run_on_test_devices([&] { return Catch::Session().run(argc, argv); });
+}
