@@ -302,15 +302,18 @@ def build_arg_parser():
     return p
 
 
-def write_outputs(md, header, rows, args):
-    """The Markdown to stdout and --out-md, the table (header + rows) to --out-csv."""
+def write_outputs(md, header, rows, args, merged=None):
+    """The Markdown to stdout and --out-md, the table (header + rows) to --out-csv, the merged results document
+    (when there is one: not for --by-provider) to --out-json."""
     sys.stdout.write(md)
     if args.out_md:
         with open(args.out_md, "w", encoding="utf-8") as fh:
             fh.write(md)
     if args.out_json:
+        if merged is None:
+            raise SystemExit("error: --out-json writes one merged run: not with --by-provider")
         with open(args.out_json, "w", encoding="utf-8") as fh:
-            json.dump(merged_document(ours, torch_doc), fh, indent=1)
+            json.dump(merged, fh, indent=1)
             fh.write("\n")
     if args.out_csv:
         with open(args.out_csv, "w", encoding="utf-8", newline="") as fh:
@@ -330,7 +333,7 @@ def main(argv=None):
     ours = load_json(args.ours[0], "ours")
     torch_doc = load_json(args.torch[0], "torch") if args.torch else None
     table, notes = merge(ours, torch_doc)
-    write_outputs(to_markdown(table, ours, torch_doc, notes), COLUMNS, table, args)
+    write_outputs(to_markdown(table, ours, torch_doc, notes), COLUMNS, table, args, merged_document(ours, torch_doc))
     return 0
 
 

@@ -7,9 +7,9 @@ set -u
 run="$1" src="$2"
 fail=0
 for f in "$src"/workloads/*.txt; do
-    keys=$(awk '!/^#/ && NF == 2 {print $2}' "$f")
-    n=$(wc -l <<<"$keys")
-    out=$("$run" check $keys 2>&1); rc=$?
+    mapfile -t keys < <(awk '!/^#/ && NF == 2 {print $2}' "$f")
+    n=${#keys[@]}
+    out=$("$run" check "${keys[@]}" 2>&1); rc=$?
     if [ "$rc" -ne 0 ] || [ "$(wc -l <<<"$out")" -ne "$n" ]; then
         echo "FAIL: $(basename "$f"): ./run check exit $rc: $out"; fail=1
     else
