@@ -31,7 +31,6 @@ Only f32 runs (the CPU targets are f32); other dtypes are skipped with a note.
 import argparse
 import csv
 import datetime
-import json
 import math
 import os
 import platform

@@ -21,7 +21,6 @@ checked against eager (max pooling and indices exactly, the rest within relative
 measured once: an empty kernel (x.add_(1) on one element) the same way, the latency floor of a call.
 """
 import argparse
-import json
 import math
 import os
 import sys
