@@ -290,7 +290,7 @@ def time_calls(fn, min_samples, min_seconds):
     return times
 
 
-def session_options(threads):
+def ort_options(threads):
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -318,7 +318,7 @@ def run_workload(name, key, args):
     x_nhwc = np.ascontiguousarray(x_nchw.transpose(0, 2, 3, 1))
     x = np.ascontiguousarray(x_nhwc.transpose(0, 3, 1, 2))
     model = build_model(wl, x, params, forward, expected)
-    sess = ort.InferenceSession(model.SerializeToString(), session_options(args.threads),
+    sess = ort.InferenceSession(model.SerializeToString(), ort_options(args.threads),
                                 providers=["CPUExecutionProvider"])
     y = np.full(expected, np.nan, np.float32)  # poisoned: an output the graph does not write fails the check
     binding = sess.io_binding()
