@@ -78,6 +78,10 @@ def main(argv):
     if not ptxas:
         print("SKIP: ptxas not found (PATH, /usr/local/cuda/bin): the tensor-core SASS is not checked")
         return 77
+    # cuobjdump -sass runs nvdisasm: without it the listing is empty
+    if not tool("nvdisasm", install="nvidia-cuda-nvdisasm"):
+        print("error: nvdisasm not found and not installable (cuobjdump -sass needs it)", file=sys.stderr)
+        return 1
     cuobjdump = tool("cuobjdump", install="nvidia-cuda-cuobjdump")
     info = subprocess.run([cli, "info"], capture_output=True, text=True).stdout
     m = re.search(rf"^{re.escape(kernel)}\s.*regs=(\d+)", info, re.M)
