@@ -50,11 +50,20 @@ struct KernelVariant {
     std::string knob_summary() const;
     KernelRequest request() const;  // what the kernel cache builds it from
     // The request and its hash are made once per variant: a PyTorch model calls load() on every launch.
+    // A copy loads afresh (it may get other knobs, as a test's mutant does); a loaded variant is not edited.
     const LoadedKernel &load() const {
-        if (!loaded) loaded = &load_kernel(request());
-        return *loaded;
+        if (!loaded.kernel) loaded.kernel = &load_kernel(request());
+        return *loaded.kernel;
     }
-    mutable const LoadedKernel *loaded = nullptr;  // load_kernel's entries live as long as the process
+    struct LoadedOnce {  // load_kernel's entries live as long as the process; copies start empty
+        mutable const LoadedKernel *kernel = nullptr;
+        LoadedOnce() = default;
+        LoadedOnce(const LoadedOnce &) {}
+        LoadedOnce &operator=(const LoadedOnce &) {
+            kernel = nullptr;
+            return *this;
+        }
+    } loaded;
 };
 
 // The declared schedule knobs of a family on a device (schedules/*_knobs.h).
