@@ -20,18 +20,27 @@ std::string ProcessResult::describe() const {
     return "exit " + std::to_string(exit_code);
 }
 
+namespace {
+// execve's argv and envp: the command, and this process's environment with extra_env after it. The strings
+// are all stored before any pointer into them is taken.
+struct ExecArgs {
+    std::vector<std::string> env_store;
+    std::vector<char *> args, env;
+    ExecArgs(const std::vector<std::string> &argv, const std::vector<std::string> &extra_env) {
+        for (const auto &a : argv) args.push_back(const_cast<char *>(a.c_str()));
+        args.push_back(nullptr);
+        for (char **e = environ; *e; ++e) env_store.emplace_back(*e);
+        for (const auto &e : extra_env) env_store.push_back(e);
+        for (auto &e : env_store) env.push_back(e.data());
+        env.push_back(nullptr);
+    }
+};
+}  // namespace
+
 ProcessResult run_process(const std::vector<std::string> &argv, const std::string &log_path, double timeout_s,
                           const std::vector<std::string> &extra_env) {
     if (argv.empty()) throw std::runtime_error("run_process: no command");
-    std::vector<char *> args;
-    for (const auto &a : argv) args.push_back(const_cast<char *>(a.c_str()));
-    args.push_back(nullptr);
-    std::vector<std::string> env_store;
-    for (char **e = environ; *e; ++e) env_store.emplace_back(*e);
-    for (const auto &e : extra_env) env_store.push_back(e);
-    std::vector<char *> env;
-    for (auto &e : env_store) env.push_back(e.data());
-    env.push_back(nullptr);
+    const ExecArgs exec(argv, extra_env);
 
     const auto start = std::chrono::steady_clock::now();
     const pid_t pid = fork();
@@ -46,8 +55,8 @@ ProcessResult run_process(const std::vector<std::string> &argv, const std::strin
                 close(fd);
             }
         }
-        execvpe(args[0], args.data(), env.data());
-        dprintf(2, "cannot execute %s: %s\n", args[0], strerror(errno));
+        execvpe(exec.args[0], exec.args.data(), exec.env.data());
+        dprintf(2, "cannot execute %s: %s\n", exec.args[0], strerror(errno));
         _exit(127);
     }
     ProcessResult r;
@@ -79,15 +88,7 @@ void LineChild::start(const std::vector<std::string> &argv, const std::string &l
     stop();
     int in[2], out[2];
     if (pipe(in) != 0 || pipe(out) != 0) throw std::runtime_error("cannot start " + argv.at(0) + ": pipe failed");
-    std::vector<char *> args;
-    for (const auto &a : argv) args.push_back(const_cast<char *>(a.c_str()));
-    args.push_back(nullptr);
-    std::vector<std::string> env_store;
-    for (char **e = environ; *e; ++e) env_store.emplace_back(*e);
-    for (const auto &e : extra_env) env_store.push_back(e);
-    std::vector<char *> env;
-    for (auto &e : env_store) env.push_back(e.data());
-    env.push_back(nullptr);
+    const ExecArgs exec(argv, extra_env);
     const pid_t pid = fork();
     if (pid < 0) throw std::runtime_error("cannot start " + argv[0] + ": fork failed: " + strerror(errno));
     if (pid == 0) {
@@ -99,8 +100,8 @@ void LineChild::start(const std::vector<std::string> &argv, const std::string &l
             if (fd >= 0) dup2(fd, 2), close(fd);
         }
         for (int fd : {in[0], in[1], out[0], out[1]}) close(fd);
-        execvpe(args[0], args.data(), env.data());
-        dprintf(2, "cannot execute %s: %s\n", args[0], strerror(errno));
+        execvpe(exec.args[0], exec.args.data(), exec.env.data());
+        dprintf(2, "cannot execute %s: %s\n", exec.args[0], strerror(errno));
         _exit(127);
     }
     close(in[0]);
