@@ -3,6 +3,7 @@
 #include "schedules/gemm_knobs.h"
 #include "schedules/stem_knobs.h"
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fmt/format.h>
 #include <thread>
@@ -214,8 +215,11 @@ namespace {
 // keeps the chunk loop (a barrier and a weight copy per step) within 32 steps, produced 4 or 8 channels per
 // thread; each chunk stored as the next layer's padded f32 view with its weights staged in shared memory,
 // the full-width layers' weights too (ConvFirst's grouped 3x3, ConvNeXt's 7x7), the expand's input pixel
-// in registers (H200, f16, N=128: MBConv c=24 56x56 0.52 ms at 56x8 tiles and chunk 8; ConvNeXt c=96 17.6
-// ms at chunk 32 against 49 at chunk 8; docs/fused-blocks.md). The tile maximizes the useful share of the
+// in registers (H200, f16, N=128: MBConv c=24 56x56 0.52 ms at 56x8 tiles and chunk 8; docs/fused-blocks.md).
+// Where a full-width layer's 5x5 or larger taps are unrolled per thread (ConvNeXt's depthwise 7x7), the
+// expand's input stays in shared memory (its 8-wide vectors in registers spill 3 KB a thread at the 128 cap),
+// each thread makes 4 output channels and the chunk is 32 (H200, ConvNeXt c=96 56x56 N=128: 17.3 ms against
+// 46.6 with input vectors, 2 channels and chunk 16; bench/results/h200/convnext-fused-knobs/). The tile maximizes the useful share of the
 // pixels computed (each tile computes its hidden layers on the tile grown by their halos) times the square
 // root of how well the tiles fill 2 x 132 SMs, among those whose threads (the fewest output channels per
 // thread that keep them within the limit) and shared memory fit. The register cap: 64 keeps two blocks
@@ -236,8 +240,10 @@ ScheduleChoice fused_gpu(const BlockWorkload &w, int blocks, long long shared_bu
             full_ks = std::max(full_ks, l.ks);
         }
     const bool stage_full = full_ks > 0 && full_weight_bytes <= shared_budget / 4;
+    const bool wide_full_taps = full_ks >= 5;
     int input_vec = 0;
     for (int v : {8, 4, f32 ? 2 : 0}) {
+        if (wide_full_taps) break;
         if (!v) break;
         bool ok = true;
         for (const auto &l : spec.layers)
@@ -261,11 +267,13 @@ ScheduleChoice fused_gpu(const BlockWorkload &w, int blocks, long long shared_bu
         double score = -1;
         long long need = 0;  // the least shared memory a tile asked for, where none fits
     };
+    // Output channels per thread: the fewest that fit, 4 first under wide full-width taps (above).
+    const std::array<int, 3> vec_order = wide_full_taps ? std::array<int, 3>{4, 2, 8} : std::array<int, 3>{2, 4, 8};
     auto best_tile = [&](int chunk) {
         Tile best;
         for (auto [tx, ty] : tiles) {
             int vec = 0;
-            for (int v : {2, 4, 8})
+            for (int v : vec_order)
                 if (spec.cout % v == 0 && fused_kernel_threads(spec.cout, v, tx, spec.has_se(), chunk) <= kHeuristicMaxThreads) {
                     vec = v;
                     break;
@@ -293,6 +301,7 @@ ScheduleChoice fused_gpu(const BlockWorkload &w, int blocks, long long shared_bu
     int want = 8;
     while (want < 32 && spec.hidden > 32 * want) want *= 2;
     if (depth_first) want = std::max(want, 16);
+    if (wide_full_taps) want = 32;
     int chunk = 0;
     Tile tile;
     for (int c = want; c >= 8 || !chunk; c /= 2) {
