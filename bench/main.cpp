@@ -31,6 +31,27 @@
 
 using namespace blockfuse;
 
+namespace {
+// --knob name=value settings (generate, tune) as a knob map; anything else is bad input.
+std::map<std::string, int> parse_knob_settings(const std::vector<std::string> &settings) {
+    std::map<std::string, int> knobs;
+    for (const auto &kv : settings) {
+        const auto eq = kv.find('=');
+        int v = 0;
+        try {
+            if (eq == std::string::npos || eq == 0) throw std::invalid_argument("");
+            size_t used = 0;
+            v = std::stoi(kv.substr(eq + 1), &used);
+            if (used != kv.size() - eq - 1) throw std::invalid_argument("");
+        } catch (const std::exception &) {
+            throw WorkloadError("--knob '" + kv + "' is not name=integer");
+        }
+        knobs[kv.substr(0, eq)] = v;
+    }
+    return knobs;
+}
+}  // namespace
+
 int main(int argc, char **argv) {
     CLI::App app{"blockfuse: Halide conv layers and fused convnet blocks on CUDA, benchmarked"};
     app.require_subcommand(1);
@@ -124,6 +145,8 @@ int main(int argc, char **argv) {
     tune->add_option("--records", topt.records, "tuning records file: appended to, and resumed from")->required();
     tune->add_option("--seed-records", topt.seed_records, "records to seed from (default: autotune/records/*.jsonl)");
     tune->add_flag("--no-seed-records", topt.no_seed_records, "seed from the heuristic and the named variants only");
+    std::vector<std::string> tune_knobs;
+    tune->add_option("--knob", tune_knobs, "name=value: hold this knob (or max_registers) there, search the others (repeatable)");
     tune->add_option("--jobs", topt.jobs, "kernels built at once (default: the cores)");
     tune->add_option("--search", topt.search, "evolutionary | random")->capture_default_str();
     tune->add_option("--seed", topt.seed, "the search's seed")->capture_default_str();
@@ -198,20 +221,7 @@ int main(int argc, char **argv) {
         if (*generate) {
             Device d;
             if (!parse_device(gen_device, &d)) throw WorkloadError("--device '" + gen_device + "' is not one of cpu, cuda, opencl");
-            std::map<std::string, int> knobs;
-            for (const auto &kv : gen_knobs) {
-                const auto eq = kv.find('=');
-                int v = 0;
-                try {
-                    if (eq == std::string::npos) throw std::invalid_argument("");
-                    size_t used = 0;
-                    v = std::stoi(kv.substr(eq + 1), &used);
-                    if (used != kv.size() - eq - 1) throw std::invalid_argument("");
-                } catch (const std::exception &) {
-                    throw WorkloadError("--knob '" + kv + "' is not name=integer");
-                }
-                knobs[kv.substr(0, eq)] = v;
-            }
+            const std::map<std::string, int> knobs = parse_knob_settings(gen_knobs);
             for (const auto &key : gen_keys) {
                 const auto strategies = gen_strategy.empty() ? strategies_of(key) : std::vector<std::string>{gen_strategy};
                 for (const auto &st : strategies) {
@@ -321,6 +331,7 @@ int main(int argc, char **argv) {
             }
             if (!parse_l2_flush(tune_flush, topt.timing.l2_flush))
                 throw WorkloadError("--l2-flush '" + tune_flush + "' is not one of write, read, none");
+            topt.pinned = parse_knob_settings(tune_knobs);
             return run_tune(topt);
         }
         if (*tune_worker) {

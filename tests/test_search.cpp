@@ -4,6 +4,7 @@
 #define CATCH_CONFIG_MAIN
 #include "tune/search.h"
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -95,6 +96,27 @@ TEST_CASE("every proposal passes the space's checks; invalid points are filtered
     // The fused MBConv space holds points beyond 1024 threads or 227 KB of shared memory.
     CHECK(s->invalid_filtered() > 0);
     for (const auto &[why, n] : s->invalid_reasons()) CHECK_FALSE(why.empty());
+}
+
+TEST_CASE("held knobs (tune --knob) leave the space and every candidate; unknown ones are refused") {
+    const auto op = parse_op(kSpaces[0][0]);
+    const SearchSpace full(*op, "fused", Device::cuda, kH200);
+    const SearchSpace held(*op, "fused", Device::cuda, kH200, {{"chunk", 16}, {"max_registers", 64}});
+    auto has_dim = [](const SearchSpace &s, const std::string &n) {
+        return std::any_of(s.dims().begin(), s.dims().end(), [&](const SearchSpace::Dim &d) { return d.name == n; });
+    };
+    REQUIRE(has_dim(full, "chunk"));
+    CHECK_FALSE(has_dim(held, "chunk"));
+    CHECK_FALSE(has_dim(held, "max_registers"));
+    CHECK(held.size() < full.size());
+    auto s = make_search("random", held, 3);
+    for (const Candidate &c : s->propose(8)) {
+        CHECK(c.max_registers == 64);
+        CHECK(held.kernel(c, "test")->schedule_knobs().at("chunk") == 16);
+    }
+    CHECK_THROWS_WITH(SearchSpace(*op, "fused", Device::cuda, kH200, {{"cpu_lanes", 8}}),
+                      Catch::Contains("searches no knob of that name"));
+    CHECK_THROWS_AS(SearchSpace(*op, "fused", Device::cuda, kH200, {{"tile_x", 4096}}), WorkloadError);
 }
 
 TEST_CASE("seeds come first, in order") {

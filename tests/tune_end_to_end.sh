@@ -6,7 +6,11 @@
 #  3. the dispatcher runs the tuned record's kernel (bench --tuning-records);
 #  4. two shards (--shard 0/2, 1/2) tuning at once into one records file split the tasks between them and
 #     leave every line whole;
-#  5. a plan built by one process (--plan-out) is measured by another (--measure).
+#  5. a plan built by one process (--plan-out) is measured by another (--measure);
+#  6. --knob holds a knob where it is asked to (every record has it), and a knob the schedule does not search
+#     is refused with exit 2.
+# The knobs that make LLVM's compile of a candidate slow (unrolled channels and windows, 2-D tiles: up to two
+# minutes each on 2 cores) are held with --knob, so the candidates build in seconds.
 #   usage: tune_end_to_end.sh BLOCKFUSE PYTHON
 set -u
 bf="$1"; py="$2"
@@ -14,28 +18,30 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export BLOCKFUSE_KERNEL_CACHE="${BLOCKFUSE_KERNEL_CACHE:-$dir/cache}"
 fail() { echo "FAIL: $*"; exit 1; }
-quick=(--device cpu --no-seed-records --jobs 2 --min-seconds 0.02 --min-samples 5)
+pins=(--knob cpu_unroll_c=1 --knob cpu_window_inner=0 --knob cpu_vec_k=1 --knob cpu_tile_y=1)
+quick=(--device cpu --no-seed-records --jobs 2 --min-seconds 0.02 --min-samples 5 "${pins[@]}")
 w1="conv2d:n=1,c=5,h=7,w=6,k=11,r=3,s=3,pad=1,dtype=f32"
 w2="conv2d:n=2,c=3,h=5,w=9,k=6,r=1,s=1,dtype=f32"
 w3="conv2d:n=1,c=4,h=6,w=5,k=7,r=3,s=3,stride=2,pad=1,dtype=f32"
 
-# 1. failures planted on parts of the CPU conv2d space (cpu_lanes, cpu_stage_input, cpu_rows); random search with a fixed
-#    seed proposes the same 16 candidates every run, whatever they measure.
-plant="wrong_answer:cpu_lanes=16;timeout:cpu_stage_input=0;crash:cpu_rows=2"
-BLOCKFUSE_TUNE_PLANT="$plant" "$bf" tune "${quick[@]}" --workload "$w1" --trials 16 --search random --seed 4 \
+# 1. failures planted on parts of the CPU conv2d space (cpu_lanes, cpu_rows); random search with a fixed seed
+#    proposes the same 12 candidates every run, whatever they measure.
+plant="wrong_answer:cpu_lanes=16;timeout:cpu_rows=8;crash:cpu_rows=2"
+BLOCKFUSE_TUNE_PLANT="$plant" "$bf" tune "${quick[@]}" --workload "$w1" --trials 12 --search random --seed 4 \
     --timeout 3 --records "$dir/r.jsonl" --out "$dir/summary" > "$dir/tune1.txt" 2>&1 \
     || { cat "$dir/tune1.txt"; fail "tune exited $?"; }
-grep -q "trial 16/16" "$dir/tune1.txt" || { cat "$dir/tune1.txt"; fail "no progress line of trial 16"; }
+grep -q "trial 12/12" "$dir/tune1.txt" || { cat "$dir/tune1.txt"; fail "no progress line of trial 12"; }
 "$py" - "$dir/r.jsonl" "$dir/summary/summary.json" <<'PY' || fail "records of the planted run"
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
-assert len(recs) == 16, len(recs)
+assert len(recs) == 12, len(recs)
 kind = {}
 for r in recs:
     k = r["knobs"]
     # the first matching item of the plant wins
-    want = "wrong_answer" if k["cpu_lanes"] == 16 else "timeout" if k["cpu_stage_input"] == 0 else \
+    want = "wrong_answer" if k["cpu_lanes"] == 16 else "timeout" if k["cpu_rows"] == 8 else \
            "crash" if k["cpu_rows"] == 2 else ""
+    assert (k["cpu_unroll_c"], k["cpu_window_inner"], k["cpu_vec_k"], k["cpu_tile_y"]) == (1, 0, 1, 1), k  # --knob
     assert r["failure"] == want, (k, r["failure"], want, r["check"])
     if want:
         assert r["median_ms"] == 0, r
@@ -48,17 +54,17 @@ s = json.load(open(sys.argv[2]))
 assert s["schema"] == "blockfuse.tune.v1", s
 t = s["tasks"][0]
 failed = {k: v for k, v in kind.items() if k}
-assert t["trials"] == 16 and t["failed"] == sum(failed.values()) and t["failures"] == failed, (t, kind)
+assert t["trials"] == 12 and t["failed"] == sum(failed.values()) and t["failures"] == failed, (t, kind)
 best = min(r["median_ms"] for r in recs if not r["failure"])
 assert abs(t["best_ms"] - best) < 1e-9, (t, best)
 print("planted failures recorded:", kind)
 PY
 
 # 2. resume: every candidate is in the records already.
-"$bf" tune "${quick[@]}" --workload "$w1" --trials 16 --records "$dir/r.jsonl" > "$dir/tune2.txt" 2>&1 \
+"$bf" tune "${quick[@]}" --workload "$w1" --trials 12 --records "$dir/r.jsonl" > "$dir/tune2.txt" 2>&1 \
     || { cat "$dir/tune2.txt"; fail "resumed tune exited $?"; }
-grep -q "resumed: 16 candidates" "$dir/tune2.txt" || { cat "$dir/tune2.txt"; fail "no resume"; }
-[ "$(wc -l < "$dir/r.jsonl")" -eq 16 ] || fail "the resumed run measured again: $(wc -l < "$dir/r.jsonl") records"
+grep -q "resumed: 12 candidates" "$dir/tune2.txt" || { cat "$dir/tune2.txt"; fail "no resume"; }
+[ "$(wc -l < "$dir/r.jsonl")" -eq 12 ] || fail "the resumed run measured again: $(wc -l < "$dir/r.jsonl") records"
 
 # 3. the dispatcher picks the tuned record (the fastest passing one) for this workload.
 "$bf" bench --device cpu --workload "$w1" --tuning-records "$dir/r.jsonl" --variants default \
@@ -68,7 +74,7 @@ grep -q "tuning record (blockfuse tune" "$dir/bench.txt" || { cat "$dir/bench.tx
 "$bf" records best "$dir/r.jsonl" > "$dir/best.txt" 2>&1 || { cat "$dir/best.txt"; fail "records best exited $?"; }
 knobs=$(sed -n 's/^conv2d direct: [^[]*\[\(.*\)\] (tuning record.*/\1/p' "$dir/bench.txt")
 # shellcheck disable=SC2015  # fail exits: the || part runs only when a check fails
-[ -n "$knobs" ] && grep -q "16 records ([0-9]* failed) *$knobs\$" "$dir/best.txt" \
+[ -n "$knobs" ] && grep -q "12 records ([0-9]* failed) *$knobs\$" "$dir/best.txt" \
     || { cat "$dir/bench.txt" "$dir/best.txt"; fail "records best and the dispatched kernel disagree ('$knobs')"; }
 
 # 4. two shards at once into one file: tasks split, every line whole.
@@ -103,4 +109,10 @@ import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
 assert len(recs) == 2 and all(not r["failure"] and r["median_ms"] > 0 and "--measure" in r["source"] for r in recs), recs' \
     "$dir/p.jsonl" || fail "measured plan"
-echo "ok: planted failures isolated, resume, dispatch, shards, plan/measure"
+# 6. a knob the schedule does not search: one line naming it, exit 2, nothing measured.
+"$bf" tune --device cpu --workload "$w2" --knob chunk=8 --records "$dir/bad.jsonl" > "$dir/bad.txt" 2>&1
+rc=$?
+# shellcheck disable=SC2015  # fail exits: the || part runs only when a check fails
+[ "$rc" -eq 2 ] && grep -q "knob chunk: the conv2d direct schedule on cpu searches no knob of that name" "$dir/bad.txt" \
+    && [ ! -s "$dir/bad.jsonl" ] || { cat "$dir/bad.txt"; fail "--knob chunk=8 on conv2d: exit $rc"; }
+echo "ok: planted failures isolated, resume, dispatch, shards, plan/measure, pinned knobs"

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace blockfuse {
 
@@ -20,7 +21,8 @@ std::string Candidate::id() const {
     return s + ";regs=" + std::to_string(max_registers);
 }
 
-SearchSpace::SearchSpace(const Op &op, const std::string &strategy, Device device, LaunchLimits limits)
+SearchSpace::SearchSpace(const Op &op, const std::string &strategy, Device device, LaunchLimits limits,
+                         const std::map<std::string, int> &pinned)
     : op_(op), strategy_(strategy), device_(device), limits_(limits) {
     try {
         const ScheduleChoice h = op.heuristic(strategy, device);
@@ -31,7 +33,21 @@ SearchSpace::SearchSpace(const Op &op, const std::string &strategy, Device devic
     }
     const KnobTable &table = schedule_knob_table(op.family(strategy), device);
     base_ = table.with_defaults(base_);
-    for (const std::string &name : op.tunable_knobs(strategy, device)) {
+    const std::vector<std::string> tunable = op.tunable_knobs(strategy, device);
+    for (const auto &[name, v] : pinned) {
+        if (name == "max_registers" && device == Device::cuda) {
+            base_registers_ = v;
+            continue;
+        }
+        if (std::find(tunable.begin(), tunable.end(), name) == tunable.end())
+            throw WorkloadError(
+                fmt::format("--knob {}: the {} {} schedule on {} searches no knob of that name (it searches {}{})",
+                            name, op.family(strategy), strategy, device_name(device), fmt::join(tunable, ", "),
+                            device == Device::cuda ? ", max_registers" : ""));
+        base_[name] = v;
+    }
+    for (const std::string &name : tunable) {
+        if (pinned.count(name)) continue;
         const KnobDecl *k = table.find(name);
         if (!k) throw WorkloadError("the " + op.family(strategy) + " schedules declare no knob '" + name + "'");
         Dim d{name, k->values};
@@ -40,7 +56,7 @@ SearchSpace::SearchSpace(const Op &op, const std::string &strategy, Device devic
         d.values.erase(std::unique(d.values.begin(), d.values.end()), d.values.end());
         if (d.values.size() > 1) dims_.push_back(d);
     }
-    if (device == Device::cuda) {
+    if (device == Device::cuda && !pinned.count("max_registers")) {
         Dim d{"max_registers", kRegisterCaps};
         d.values.push_back(base_registers_);
         // Tensor-core modules get at least mma_ptx::kMinRegisters whatever is asked (runtime/mma_ptx.h): lower
@@ -53,6 +69,10 @@ SearchSpace::SearchSpace(const Op &op, const std::string &strategy, Device devic
         d.values.erase(std::unique(d.values.begin(), d.values.end()), d.values.end());
         dims_.push_back(d);
     }
+    if (!pinned.empty())
+        if (const std::string why = invalid(default_candidate()); !why.empty())
+            throw WorkloadError(
+                fmt::format("--knob: the pinned knobs make no kernel for {} {}: {}", op.key(), strategy, why));
 }
 
 double SearchSpace::size() const {
@@ -88,6 +108,7 @@ std::string SearchSpace::invalid(const Candidate &c) const {
 
 Candidate SearchSpace::project(const std::map<std::string, int> &knobs, int max_registers) const {
     Candidate c;
+    c.max_registers = base_registers_;  // unless searched (below): the heuristic's cap, or the one held
     for (const Dim &d : dims_) {
         if (d.name == "max_registers") {
             c.max_registers = max_registers;

@@ -27,7 +27,10 @@ public:
         std::string name;         // a knob, or "max_registers"
         std::vector<int> values;  // ascending, unique
     };
-    SearchSpace(const Op &op, const std::string &strategy, Device device, LaunchLimits limits);
+    // `pinned`: knobs (or "max_registers") held at a value instead of searched (tune --knob); a name the
+    // strategy does not search here, or values that make no kernel, throw WorkloadError naming it.
+    SearchSpace(const Op &op, const std::string &strategy, Device device, LaunchLimits limits,
+                const std::map<std::string, int> &pinned = {});
 
     const std::vector<Dim> &dims() const { return dims_; }
     double size() const;  // points, valid or not

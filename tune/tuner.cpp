@@ -169,7 +169,7 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
     TaskReport rep;
     rep.task = t;
     const auto op = parse_op(t.key);
-    const SearchSpace space(*op, t.strategy, dev_, launch_limits(dev_));
+    const SearchSpace space(*op, t.strategy, dev_, launch_limits(dev_), opt_.pinned);
     rep.space = space.size();
     auto search = make_search(opt_.search, space, task_seed(opt_.seed, t));
     seed_and_resume(t, space, *search, rep);
@@ -364,6 +364,7 @@ int run_tune(const TuneOptions &opt) {
         opt.shards > 1 ? fmt::format(", shard {}/{} of {}", opt.shard, opt.shards, tasks.size()) : "", opt.search,
         opt.seed, opt.trials, opt.minutes > 0 ? fmt::format(" or {} min", opt.minutes) : "");
     std::vector<TaskReport> reports;
+    int not_tuned = 0;
     for (size_t i = 0; i < mine.size(); ++i) {
         const std::string label = fmt::format("[{}/{} {}]", i + 1, mine.size(), mine[i].name);
         try {
@@ -374,6 +375,7 @@ int run_tune(const TuneOptions &opt) {
             r.note = std::string("not tuned: ") + e.what();
             std::cout << label << " " << mine[i].strategy << ": " << r.note << "\n";
             reports.push_back(r);
+            ++not_tuned;
         }
     }
     nlohmann::json summary = nlohmann::json::array();
@@ -419,6 +421,11 @@ int run_tune(const TuneOptions &opt) {
                               {"tasks", summary}};
         std::ofstream(opt.out_dir + "/summary.json") << doc.dump(1) << "\n";
         std::cout << "wrote " << opt.out_dir << "/summary.json\n";
+    }
+    if (not_tuned) {  // asked for and not done: the exit status says so
+        std::cerr << fmt::format("error: {} of {} tasks not tuned (their lines above say why)\n", not_tuned,
+                                 mine.size());
+        return 2;
     }
     return 0;
 }

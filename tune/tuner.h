@@ -12,6 +12,7 @@
 // Killed and restarted with the same records file, a tuner skips every candidate measured there.
 #pragma once
 #include "runtime/timing.h"
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@ struct TuneOptions {
     std::string records;                    // appended to (and resumed from)
     std::vector<std::string> seed_records;  // also read, for seeds (default: autotune/records/*.jsonl)
     bool no_seed_records = false;
+    std::map<std::string, int> pinned;    // --knob: held at these values, not searched
     int jobs = 0;                         // parallel builds (0: every core)
     std::string search = "evolutionary";  // or random
     unsigned long long seed = 1;
