@@ -302,7 +302,7 @@ nlohmann::json results_document(const nlohmann::json &ctx, const std::vector<Row
 }
 
 // results.csv: a row per result, the columns of CUTLASS's profiler (bench/results_schema.py CSV_COLUMNS, the
-// same derivation in Python; tests/test_results_schema.py holds the two together).
+// same derivation in Python; tests/python/test_results_schema.py holds the two together).
 void write_outputs(const std::string &dir, const nlohmann::json &doc) {
     fs::create_directories(dir);
     std::ofstream csv(dir + "/results.csv");

@@ -3,7 +3,7 @@ document, PyTorch baseline records as schema rows, and validation.
 
 The CSV has the columns of CUTLASS's profiler (provider, operation, problem columns, flops, bytes, runtime,
 GB/s, GFLOP/s), one row per result; `blockfuse bench` writes the same columns (bench/harness.cpp, checked by
-tests/test_results_schema.py). Standard library only; validate() uses jsonschema where installed.
+tests/python/test_results_schema.py). Standard library only; validate() uses jsonschema where installed.
 """
 import csv
 import json

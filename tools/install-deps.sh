@@ -3,7 +3,7 @@
 #  - Debian packages (test/bench libraries, PoCL for running the GPU schedules on CPU in CI, clang-format
 #    and shellcheck for tools/lint.sh)
 #  - a project venv (.venv) holding Halide 21.0.0, cmake, ninja and matplotlib from PyPI, and the tools of
-#    the checks: ruff (tools/lint.sh) and jsonschema (tests/test_results_schema.py).
+#    the checks: ruff (tools/lint.sh) and jsonschema (tests/python/test_results_schema.py).
 #  - with --anchors: also ONNX Runtime (CPU) and onnx, the CPU baseline's (bench/onnxruntime_baseline.py)
 # Why PyPI Halide: it is the current release and ships the C++ library + CMake package;
 # Debian's Halide 14 is only the documented fallback (docs/halide-21.md).

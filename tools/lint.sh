@@ -22,10 +22,10 @@ FORMATTED=(
     runtime/workload.h
     schedules/block_schedule.h
     schedules/stem_schedule.h
-    tests/stem_cases.h
-    tests/test_conv2d_cpu.cpp
-    tests/test_conv2d_opencl.cpp
-    tests/test_search.cpp
+    tests/common/stem_cases.h
+    tests/kernels/test_conv2d_cpu.cpp
+    tests/kernels/test_conv2d_opencl.cpp
+    tests/unit/test_search.cpp
 )
 rc=0
 echo "[lint] clang-format: ${#FORMATTED[@]} files"

@@ -1,4 +1,4 @@
-// Property tests of kernels generated on demand: every run draws fresh random shapes (tests/random_shapes.h)
+// Property tests of kernels generated on demand: every run draws fresh random shapes (tests/common/random_shapes.h)
 // for every family, strategy and device, generates the dispatcher's kernel of each (the shape heuristics:
 // these shapes match no named variant), and checks it against the float64 reference with a poisoned
 // output. The seed is printed; BLOCKFUSE_TEST_SEED=<seed> reproduces a run.
@@ -8,9 +8,9 @@
 //                           host without it: fill, carry the cache, run there with the same seed)
 #define CATCH_CONFIG_RUNNER
 #include "runtime/conv2d.h"
-#include "tests/check_kernel.h"
-#include "tests/random_shapes.h"
-#include "tests/test_env.h"
+#include "tests/common/check_kernel.h"
+#include "tests/common/random_shapes.h"
+#include "tests/common/test_env.h"
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <iostream>

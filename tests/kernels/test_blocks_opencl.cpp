@@ -1,7 +1,7 @@
 // The fused-block GPU schedules (shared memory, barriers) through OpenCL on PoCL, f32.
 #define CATCH_CONFIG_MAIN
-#include "tests/block_cases.h"
-#include "tests/stem_cases.h"
+#include "tests/common/block_cases.h"
+#include "tests/common/stem_cases.h"
 #include <HalideRuntimeOpenCL.h>
 #include <cstdlib>
 

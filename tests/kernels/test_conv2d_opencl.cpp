@@ -1,7 +1,7 @@
 // The GPU schedules (the same Halide schedule code as CUDA) generated for OpenCL and run on
 // PoCL's CPU device, f32 (PoCL's CPU device has no fp16). Runs in CI: no GPU needed.
 #define CATCH_CONFIG_MAIN
-#include "tests/conv2d_cases.h"
+#include "tests/common/conv2d_cases.h"
 #include <HalideRuntimeOpenCL.h>
 #include <cstdlib>
 

@@ -1,5 +1,5 @@
 // Pooling (windowed, adaptive, mean pooling): keys, and the kernels the dispatcher generates for every
-// workload of workloads/pool.txt (shrunk: tests/pool_cases.h), for random shapes of every family, and for
+// workload of workloads/pool.txt (shrunk: tests/common/pool_cases.h), for random shapes of every family, and for
 // max pooling on inputs built to break it (ties everywhere, NaN, windows of -inf only), each against the
 // float64 reference of PyTorch's loops with poisoned outputs: avg within tolerance, max values and argmax
 // indices exactly. Devices as test_generated (BLOCKFUSE_TEST_DEVICES, default cpu,opencl; PoCL in f32);
@@ -9,9 +9,9 @@
 #include "runtime/dispatch.h"
 #include "runtime/pool.h"
 #include "runtime/workload.h"
-#include "tests/check_kernel.h"
-#include "tests/pool_cases.h"
-#include "tests/test_env.h"
+#include "tests/common/check_kernel.h"
+#include "tests/common/pool_cases.h"
+#include "tests/common/test_env.h"
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>

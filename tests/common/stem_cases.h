@@ -2,7 +2,7 @@
 // float64 reference on odd sizes, 1x1 and 2x3 images, and sizes whose pool tiles have partial halos.
 #pragma once
 #include "runtime/stem.h"
-#include "tests/conv2d_cases.h"
+#include "tests/common/conv2d_cases.h"
 
 namespace blockfuse::test {
 

@@ -4,7 +4,7 @@
 #define CATCH_CONFIG_MAIN
 #include "generators/mma_abi.h"
 #include "schedules/heuristics.h"
-#include "tests/gemm_cases.h"
+#include "tests/common/gemm_cases.h"
 
 using namespace blockfuse;
 

@@ -3,7 +3,7 @@
 // layout caught; the strategy's dispatch and weight layout.
 #define CATCH_CONFIG_MAIN
 #include "runtime/mma_ptx.h"
-#include "tests/conv2d_tc_cases.h"
+#include "tests/common/conv2d_tc_cases.h"
 #include "tune/space.h"
 
 using namespace blockfuse;

@@ -7,9 +7,9 @@
 #define CATCH_CONFIG_RUNNER
 #include "runtime/conv_nd.h"
 #include "runtime/dispatch.h"
-#include "tests/check_kernel.h"
-#include "tests/random_shapes.h"
-#include "tests/test_env.h"
+#include "tests/common/check_kernel.h"
+#include "tests/common/random_shapes.h"
+#include "tests/common/test_env.h"
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <iostream>

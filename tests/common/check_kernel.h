@@ -6,7 +6,7 @@
 #include "runtime/kernel_cache.h"
 #include "runtime/op.h"
 #include "runtime/workload.h"
-#include "tests/test_env.h"
+#include "tests/common/test_env.h"
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>

@@ -1,13 +1,13 @@
 // [gemm][gpu] The tensor-core GEMM kernels (mma.sync through the load-time PTX rewrite) on CUDA, from a cache
-// filled where Halide is (BLOCKFUSE_TEST_FILL_ONLY=1 there, tests/test_env.h): every named CUDA variant and
+// filled where Halide is (BLOCKFUSE_TEST_FILL_ONLY=1 there, tests/common/test_env.h): every named CUDA variant and
 // the dispatcher's pick for every table shape, f16 and bf16, against the float64 reference (odd sizes, tails,
 // whole tiles) and bit-exact on small integers; large shapes at sampled outputs; a module whose rewrite fails
 // refused with the rewrite's message. Part of test_generated (its main: exit 77, skipped, without a CUDA
 // device); with BLOCKFUSE_TEST_DEVICES not naming cuda these cases do nothing.
 #include "runtime/cuda_driver.h"
-#include "tests/conv2d_tc_cases.h"
-#include "tests/gemm_cases.h"
-#include "tests/test_env.h"
+#include "tests/common/conv2d_tc_cases.h"
+#include "tests/common/gemm_cases.h"
+#include "tests/common/test_env.h"
 #include <thread>
 
 using namespace blockfuse;

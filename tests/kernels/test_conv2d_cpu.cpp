@@ -1,5 +1,5 @@
 #define CATCH_CONFIG_MAIN
-#include "tests/conv2d_cases.h"
+#include "tests/common/conv2d_cases.h"
 
 #include "runtime/dispatch.h"
 

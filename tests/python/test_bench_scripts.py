@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Self-check of bench/pytorch_baseline.py (conv2d and fused-block key parsing, the block call
 plan and its wiring with stand-ins for torch: no torch needed), bench/merge_results.py (on synthetic
-JSON), bench/torch_convpool.py's key reading and bench/convpool_report.py. Run: python3 tests/test_bench_scripts.py
+JSON), bench/torch_convpool.py's key reading and bench/convpool_report.py. Run: python3 tests/python/test_bench_scripts.py
 Runs every check, exits non-zero if any failed. Also collectable by pytest (test_* functions)."""
 import csv
 import json
@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCH = os.path.join(ROOT, "bench")
 sys.path.insert(0, BENCH)
 

@@ -8,7 +8,7 @@
 #include "runtime/check.h"
 #include "runtime/conv2d.h"
 #include "runtime/dispatch.h"
-#include "tests/check_kernel.h"
+#include "tests/common/check_kernel.h"
 #include <catch2/catch.hpp>
 #include <random>
 #include <cstdlib>

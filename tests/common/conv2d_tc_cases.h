@@ -4,8 +4,8 @@
 #pragma once
 #include "runtime/conv2d_tc.h"
 #include "runtime/dispatch.h"
-#include "tests/check_kernel.h"
-#include "tests/conv2d_cases.h"
+#include "tests/common/check_kernel.h"
+#include "tests/common/conv2d_cases.h"
 #include <catch2/catch.hpp>
 #include <random>
 #include <string>

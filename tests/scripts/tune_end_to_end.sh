@@ -115,4 +115,4 @@ rc=$?
 # shellcheck disable=SC2015  # fail exits: the || part runs only when a check fails
 [ "$rc" -eq 2 ] && grep -q "knob chunk: the conv2d direct schedule on cpu searches no knob of that name" "$dir/bad.txt" \
     && [ ! -s "$dir/bad.jsonl" ] || { cat "$dir/bad.txt"; fail "--knob chunk=8 on conv2d: exit $rc"; }
-echo "ok: planted failures isolated, resume, dispatch, shards, plan/measure, pinned knobs"
+echo "ok: planted failures isolated, resume, dispatch, shards, plan/measure, held knobs"

@@ -3,7 +3,7 @@
 // (8) does not divide (30, 16+, 48). Every block variant of a device must run at least once.
 #pragma once
 #include "runtime/block.h"
-#include "tests/conv2d_cases.h"
+#include "tests/common/conv2d_cases.h"
 #include <catch2/catch.hpp>
 #include <random>
 #include <set>

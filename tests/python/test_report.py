@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks of bench/model.py (hand-computed cases) and bench/report.py (synthetic results,
-bad input). Run: python tests/test_report.py (exits non-zero on a failure; no pytest needed)."""
+bad input). Run: python tests/python/test_report.py (exits non-zero on a failure; no pytest needed)."""
 import json
 import math
 import os
@@ -9,7 +9,7 @@ import sys
 import tempfile
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REPORT = os.path.join(ROOT, "bench", "report.py")
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 

@@ -2,7 +2,7 @@
 // output tile) generated for OpenCL with the mma.sync and ldmatrix instructions emulated, run on PoCL's
 // CPU device against the float64 reference, f16 and bf16 (as bit patterns: PoCL has no half type).
 #define CATCH_CONFIG_MAIN
-#include "tests/gemm_cases.h"
+#include "tests/common/gemm_cases.h"
 #include <HalideRuntimeOpenCL.h>
 #include <cstdlib>
 

@@ -6,7 +6,7 @@
 // sizes, ragged sequences with short tails). Drawn from one seed so that a failure reproduces.
 #pragma once
 #include "runtime/pool.h"
-#include "tests/random_shapes.h"
+#include "tests/common/random_shapes.h"
 #include <algorithm>
 #include <random>
 #include <string>

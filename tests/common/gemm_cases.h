@@ -4,7 +4,7 @@
 // K not a multiple of 8 (the scalar panel path) or of the K step, and whole-tile shapes (the exact path).
 #pragma once
 #include "runtime/gemm.h"
-#include "tests/conv2d_cases.h"
+#include "tests/common/conv2d_cases.h"
 #include <catch2/catch.hpp>
 #include <random>
 #include <set>

@@ -2,7 +2,7 @@
 // with code 77, which ctest reports as skipped (SKIP_RETURN_CODE), not passed.
 #define CATCH_CONFIG_RUNNER
 #include "runtime/cuda_driver.h"
-#include "tests/conv2d_cases.h"
+#include "tests/common/conv2d_cases.h"
 #include <iostream>
 
 using namespace blockfuse;

@@ -1,8 +1,8 @@
 #define CATCH_CONFIG_MAIN
-#include "tests/block_cases.h"
+#include "tests/common/block_cases.h"
 #include "runtime/dispatch.h"
 #include "schedules/block_knobs.h"
-#include "tests/stem_cases.h"
+#include "tests/common/stem_cases.h"
 #include <algorithm>
 #include <tuple>
 
