@@ -152,6 +152,9 @@ int main(int argc, char **argv) {
     tune->add_option("--seed", topt.seed, "the search's seed")->capture_default_str();
     tune->add_option("--batch", topt.batch, "candidates built per round (default 8)");
     tune->add_option("--timeout", topt.timeout_s, "seconds a candidate's measurement may take")->capture_default_str();
+    tune->add_option("--build-timeout", topt.build_timeout_s, "seconds a candidate's build may take (then a build failure)")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
     tune->add_option("--shard", shard, "i/N: tune every N-th task (workload x strategy) from the i-th");
     tune->add_option("--plan-out", topt.plan_out, "build one round of candidates here and write them to this file");
     tune->add_option("--measure", topt.measure_plan, "measure a plan's candidates (made by --plan-out)");

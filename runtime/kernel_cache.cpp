@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -235,7 +236,7 @@ std::string gpu_target(const std::string &device) {
     return device == "cuda" ? host + "-cuda-cuda_capability_80" : host + "-opencl";
 }
 
-BuildOutcome ensure_built(const KernelRequest &r, const std::string &root_dir) {
+BuildOutcome ensure_built(const KernelRequest &r, const std::string &root_dir, double limit_s) {
     const fs::path root(root_dir), final_dir = root / r.hash();
     BuildOutcome out;
     auto existing = [&]() -> bool {
@@ -275,8 +276,15 @@ BuildOutcome ensure_built(const KernelRequest &r, const std::string &root_dir) {
     const auto cmd = generator_command(r, gen, tmp.string(), "object", "kernel", true);
     std::ofstream(log) << "$ " << command_text(cmd) << "\n";
     const auto start = std::chrono::steady_clock::now();
-    ProcessResult pr = run_process(cmd, log.string(), kGeneratorTimeoutSeconds);
+    ProcessResult pr = run_process(cmd, log.string(), limit_s > 0 ? limit_s : kGeneratorTimeoutSeconds);
     std::string error;
+    if (pr.timed_out && limit_s > 0) {  // the caller's limit, not the kernel's failure: nothing is recorded
+        fs::remove_all(tmp, ec);
+        out.built = true;
+        out.seconds = pr.seconds;
+        out.message = fmt::format("generating kernel {} ran past the build limit of {:g} s (stopped)", r.name, limit_s);
+        return out;
+    }
     if (!pr.ok()) {
         error = r.generator + ".generator " + pr.describe() + ": " + first_error_line(log);
     } else {
@@ -319,13 +327,14 @@ BuildOutcome ensure_built(const KernelRequest &r, const std::string &root_dir) {
     return out;
 }
 
-std::vector<BuildOutcome> ensure_built_all(const std::vector<KernelRequest> &rs, const std::string &root, int jobs) {
+std::vector<BuildOutcome> ensure_built_all(const std::vector<KernelRequest> &rs, const std::string &root, int jobs,
+                                           double limit_s) {
     std::vector<BuildOutcome> out(rs.size());
     std::atomic<size_t> next{0};
     std::vector<std::thread> pool;
     for (int j = 0; j < std::max(1, jobs); ++j)
         pool.emplace_back([&] {
-            for (size_t i; (i = next++) < rs.size();) out[i] = ensure_built(rs[i], root);
+            for (size_t i; (i = next++) < rs.size();) out[i] = ensure_built(rs[i], root, limit_s);
         });
     for (auto &t : pool) t.join();
     return out;

@@ -54,8 +54,11 @@ struct BuildOutcome {
     double seconds = 0;
     std::string message;  // the failure, or where it is
 };
-BuildOutcome ensure_built(const KernelRequest &r, const std::string &root);
-std::vector<BuildOutcome> ensure_built_all(const std::vector<KernelRequest> &rs, const std::string &root, int jobs);
+// `limit_s` > 0: a generator still running after that long is stopped and the kernel reported as not built,
+// without recording a failure (a longer limit may build it); 0: the cache's own limit (15 minutes).
+BuildOutcome ensure_built(const KernelRequest &r, const std::string &root, double limit_s = 0);
+std::vector<BuildOutcome> ensure_built_all(const std::vector<KernelRequest> &rs, const std::string &root, int jobs,
+                                           double limit_s = 0);
 
 // For `./run generate`: what a user needs to call the kernel from their own build, in out_dir:
 // <name>.a (no runtime) + <name>.h, the statement (<name>.stmt), the device code (<name>.ptx / .cl) or

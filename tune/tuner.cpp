@@ -198,7 +198,7 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
             reqs.push_back(vs.back()->request());
         }
         const auto b0 = Clock::now();
-        const std::vector<BuildOutcome> built = ensure_built_all(reqs, kernel_cache_dir(), jobs);
+        const std::vector<BuildOutcome> built = ensure_built_all(reqs, kernel_cache_dir(), jobs, opt_.build_timeout_s);
         rep.build_wall += since(b0);
         if (!opt_.plan_out.empty()) {  // one round, built here, measured elsewhere
             for (size_t i = 0; i < vs.size(); ++i) {

@@ -34,6 +34,7 @@ struct TuneOptions {
     unsigned long long seed = 1;
     int batch = 0;          // candidates per round (0: 8)
     double timeout_s = 60;  // per candidate measurement (the data and reference: their own)
+    double build_timeout_s = 120;  // per candidate build: past it, a build failure (nothing cached)
     int shard = 0, shards = 1;
     std::string plan_out, measure_plan;
     std::string gpu;  // --plan-out for CUDA: the GPU the kernels are for

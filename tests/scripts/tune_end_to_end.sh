@@ -8,7 +8,8 @@
 #     leave every line whole;
 #  5. a plan built by one process (--plan-out) is measured by another (--measure);
 #  6. --knob holds a knob where it is asked to (every record has it), and a knob the schedule does not search
-#     is refused with exit 2.
+#     is refused with exit 2;
+#  7. a build past --build-timeout is a build failure of that candidate, and nothing of it is cached.
 # The knobs that make LLVM's compile of a candidate slow (unrolled channels and windows, 2-D tiles: up to two
 # minutes each on 2 cores) are held with --knob, so the candidates build in seconds.
 #   usage: tune_end_to_end.sh BLOCKFUSE PYTHON
@@ -115,4 +116,14 @@ rc=$?
 # shellcheck disable=SC2015  # fail exits: the || part runs only when a check fails
 [ "$rc" -eq 2 ] && grep -q "knob chunk: the conv2d direct schedule on cpu searches no knob of that name" "$dir/bad.txt" \
     && [ ! -s "$dir/bad.jsonl" ] || { cat "$dir/bad.txt"; fail "--knob chunk=8 on conv2d: exit $rc"; }
-echo "ok: planted failures isolated, resume, dispatch, shards, plan/measure, held knobs"
+# 7. no build finishes in 0.2 s: both candidates are build failures, and the cache holds no failure for them.
+"$bf" tune "${quick[@]}" --workload "$w3" --trials 2 --build-timeout 0.2 --records "$dir/slow.jsonl" --out "$dir/slow" \
+    > "$dir/slow.txt" 2>&1 || { cat "$dir/slow.txt"; fail "tune --build-timeout exited $?"; }
+"$py" -c '
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert len(recs) == 2 and all(r["failure"] == "build" and "build limit of 0.2 s" in r["check"] for r in recs), recs' \
+    "$dir/slow.jsonl" || { cat "$dir/slow.txt"; fail "records of builds past the limit"; }
+"$bf" cache list > "$dir/cache.txt" 2>&1 || { cat "$dir/cache.txt"; fail "cache list exited $?"; }
+! grep -qi "failed" "$dir/cache.txt" || { cat "$dir/cache.txt"; fail "a build stopped at the limit was cached as failed"; }
+echo "ok: planted failures isolated, resume, dispatch, shards, plan/measure, held knobs, build limit"
