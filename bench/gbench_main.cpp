@@ -89,8 +89,10 @@ int main(int argc, char **argv) {
                                 cp->run();
                             }
                         }
-                        st.counters["FLOP/s"] = benchmark::Counter(cp->row.flops, benchmark::Counter::kIsIterationInvariantRate);
-                        st.counters["bytes/s"] = benchmark::Counter(cp->row.bytes, benchmark::Counter::kIsIterationInvariantRate);
+                        st.counters["FLOP/s"] =
+                            benchmark::Counter(cp->row.flops, benchmark::Counter::kIsIterationInvariantRate);
+                        st.counters["bytes/s"] =
+                            benchmark::Counter(cp->row.bytes, benchmark::Counter::kIsIterationInvariantRate);
                         st.SetLabel(cp->row.key);
                     });
                 b->Unit(benchmark::kMicrosecond);
@@ -100,7 +102,7 @@ int main(int argc, char **argv) {
         }
         benchmark::RunSpecifiedBenchmarks();
         benchmark::Shutdown();
-        keep.clear();  // the candidates' tensors free their device side...
+        keep.clear();                             // the candidates' tensors free their device side...
         cuda::release_halide_allocation_cache();  // ...and Halide's free list goes back to the driver
         return failures ? 1 : 0;
     } catch (const WorkloadError &e) {

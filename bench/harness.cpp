@@ -32,8 +32,8 @@ namespace blockfuse {
 namespace fs = std::filesystem;
 
 std::string resolve_suite(const std::string &suite) {
-    for (const std::string &p : {suite, "workloads/" + suite + ".txt",
-                                 std::string(BLOCKFUSE_SOURCE_DIR) + "/workloads/" + suite + ".txt"})
+    for (const std::string &p :
+         {suite, "workloads/" + suite + ".txt", std::string(BLOCKFUSE_SOURCE_DIR) + "/workloads/" + suite + ".txt"})
         if (fs::is_regular_file(p)) return p;
     throw WorkloadError("unknown suite '" + suite + "': no file '" + suite + "' nor workloads/" + suite + ".txt");
 }
@@ -126,15 +126,16 @@ struct SharedData {
 // sums), and closures that time one call and check against the reference. The label: the strategy, with
 // the name of a named variant (a generated kernel's name is in the line that says where it came from),
 // and a note where the strategy needs one.
-BenchCandidate make_candidate(const std::string &name, const std::shared_ptr<SharedData> &shared, const ChosenKernel &ck,
-                         bool is_default) {
+BenchCandidate make_candidate(const std::string &name, const std::shared_ptr<SharedData> &shared,
+                              const ChosenKernel &ck, bool is_default) {
     const Op &op = *shared->op;
     const KernelVariant &v = *ck.variant;
     BenchCandidate c;
     c.variant = &v;
     c.row.workload = name;
     c.row.key = op.key();
-    c.row.strategy = ck.strategy + (find_data_variant(v.name) == &v ? " (" + v.name + ")" : "") + op.strategy_note(ck.strategy);
+    c.row.strategy =
+        ck.strategy + (find_data_variant(v.name) == &v ? " (" + v.name + ")" : "") + op.strategy_note(ck.strategy);
     c.row.variant = v.name;
     c.row.family = v.family;
     c.row.knobs = v.schedule_knobs();
@@ -176,8 +177,8 @@ std::vector<ChosenKernel> choose_kernels(const std::string &key, Device dev, con
         if (kept.empty()) {
             std::string list;
             for (const auto &s : strategies) list += (list.empty() ? "" : ", ") + s;
-            throw WorkloadError("--strategies: none of them applies to " + canonical_key(key) + " (its strategies: " +
-                                list + ")");
+            throw WorkloadError("--strategies: none of them applies to " + canonical_key(key) +
+                                " (its strategies: " + list + ")");
         }
         strategies = kept;
     }
@@ -193,7 +194,8 @@ std::vector<ChosenKernel> choose_kernels(const std::string &key, Device dev, con
         } catch (const WorkloadError &e) {
             // this strategy cannot serve the key within its limits; the others may
             unavailable += std::string(unavailable.empty() ? "" : "; ") + e.what();
-            if (!sel.quiet) std::cout << fmt::format("dispatch: {} {}: not available: {}\n", canonical_key(key), s, e.what());
+            if (!sel.quiet)
+                std::cout << fmt::format("dispatch: {} {}: not available: {}\n", canonical_key(key), s, e.what());
             continue;
         }
         out.push_back({p.variant, s, p.source});
@@ -204,10 +206,11 @@ std::vector<ChosenKernel> choose_kernels(const std::string &key, Device dev, con
     if (out.empty()) throw WorkloadError("no kernel can serve " + canonical_key(key) + ": " + unavailable);
     // A line per workload where records exist for this target but none for the workload (run_bench says
     // once when none at all is for this target).
-    if (records && !sel.quiet && !sel.heuristics_only && records->for_target(record_target(dev), BLOCKFUSE_HALIDE_VERSION) &&
+    if (records && !sel.quiet && !sel.heuristics_only &&
+        records->for_target(record_target(dev), BLOCKFUSE_HALIDE_VERSION) &&
         !std::any_of(out.begin(), out.end(), [](const ChosenKernel &c) { return c.source == "tuning record"; }))
-        std::cout << fmt::format("tuning records: NONE for {} on {} (Halide {})\n", canonical_key(key), record_target(dev),
-                                 BLOCKFUSE_HALIDE_VERSION);
+        std::cout << fmt::format("tuning records: NONE for {} on {} (Halide {})\n", canonical_key(key),
+                                 record_target(dev), BLOCKFUSE_HALIDE_VERSION);
     if (!sel.only.empty()) {
         std::vector<ChosenKernel> kept;
         for (const auto &c : out)
@@ -222,7 +225,7 @@ std::vector<ChosenKernel> choose_kernels(const std::string &key, Device dev, con
 }
 
 std::vector<BenchCandidate> build_candidates(const SuiteEntry &entry, const std::vector<ChosenKernel> &kernels,
-                                        std::mt19937_64 &rng) {
+                                             std::mt19937_64 &rng) {
     auto shared = std::make_shared<SharedData>();
     shared->op = parse_op(entry.key);
     shared->rng = &rng;
@@ -281,20 +284,53 @@ nlohmann::json results_document(const nlohmann::json &ctx, const std::vector<Row
         double pct_ffma = ceil.measured && r.ok ? 100 * gflops / (ceil.ffma_f32_tflops * 1e3) : 0;
         const auto &w = r.w;
         arr.push_back({{"operation", r.key.substr(0, r.key.find(':'))},
-                       {"workload", r.workload}, {"key", r.key}, {"strategy", r.strategy_name}, {"variant", r.variant},
-                       {"label", r.strategy}, {"default", r.is_default},
-                       {"device", device_name(dev)}, {"dtype", r.dtype}, {"n", w.n}, {"h", w.h}, {"w", w.w},
-                       {"d", w.d}, {"c", w.c}, {"k", w.k}, {"t", w.t}, {"r", w.r}, {"s", w.s},
-                       {"stride_d", w.stride_d}, {"stride_h", w.stride_h}, {"stride_w", w.stride_w},
-                       {"dil_h", w.dil_h}, {"dil_w", w.dil_w}, {"groups", w.groups},
-                       {"flops", r.flops}, {"bytes", r.bytes},
-                       {"flops_per_byte", r.flops / r.bytes}, {"runtime_ms", r.median_ms}, {"min_ms", r.min_ms},
-                       {"max_ms", r.max_ms}, {"host_ms", r.host_ms}, {"samples", r.samples}, {"gbps", gbps},
-                       {"gflops", gflops}, {"pct_copy_bw", pct_bw}, {"pct_ffma", pct_ffma}, {"check_ok", r.ok},
-                       {"check", r.check}, {"rel_l2", r.rel_l2}, {"kernels", kernels_json(r)},
-                       {"family", r.family}, {"knobs", r.knobs},
-                       {"max_registers", r.max_registers}, {"record_target", r.record_target}, {"origin", r.origin},
-                       {"pick", r.pick_source}, {"why", r.why}, {"waterline_ms", r.waterline_ms},
+                       {"workload", r.workload},
+                       {"key", r.key},
+                       {"strategy", r.strategy_name},
+                       {"variant", r.variant},
+                       {"label", r.strategy},
+                       {"default", r.is_default},
+                       {"device", device_name(dev)},
+                       {"dtype", r.dtype},
+                       {"n", w.n},
+                       {"h", w.h},
+                       {"w", w.w},
+                       {"d", w.d},
+                       {"c", w.c},
+                       {"k", w.k},
+                       {"t", w.t},
+                       {"r", w.r},
+                       {"s", w.s},
+                       {"stride_d", w.stride_d},
+                       {"stride_h", w.stride_h},
+                       {"stride_w", w.stride_w},
+                       {"dil_h", w.dil_h},
+                       {"dil_w", w.dil_w},
+                       {"groups", w.groups},
+                       {"flops", r.flops},
+                       {"bytes", r.bytes},
+                       {"flops_per_byte", r.flops / r.bytes},
+                       {"runtime_ms", r.median_ms},
+                       {"min_ms", r.min_ms},
+                       {"max_ms", r.max_ms},
+                       {"host_ms", r.host_ms},
+                       {"samples", r.samples},
+                       {"gbps", gbps},
+                       {"gflops", gflops},
+                       {"pct_copy_bw", pct_bw},
+                       {"pct_ffma", pct_ffma},
+                       {"check_ok", r.ok},
+                       {"check", r.check},
+                       {"rel_l2", r.rel_l2},
+                       {"kernels", kernels_json(r)},
+                       {"family", r.family},
+                       {"knobs", r.knobs},
+                       {"max_registers", r.max_registers},
+                       {"record_target", r.record_target},
+                       {"origin", r.origin},
+                       {"pick", r.pick_source},
+                       {"why", r.why},
+                       {"waterline_ms", r.waterline_ms},
                        {"provider", r.provider}});
         if (uses_tensor_cores(r) && ceil.measured && r.ok) arr.back()["pct_mma"] = pct_of_mma_ceiling(r, ceil);
     }
@@ -317,8 +353,8 @@ void write_outputs(const std::string &dir, const nlohmann::json &doc) {
             return r.contains(k) && r[k].is_number() ? fmt::format("{:.6g}", r[k].get<double>()) : std::string();
         };
         const std::string disposition = r.value("check_ok", false) ? "passed" : "incorrect";
-        std::vector<std::string> cells{s("provider"), s("operation"), s("workload"), s("strategy"), s("variant"),
-                                       disposition, s("dtype"), s("device")};
+        std::vector<std::string> cells{s("provider"), s("operation"), s("workload"), s("strategy"),
+                                       s("variant"),  disposition,    s("dtype"),    s("device")};
         for (const char *k : {"n", "d", "h", "w", "c", "k", "t", "r", "s", "stride_d", "stride_h", "stride_w", "dil_h",
                               "dil_w", "groups"})
             cells.push_back(i(k));
@@ -350,17 +386,17 @@ void print_table(const std::vector<Row> &rows, const Ceilings &ceil, Device dev,
             if (!fresh) it->second = std::min(it->second, r.median_ms);
         }
     }
-    const std::string head =
-        fmt::format("\n{:<26} {:<{}} {:>10} {:>10} {:>7} {:>10} {:>9} {:>9} {:>8} {:>7} {:>7} {:>7}\n", "workload",
-                    "strategy", sw, "median ms", ceil.measured ? "floor ms" : "", ceil.measured ? "x floor" : "",
-                    "GFLOP/s", "model MB", "GB/s", ceil.measured ? "%copyBW" : "", ceil.measured ? "%FMA" : "", "vs LBL",
-                    "check");
+    const std::string head = fmt::format(
+        "\n{:<26} {:<{}} {:>10} {:>10} {:>7} {:>10} {:>9} {:>9} {:>8} {:>7} {:>7} {:>7}\n", "workload", "strategy", sw,
+        "median ms", ceil.measured ? "floor ms" : "", ceil.measured ? "x floor" : "", "GFLOP/s", "model MB", "GB/s",
+        ceil.measured ? "%copyBW" : "", ceil.measured ? "%FMA" : "", "vs LBL", "check");
     std::cout << head;
     for (const auto &r : rows) {
         const std::string name = r.strategy + (r.is_default ? "*" : "");
         if (!r.ok) {
-            std::cout << fmt::format("{:<26} {:<{}} {:>10} {:>10} {:>7} {:>10} {:>9.1f} {:>9} {:>8} {:>7} {:>7} {:>7}\n",
-                                     r.workload, name, sw, "-", "", "", "-", r.bytes / 1e6, "-", "", "", "", "FAILED");
+            std::cout << fmt::format(
+                "{:<26} {:<{}} {:>10} {:>10} {:>7} {:>10} {:>9.1f} {:>9} {:>8} {:>7} {:>7} {:>7}\n", r.workload, name,
+                sw, "-", "", "", "-", r.bytes / 1e6, "-", "", "", "", "FAILED");
             continue;
         }
         const double gbps = r.bytes / (r.median_ms * 1e-3) / 1e9, gf = r.flops / (r.median_ms * 1e-3) / 1e9;
@@ -370,28 +406,33 @@ void print_table(const std::vector<Row> &rows, const Ceilings &ceil, Device dev,
         const std::string over = ceil.measured ? fmt::format("{:.1f}", r.median_ms / r.waterline_ms) : "";
         auto lbl = lbl_ms.find(r.workload + "|" + r.key);
         const std::string vs = lbl == lbl_ms.end() ? "" : fmt::format("{:.2f}x", lbl->second / r.median_ms);
-        std::cout << fmt::format("{:<26} {:<{}} {:>10.4f} {:>10} {:>7} {:>10.1f} {:>9.1f} {:>9.1f} {:>8} {:>7} {:>7} {:>7}\n",
-                                 r.workload, name, sw, r.median_ms, floor, over, gf, r.bytes / 1e6, gbps, bw, ffma, vs, "ok");
+        std::cout << fmt::format(
+            "{:<26} {:<{}} {:>10.4f} {:>10} {:>7} {:>10.1f} {:>9.1f} {:>9.1f} {:>8} {:>7} {:>7} {:>7}\n", r.workload,
+            name, sw, r.median_ms, floor, over, gf, r.bytes / 1e6, gbps, bw, ffma, vs, "ok");
     }
     if (ceil.measured)
-        std::cout << fmt::format("(floor ms = the waterline of the row's kernels, Eq. 12: the sum over its kernels of max(ops / "
-                                 "{:.4g} TFLOP/s (tensor-core kernels: the mma.sync ceiling of their dtype), compulsory bytes / {:.0f} GB/s), "
-                                 "the {} measured now; x floor = median over it)\n",
-                                 ceil.ffma_f32_tflops, ceil.copy_gbps,
-                                 dev == Device::cuda ? "FFMA f32 and copy ceilings" : "CPU's FMA f32 and copy ceilings");
+        std::cout << fmt::format(
+            "(floor ms = the waterline of the row's kernels, Eq. 12: the sum over its kernels of max(ops / "
+            "{:.4g} TFLOP/s (tensor-core kernels: the mma.sync ceiling of their dtype), compulsory bytes / {:.0f} "
+            "GB/s), "
+            "the {} measured now; x floor = median over it)\n",
+            ceil.ffma_f32_tflops, ceil.copy_gbps,
+            dev == Device::cuda ? "FFMA f32 and copy ceilings" : "CPU's FMA f32 and copy ceilings");
     if (ceil.measured && ceil.mma_f16_tflops > 0)
         for (const auto &r : rows)
             if (uses_tensor_cores(r) && r.ok)
-                std::cout << fmt::format("tensor cores: {} {}: {:.1f} TFLOP/s = {:.1f}% of the mma.sync {} ceiling ({:.1f}); "
-                                         "its floor counts the tensor-core kernels against that roof\n",
-                                         r.workload, r.strategy, r.flops / (r.median_ms * 1e-3) / 1e12,
-                                         pct_of_mma_ceiling(r, ceil), r.dtype, mma_ceiling_tflops(r, ceil));
+                std::cout << fmt::format(
+                    "tensor cores: {} {}: {:.1f} TFLOP/s = {:.1f}% of the mma.sync {} ceiling ({:.1f}); "
+                    "its floor counts the tensor-core kernels against that roof\n",
+                    r.workload, r.strategy, r.flops / (r.median_ms * 1e-3) / 1e12, pct_of_mma_ceiling(r, ceil), r.dtype,
+                    mma_ceiling_tflops(r, ceil));
     std::cout << "(* = the variant the dispatcher picks by default; model MB = modelled compulsory DRAM bytes, GB/s = "
                  "those over the median time; vs LBL = the workload's fastest passing layer-by-layer time over this "
                  "row's (> 1: faster); times are "
-              << (dev == Device::cuda ? std::string("device time from CUDA events, median, L2 flushed before each sample (") +
-                                        (flush == L2Flush::read ? "read-only eviction, clean" : "memset, left dirty") + ")"
-                                  : std::string("host wall time, median"))
+              << (dev == Device::cuda
+                      ? std::string("device time from CUDA events, median, L2 flushed before each sample (") +
+                            (flush == L2Flush::read ? "read-only eviction, clean" : "memset, left dirty") + ")"
+                      : std::string("host wall time, median"))
               << ")\n";
 }
 }  // namespace
@@ -406,7 +447,8 @@ int run_bench(const BenchOptions &opt) {
     for (const auto &a : opt.autoschedulers) check_autoscheduler_name(a);
     for (const auto &s : opt.strategies)
         if (s != "layer_by_layer" && s != "fused" && s != "depth_first" && s != "direct" && s != "tensor_cores")
-            throw WorkloadError("--strategies '" + s + "' is not one of layer_by_layer, fused, depth_first, direct, "
+            throw WorkloadError("--strategies '" + s +
+                                "' is not one of layer_by_layer, fused, depth_first, direct, "
                                 "tensor_cores");
     DType dfilter{};
     if (!opt.dtype.empty() && !parse_dtype(opt.dtype, &dfilter))
@@ -425,12 +467,13 @@ int run_bench(const BenchOptions &opt) {
     if (opt.model_only) why = "--model-only: the candidates of this device's kernels, nothing runs";
     std::cout << "device: " << device_name(dev) << " -- " << why << "\n";
     if (records && !records->for_target(record_target(dev), BLOCKFUSE_HALIDE_VERSION))
-        std::cout << fmt::format("tuning records: none of the {} in {} is for {} with Halide {}: every kernel comes from "
-                                 "the variant data or the shape heuristics\n",
-                                 records->records.size(),
-                                 records->paths.empty() ? std::string("(no file)") : records->paths.front() +
-                                     (records->paths.size() > 1 ? " ..." : ""),
-                                 record_target(dev), BLOCKFUSE_HALIDE_VERSION);
+        std::cout << fmt::format(
+            "tuning records: none of the {} in {} is for {} with Halide {}: every kernel comes from "
+            "the variant data or the shape heuristics\n",
+            records->records.size(),
+            records->paths.empty() ? std::string("(no file)")
+                                   : records->paths.front() + (records->paths.size() > 1 ? " ..." : ""),
+            record_target(dev), BLOCKFUSE_HALIDE_VERSION);
     install_halide_error_handler();
     halide_reuse_device_allocations(nullptr, true);  // layer-by-layer intermediates: no cudaMalloc per call
     nlohmann::json ctx = run_context(opt.command_line);
@@ -489,99 +532,100 @@ int run_bench(const BenchOptions &opt) {
     std::unique_ptr<L2ReadEvictor> evictor;  // --single-run on CUDA
     std::string fatal;  // an error outside a candidate (a CUDA context a kernel left unusable): the run stops
     for (const auto &entry : work) {
-      try {
-        std::vector<ChosenKernel> kernels = choose_kernels(entry.key, dev, sel, records ? &*records : nullptr);
-        // Halide's autoschedulers on the same workload, as rows beside ours (a device an autoscheduler does not
-        // schedule stops the run here, before anything is timed)
-        for (const auto &a : opt.autoschedulers)
-            kernels.push_back({keep_variant(autoscheduled_kernel(*parse_op(entry.key), a, dev)),
-                               a + " (Halide autoscheduler)", "autoscheduler"});
-        if (kernels.empty()) {  // every kernel filtered out by --variant: the workload did not run
-            ++not_run;
-            std::cout << fmt::format("{}: no kernel of {} passes --variant -- not run\n", entry.name, entry.key);
-            continue;
-        }
-        std::vector<BenchCandidate> cands = build_candidates(entry, kernels, rng);
-        if (opt.model_only) {
+        try {
+            std::vector<ChosenKernel> kernels = choose_kernels(entry.key, dev, sel, records ? &*records : nullptr);
+            // Halide's autoschedulers on the same workload, as rows beside ours (a device an autoscheduler does not
+            // schedule stops the run here, before anything is timed)
+            for (const auto &a : opt.autoschedulers)
+                kernels.push_back({keep_variant(autoscheduled_kernel(*parse_op(entry.key), a, dev)),
+                                   a + " (Halide autoscheduler)", "autoscheduler"});
+            if (kernels.empty()) {  // every kernel filtered out by --variant: the workload did not run
+                ++not_run;
+                std::cout << fmt::format("{}: no kernel of {} passes --variant -- not run\n", entry.name, entry.key);
+                continue;
+            }
+            std::vector<BenchCandidate> cands = build_candidates(entry, kernels, rng);
+            if (opt.model_only) {
+                for (auto &c : cands) {
+                    c.row.check = "not run: --model-only";
+                    std::cout << fmt::format("{} {}: {} [{}] ({}), {} kernels\n", entry.name, c.row.strategy,
+                                             c.variant->name, c.variant->knob_summary(), c.variant->why,
+                                             c.row.kernels.size());
+                    rows.push_back(c.row);
+                }
+                continue;
+            }
+            // Each kernel from the prebuilt folder, the cache, or generated now; one line says which and why.
+            auto load = [&entry](BenchCandidate &c) {
+                const LoadedKernel &k = c.variant->load();
+                c.row.origin = k.origin;
+                std::cout << fmt::format("{} {}: {} [{}] ({})\n", entry.name, c.row.strategy, k.origin,
+                                         c.variant->knob_summary(), c.variant->why);
+            };
+            if (opt.single_run) {  // one launch sequence per candidate, in order, for an external profiler
+                // On CUDA each profiled run is bracketed by read-only L2 evictions (runtime/ceilings.h):
+                // the run starts on an L2 of clean lines, and what it leaves dirty is written back
+                // during the second eviction, where bench/ncu_compare.py adds it to the run.
+                if (dev == Device::cuda && !evictor) evictor = std::make_unique<L2ReadEvictor>();
+                for (auto &c : cands) {
+                    load(c);
+                    c.run();  // warm-up: host-to-device copies, allocations, module load
+                    if (evictor) evictor->evict();
+                    c.run();  // the profiled run
+                    if (evictor) evictor->evict();
+                    std::cout << fmt::format("ran once: {} {}\n", entry.name, c.row.strategy);
+                    c.row.check = "not checked: --single-run";
+                    rows.push_back(c.row);  // keeps the modelled kernels, in launch order, for the profiler's table
+                }
+                continue;
+            }
+            std::vector<std::function<void()>> fns;
+            std::vector<size_t> row_of;
             for (auto &c : cands) {
-                c.row.check = "not run: --model-only";
-                std::cout << fmt::format("{} {}: {} [{}] ({}), {} kernels\n", entry.name, c.row.strategy, c.variant->name,
-                                         c.variant->knob_summary(), c.variant->why, c.row.kernels.size());
+                try {
+                    load(c);
+                    Comparison cmp = c.check();  // correctness before speed: fresh data, poisoned output
+                    c.row.ok = cmp.ok();
+                    c.row.check = cmp.summary();
+                    c.row.rel_l2 = cmp.rel_l2;
+                    if (c.row.ok) c.run();  // the timed tensors' first call (allocations, module load)
+                } catch (const std::exception &e) {
+                    c.row.ok = false;
+                    c.row.check = e.what();
+                }
+                if (!c.row.ok) {
+                    ++failures;
+                    std::cout << fmt::format("{} {}: FAILED check: {}\n", entry.name, c.row.strategy, c.row.check);
+                } else {
+                    fns.push_back(c.run);
+                    row_of.push_back(rows.size());
+                }
                 rows.push_back(c.row);
             }
-            continue;
-        }
-        // Each kernel from the prebuilt folder, the cache, or generated now; one line says which and why.
-        auto load = [&entry](BenchCandidate &c) {
-            const LoadedKernel &k = c.variant->load();
-            c.row.origin = k.origin;
-            std::cout << fmt::format("{} {}: {} [{}] ({})\n", entry.name, c.row.strategy, k.origin,
-                                     c.variant->knob_summary(), c.variant->why);
-        };
-        if (opt.single_run) {  // one launch sequence per candidate, in order, for an external profiler
-            // On CUDA each profiled run is bracketed by read-only L2 evictions (runtime/ceilings.h):
-            // the run starts on an L2 of clean lines, and what it leaves dirty is written back
-            // during the second eviction, where bench/ncu_compare.py adds it to the run.
-            if (dev == Device::cuda && !evictor) evictor = std::make_unique<L2ReadEvictor>();
-            for (auto &c : cands) {
-                load(c);
-                c.run();  // warm-up: host-to-device copies, allocations, module load
-                if (evictor) evictor->evict();
-                c.run();  // the profiled run
-                if (evictor) evictor->evict();
-                std::cout << fmt::format("ran once: {} {}\n", entry.name, c.row.strategy);
-                c.row.check = "not checked: --single-run";
-                rows.push_back(c.row);  // keeps the modelled kernels, in launch order, for the profiler's table
+            auto stats = time_interleaved(fns, dev == Device::cuda, topt);
+            for (size_t i = 0; i < stats.size(); ++i) {
+                Row &r = rows[row_of[i]];
+                r.median_ms = stats[i].median_ms;
+                r.min_ms = stats[i].min_ms;
+                r.max_ms = stats[i].max_ms;
+                r.host_ms = stats[i].host_median_ms;
+                r.samples = stats[i].samples();
             }
-            continue;
+        } catch (const KernelError &) {
+            throw;
+        } catch (const WorkloadError &) {
+            throw;
+        } catch (const std::exception &e) {
+            fatal = entry.name + ": " + e.what();
+            std::cout << "error: " << fatal << " -- the run stops here; the rows so far are written\n";
+            for (Row &r : rows)
+                if (r.key == canonical_key(entry.key) && r.ok && r.samples == 0) {
+                    r.ok = false;
+                    r.check = "not timed: " + fatal;
+                }
+            ++failures;
+            break;
         }
-        std::vector<std::function<void()>> fns;
-        std::vector<size_t> row_of;
-        for (auto &c : cands) {
-            try {
-                load(c);
-                Comparison cmp = c.check();  // correctness before speed: fresh data, poisoned output
-                c.row.ok = cmp.ok();
-                c.row.check = cmp.summary();
-                c.row.rel_l2 = cmp.rel_l2;
-                if (c.row.ok) c.run();           // the timed tensors' first call (allocations, module load)
-            } catch (const std::exception &e) {
-                c.row.ok = false;
-                c.row.check = e.what();
-            }
-            if (!c.row.ok) {
-                ++failures;
-                std::cout << fmt::format("{} {}: FAILED check: {}\n", entry.name, c.row.strategy, c.row.check);
-            } else {
-                fns.push_back(c.run);
-                row_of.push_back(rows.size());
-            }
-            rows.push_back(c.row);
-        }
-        auto stats = time_interleaved(fns, dev == Device::cuda, topt);
-        for (size_t i = 0; i < stats.size(); ++i) {
-            Row &r = rows[row_of[i]];
-            r.median_ms = stats[i].median_ms;
-            r.min_ms = stats[i].min_ms;
-            r.max_ms = stats[i].max_ms;
-            r.host_ms = stats[i].host_median_ms;
-            r.samples = stats[i].samples();
-        }
-      } catch (const KernelError &) {
-        throw;
-      } catch (const WorkloadError &) {
-        throw;
-      } catch (const std::exception &e) {
-        fatal = entry.name + ": " + e.what();
-        std::cout << "error: " << fatal << " -- the run stops here; the rows so far are written\n";
-        for (Row &r : rows)
-            if (r.key == canonical_key(entry.key) && r.ok && r.samples == 0) {
-                r.ok = false;
-                r.check = "not timed: " + fatal;
-            }
-        ++failures;
-        break;
-      }
     }
 
     if (opt.model_only) {

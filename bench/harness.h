@@ -16,35 +16,38 @@
 namespace blockfuse {
 
 struct BenchOptions {
-    std::string suite;                  // name (workloads/NAME.txt) or path
-    std::vector<std::string> keys;      // or explicit workload keys
-    std::string device = "auto";        // auto | cpu | cuda | opencl
-    std::string variants = "all";       // all | default
-    std::vector<std::string> only;      // run only these kernel variants (names), if given
-    std::vector<std::string> strategies;// run only these strategies (layer_by_layer, fused, depth_first, direct, tensor_cores), if given
-    std::string dtype;                  // keep only workloads of this dtype (empty: all)
-    std::string out_dir;                // write results.json / results.csv here
+    std::string suite;              // name (workloads/NAME.txt) or path
+    std::vector<std::string> keys;  // or explicit workload keys
+    std::string device = "auto";    // auto | cpu | cuda | opencl
+    std::string variants = "all";   // all | default
+    std::vector<std::string> only;  // run only these kernel variants (names), if given
+    std::vector<std::string>
+        strategies;  // run only these strategies (layer_by_layer, fused, depth_first, direct, tensor_cores), if given
+    std::string dtype;    // keep only workloads of this dtype (empty: all)
+    std::string out_dir;  // write results.json / results.csv here
     int min_samples = 10;
     double min_seconds = 0.5;
     bool ceilings = true;
-    bool single_run = false;            // each candidate once between L2 evictions, unchecked (for profilers)
-    bool model_only = false;            // every candidate's modelled kernels, nothing run (no device needed)
-    int max_registers = 0;              // CUDA JIT register cap per thread; 0: the block size's limit (kernel_registry.h)
-    L2Flush l2_flush = L2Flush::write;  // CUDA: before each sample, a memset or a clean read-only eviction (runtime/timing.h)
-    std::vector<std::string> tuning_records;  // dispatch by these records (runtime/tuning_records.h); default: autotune/records/
-    bool no_tuning_records = false;     // dispatch by the variant data and the heuristics only
-    bool heuristics_only = false;       // every pick from the shape heuristics (no records, no data defaults)
-    std::string record_to;              // append every measured kernel here as a tuning record
+    bool single_run = false;  // each candidate once between L2 evictions, unchecked (for profilers)
+    bool model_only = false;  // every candidate's modelled kernels, nothing run (no device needed)
+    int max_registers = 0;    // CUDA JIT register cap per thread; 0: the block size's limit (kernel_registry.h)
+    L2Flush l2_flush =
+        L2Flush::write;  // CUDA: before each sample, a memset or a clean read-only eviction (runtime/timing.h)
+    std::vector<std::string>
+        tuning_records;              // dispatch by these records (runtime/tuning_records.h); default: autotune/records/
+    bool no_tuning_records = false;  // dispatch by the variant data and the heuristics only
+    bool heuristics_only = false;    // every pick from the shape heuristics (no records, no data defaults)
+    std::string record_to;           // append every measured kernel here as a tuning record
     std::vector<std::string> autoschedulers;  // also each workload's kernel of these Halide autoschedulers
     std::string command_line;
 };
 
 struct Row {
     std::string workload, key, strategy, variant, dtype, check;
-    std::string strategy_name;                     // layer_by_layer | fused | depth_first | direct (strategy: its label)
+    std::string strategy_name;  // layer_by_layer | fused | depth_first | direct (strategy: its label)
     std::string family, origin, pick_source, why;  // the generator; prebuilt | cache | generated; why this kernel
     std::string provider = "blockfuse";            // who scheduled it: blockfuse | halide-autoscheduler-<NAME>
-    std::map<std::string, int> knobs;               // its schedule knobs
+    std::map<std::string, int> knobs;              // its schedule knobs
     int max_registers = 0;
     std::string record_target;
     bool is_default = false, ok = false;
@@ -71,8 +74,8 @@ struct Selection {
     std::vector<std::string> strategies;  // empty: every strategy of the family
     bool all_variants = false;
     std::vector<std::string> only;
-    bool quiet = false;                   // no dispatch lines
-    bool heuristics_only = false;         // runtime/dispatch.h
+    bool quiet = false;            // no dispatch lines
+    bool heuristics_only = false;  // runtime/dispatch.h
 };
 
 // One kernel to check and time, with why it was chosen; the default (the dispatcher's pick of the
@@ -86,7 +89,7 @@ std::vector<ChosenKernel> choose_kernels(const std::string &key, Device dev, con
                                          const TuningRecords *records);
 // The candidates (tensors, check and run closures) of the chosen kernels.
 std::vector<BenchCandidate> build_candidates(const SuiteEntry &entry, const std::vector<ChosenKernel> &kernels,
-                                        std::mt19937_64 &rng);
+                                             std::mt19937_64 &rng);
 
 // Returns the process exit code: 0 ok, 1 a kernel failed or was wrong, 2 bad input.
 int run_bench(const BenchOptions &opt);

@@ -58,48 +58,61 @@ int main(int argc, char **argv) {
     BenchOptions bopt;
     for (int i = 0; i < argc; ++i) bopt.command_line += (i ? " " : "") + std::string(argv[i]);
 
-    auto *bench = app.add_subcommand("bench", "check every candidate kernel against the float64 reference, then time it");
+    auto *bench =
+        app.add_subcommand("bench", "check every candidate kernel against the float64 reference, then time it");
     bench->add_option("--suite", bopt.suite, "suite name (workloads/NAME.txt) or path");
     bench->add_option("--workload", bopt.keys, "workload key(s), e.g. conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3,pad=1");
     bench->add_option("--device", bopt.device, "auto | cpu | cuda | opencl")->capture_default_str();
     bench->add_option("--variants", bopt.variants, "all | default")->capture_default_str();
     bench->add_option("--variant", bopt.only, "run only these kernel variants (see `blockfuse info`)");
-    bench->add_option("--strategies", bopt.strategies,
-                      "run only these strategies: layer_by_layer, fused, depth_first (blocks, stages, stem), direct (conv2d)")
+    bench
+        ->add_option(
+            "--strategies", bopt.strategies,
+            "run only these strategies: layer_by_layer, fused, depth_first (blocks, stages, stem), direct (conv2d)")
         ->delimiter(',');
     bench->add_option("--dtype", bopt.dtype, "only workloads of this dtype (f32, f16, bf16)");
     bench->add_option("--out", bopt.out_dir, "write results.json and results.csv to this folder");
-    bench->add_option("--tuning-records", bopt.tuning_records,
-                      "dispatch by these tuning records (JSON lines; default: autotune/records/*.jsonl): per workload and "
-                      "strategy the fastest record of this device and Halide version; a line says when none applies");
-    bench->add_flag("--no-tuning-records", bopt.no_tuning_records, "dispatch by the variant data and the heuristics only");
+    bench->add_option(
+        "--tuning-records", bopt.tuning_records,
+        "dispatch by these tuning records (JSON lines; default: autotune/records/*.jsonl): per workload and "
+        "strategy the fastest record of this device and Halide version; a line says when none applies");
+    bench->add_flag("--no-tuning-records", bopt.no_tuning_records,
+                    "dispatch by the variant data and the heuristics only");
     bench->add_option("--record", bopt.record_to, "append every measured kernel to this file as a tuning record");
     bench->add_flag("--heuristics", bopt.heuristics_only,
                     "every kernel from the shape heuristics: no tuning record, no named variant (what a shape no one "
                     "tuned gets)");
-    bench->add_option("--autoscheduler", bopt.autoschedulers,
-                      "also a kernel of Halide's autoscheduler NAME per workload (CPU: Mullapudi2016, Adams2019, "
-                      "Li2018; CUDA: Anderson2021), in the same results (provider halide-autoscheduler-NAME); repeatable")
+    bench
+        ->add_option(
+            "--autoscheduler", bopt.autoschedulers,
+            "also a kernel of Halide's autoscheduler NAME per workload (CPU: Mullapudi2016, Adams2019, "
+            "Li2018; CUDA: Anderson2021), in the same results (provider halide-autoscheduler-NAME); repeatable")
         ->delimiter(',');
     bench->add_option("--min-samples", bopt.min_samples, "samples per kernel, at least")->capture_default_str();
-    bench->add_option("--min-seconds", bopt.min_seconds, "seconds of samples per kernel, at least")->capture_default_str();
-    bench->add_option("--max-registers", bopt.max_registers,
-                      "CUDA JIT register cap per thread: 0 = the most each kernel's block size allows; 64 = Halide's default")
+    bench->add_option("--min-seconds", bopt.min_seconds, "seconds of samples per kernel, at least")
+        ->capture_default_str();
+    bench
+        ->add_option(
+            "--max-registers", bopt.max_registers,
+            "CUDA JIT register cap per thread: 0 = the most each kernel's block size allows; 64 = Halide's default")
         ->check(CLI::Range(0, 255))
         ->capture_default_str();
     std::string l2_flush = l2_flush_name(bopt.l2_flush);
-    bench->add_option("--l2-flush", l2_flush,
-                      "CUDA, before each sample: write = memset 2x the L2 (as triton do_bench; leaves it dirty, and the "
-                      "timed kernel writes that back), read = a read-only eviction (clean L2)")
+    bench
+        ->add_option("--l2-flush", l2_flush,
+                     "CUDA, before each sample: write = memset 2x the L2 (as triton do_bench; leaves it dirty, and the "
+                     "timed kernel writes that back), read = a read-only eviction (clean L2)")
         ->check([](const std::string &s) {
             L2Flush f;
-            return parse_l2_flush(s, f) && f != L2Flush::none ? std::string() : "expected write or read, got '" + s + "'";
+            return parse_l2_flush(s, f) && f != L2Flush::none ? std::string()
+                                                              : "expected write or read, got '" + s + "'";
         })
         ->each([&bopt](const std::string &s) { parse_l2_flush(s, bopt.l2_flush); })
         ->capture_default_str();
     bool no_ceilings = false;
     bench->add_flag("--single-run", bopt.single_run,
-                    "run each candidate twice (warm-up, then between two read-only L2 evictions on CUDA), without checks or timing (for ncu)");
+                    "run each candidate twice (warm-up, then between two read-only L2 evictions on CUDA), without "
+                    "checks or timing (for ncu)");
     bench->add_flag("--no-ceilings", no_ceilings, "skip measuring the copy / FMA ceilings");
     bench->add_flag("--model-only", bopt.model_only,
                     "list every candidate and its modelled kernels (with --out: results.json) without running "
@@ -113,8 +126,9 @@ int main(int argc, char **argv) {
 
     std::vector<std::string> from;
     std::string records_out;
-    auto *records = app.add_subcommand("records", "tuning records: --from RESULTS.json --out FILE appends every measured "
-                                                  "kernel of bench results; `records best` shows the picks");
+    auto *records =
+        app.add_subcommand("records", "tuning records: --from RESULTS.json --out FILE appends every measured "
+                                      "kernel of bench results; `records best` shows the picks");
     records->add_option("--from", from, "results.json of a bench run");
     records->add_option("--out", records_out, "tuning-records file (JSON lines), appended to");
 
@@ -124,7 +138,8 @@ int main(int argc, char **argv) {
     int gen_registers = 0;
     std::vector<std::string> best_files;
     std::string best_target;
-    auto *records_best = records->add_subcommand("best", "the fastest passing record per workload, strategy and target");
+    auto *records_best =
+        records->add_subcommand("best", "the fastest passing record per workload, strategy and target");
     records_best->add_option("files", best_files, "records files (default: autotune/records/*.jsonl)");
     records_best->add_option("--target", best_target, "only targets containing this, e.g. H200 or cpu");
 
@@ -146,21 +161,25 @@ int main(int argc, char **argv) {
     tune->add_option("--seed-records", topt.seed_records, "records to seed from (default: autotune/records/*.jsonl)");
     tune->add_flag("--no-seed-records", topt.no_seed_records, "seed from the heuristic and the named variants only");
     std::vector<std::string> tune_knobs;
-    tune->add_option("--knob", tune_knobs, "name=value: hold this knob (or max_registers) there, search the others (repeatable)");
+    tune->add_option("--knob", tune_knobs,
+                     "name=value: hold this knob (or max_registers) there, search the others (repeatable)");
     tune->add_option("--jobs", topt.jobs, "kernels built at once (default: the cores)");
     tune->add_option("--search", topt.search, "evolutionary | random")->capture_default_str();
     tune->add_option("--seed", topt.seed, "the search's seed")->capture_default_str();
     tune->add_option("--batch", topt.batch, "candidates built per round (default 8)");
     tune->add_option("--timeout", topt.timeout_s, "seconds a candidate's measurement may take")->capture_default_str();
-    tune->add_option("--build-timeout", topt.build_timeout_s, "seconds a candidate's build may take (then a build failure)")
+    tune->add_option("--build-timeout", topt.build_timeout_s,
+                     "seconds a candidate's build may take (then a build failure)")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
     tune->add_option("--shard", shard, "i/N: tune every N-th task (workload x strategy) from the i-th");
     tune->add_option("--plan-out", topt.plan_out, "build one round of candidates here and write them to this file");
     tune->add_option("--measure", topt.measure_plan, "measure a plan's candidates (made by --plan-out)");
     tune->add_option("--gpu", topt.gpu, "with --plan-out: the GPU the kernels are for, e.g. \"NVIDIA H200:sm_90\"");
-    tune->add_option("--min-seconds", topt.timing.min_seconds, "seconds of samples per candidate")->capture_default_str();
-    tune->add_option("--min-samples", topt.timing.min_samples, "samples per candidate, at least")->capture_default_str();
+    tune->add_option("--min-seconds", topt.timing.min_seconds, "seconds of samples per candidate")
+        ->capture_default_str();
+    tune->add_option("--min-samples", topt.timing.min_samples, "samples per candidate, at least")
+        ->capture_default_str();
     tune->add_option("--l2-flush", tune_flush, "write | read | none (CUDA)")->capture_default_str();
     tune->add_option("--out", topt.out_dir, "write summary.json (per task: trials, best, default, seconds) here");
     std::string worker_device = "cpu";
@@ -168,12 +187,14 @@ int main(int argc, char **argv) {
     tune_worker->add_option("--device", worker_device, "cpu | cuda");
     tune_worker->group("");  // not listed in --help
 
-    auto *generate = app.add_subcommand("generate", "write a kernel's static library, header, STMT, PTX or assembly, "
-                                                    "and JSON description (arguments, knobs, target, launch resources)");
+    auto *generate =
+        app.add_subcommand("generate", "write a kernel's static library, header, STMT, PTX or assembly, "
+                                       "and JSON description (arguments, knobs, target, launch resources)");
     generate->add_option("keys", gen_keys, "workload keys")->required();
     generate->add_option("--strategy", gen_strategy, "one strategy (default: every strategy of the key)");
     generate->add_option("--knob", gen_knobs, "schedule knob name=value over the dispatcher's pick (repeatable)");
-    generate->add_option("--max-registers", gen_registers, "CUDA JIT register cap of the kernel")->check(CLI::Range(0, 255));
+    generate->add_option("--max-registers", gen_registers, "CUDA JIT register cap of the kernel")
+        ->check(CLI::Range(0, 255));
     generate->add_option("--device", gen_device, "cuda | cpu | opencl")->capture_default_str();
     generate->add_option("--out", gen_out, "output folder")->required();
 
@@ -184,8 +205,10 @@ int main(int argc, char **argv) {
     bool failed_only = false;
     auto *cache_list = cache->add_subcommand("list", "every cached kernel: name, status, size, build time");
     auto *cache_clear = cache->add_subcommand("clear", "remove cached kernels (and stale temporary folders)");
-    cache_clear->add_flag("--failed", failed_only, "only the kernels whose generation failed (they are retried next time)");
-    for (auto *c : {cache_list, cache_clear}) c->add_option("--cache", cache_root, "the cache folder (default: BLOCKFUSE_KERNEL_CACHE)");
+    cache_clear->add_flag("--failed", failed_only,
+                          "only the kernels whose generation failed (they are retried next time)");
+    for (auto *c : {cache_list, cache_clear})
+        c->add_option("--cache", cache_root, "the cache folder (default: BLOCKFUSE_KERNEL_CACHE)");
     BenchOptions fopt;
     fopt.device = "cuda";
     std::string fill_into, fill_gpu;
@@ -196,7 +219,8 @@ int main(int argc, char **argv) {
                 "machine with Halide, for a GPU host without it; or the variant data's prebuilt kernels");
     cache_fill->add_option("--suite", fopt.suite, "suite name (workloads/NAME.txt) or path");
     cache_fill->add_option("--workload", fopt.keys, "workload key(s)");
-    cache_fill->add_option("--device", fopt.device, "cuda | cpu | opencl, or a comma-separated list")->capture_default_str();
+    cache_fill->add_option("--device", fopt.device, "cuda | cpu | opencl, or a comma-separated list")
+        ->capture_default_str();
     cache_fill->add_option("--strategies", fopt.strategies, "only these strategies")->delimiter(',');
     cache_fill->add_option("--variants", fopt.variants, "all | default (as bench)")->capture_default_str();
     cache_fill->add_option("--variant", fopt.only, "only kernels whose name contains one of these");
@@ -223,10 +247,12 @@ int main(int argc, char **argv) {
         }
         if (*generate) {
             Device d;
-            if (!parse_device(gen_device, &d)) throw WorkloadError("--device '" + gen_device + "' is not one of cpu, cuda, opencl");
+            if (!parse_device(gen_device, &d))
+                throw WorkloadError("--device '" + gen_device + "' is not one of cpu, cuda, opencl");
             const std::map<std::string, int> knobs = parse_knob_settings(gen_knobs);
             for (const auto &key : gen_keys) {
-                const auto strategies = gen_strategy.empty() ? strategies_of(key) : std::vector<std::string>{gen_strategy};
+                const auto strategies =
+                    gen_strategy.empty() ? strategies_of(key) : std::vector<std::string>{gen_strategy};
                 for (const auto &st : strategies) {
                     const KernelVariant *v = knobs.empty() && !gen_registers
                                                  ? dispatch(key, st, d, nullptr).variant
@@ -248,8 +274,8 @@ int main(int argc, char **argv) {
             const auto entries = list_cache(root);
             unsigned long long total = 0;
             for (const auto &e : entries) {
-                std::cout << fmt::format("{:<34} {:<7} {:>8.1f} KB {:>6.1f} s  {}  {}\n", e.hash, e.status, e.bytes / 1024.0,
-                                         e.seconds, e.created, e.name);
+                std::cout << fmt::format("{:<34} {:<7} {:>8.1f} KB {:>6.1f} s  {}  {}\n", e.hash, e.status,
+                                         e.bytes / 1024.0, e.seconds, e.created, e.name);
                 total += e.bytes;
             }
             std::cout << fmt::format("{} kernels, {:.1f} MB in {}\n", entries.size(), total / 1e6, root);
@@ -257,8 +283,8 @@ int main(int argc, char **argv) {
         }
         if (*cache_clear) {
             const std::string root = cache_root.empty() ? kernel_cache_dir() : cache_root;
-            std::cout << "removed " << clear_cache(root, failed_only) << (failed_only ? " failed" : "") << " kernels from "
-                      << root << "\n";
+            std::cout << "removed " << clear_cache(root, failed_only) << (failed_only ? " failed" : "")
+                      << " kernels from " << root << "\n";
             return 0;
         }
         if (*cache_fill) {
@@ -305,8 +331,9 @@ int main(int argc, char **argv) {
                     std::cerr << "error: " << outcomes[i].message << "\n";
                 } else if (!fill_quiet) {
                     std::cout << fmt::format("{}: {}\n", reqs[i].name,
-                                             outcomes[i].built ? fmt::format("generated in {:.1f} s", outcomes[i].seconds)
-                                                               : std::string("already there"));
+                                             outcomes[i].built
+                                                 ? fmt::format("generated in {:.1f} s", outcomes[i].seconds)
+                                                 : std::string("already there"));
                 }
             }
             size_t pruned = 0;
@@ -316,9 +343,10 @@ int main(int argc, char **argv) {
                 for (const auto &e : list_cache(root))
                     if (!keep.count(e.hash)) pruned += std::filesystem::remove_all(e.dir) > 0;
             }
-            std::cout << fmt::format("{} kernels in {}: {} generated, {} already there, {} failed, {} pruned ({:.0f} s, {} at a time)\n",
-                                     reqs.size(), root, built, int(reqs.size()) - built - failed, failed, pruned,
-                                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), jobs);
+            std::cout << fmt::format(
+                "{} kernels in {}: {} generated, {} already there, {} failed, {} pruned ({:.0f} s, {} at a time)\n",
+                reqs.size(), root, built, int(reqs.size()) - built - failed, failed, pruned,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), jobs);
             return failed ? 1 : 0;
         }
         if (*tune) {
@@ -339,7 +367,8 @@ int main(int argc, char **argv) {
         }
         if (*tune_worker) {
             Device d;
-            if (!parse_device(worker_device, &d)) throw WorkloadError("--device '" + worker_device + "' is not cpu or cuda");
+            if (!parse_device(worker_device, &d))
+                throw WorkloadError("--device '" + worker_device + "' is not cpu or cuda");
             return run_tune_worker(d);
         }
         if (*records_best) return print_best_records(best_files, best_target);

@@ -32,12 +32,11 @@ inline Halide::Expr apply_activation(const Halide::Expr &x, Activation a) {
 // computed by every conv2d kernel's generic epilogue; conv2d keys reject it.
 inline Halide::Expr apply_activation(const Halide::Expr &x, const Halide::Expr &id) {
     using namespace Halide;
-    return select(id == int(Activation::relu), apply_activation(x, Activation::relu),
-                  id == int(Activation::relu6), apply_activation(x, Activation::relu6),
-                  id == int(Activation::silu), apply_activation(x, Activation::silu),
-                  id == int(Activation::gelu), apply_activation(x, Activation::gelu),
-                  id == int(Activation::sigmoid), apply_activation(x, Activation::sigmoid),
-                  x);
+    return select(id == int(Activation::relu), apply_activation(x, Activation::relu), id == int(Activation::relu6),
+                  apply_activation(x, Activation::relu6), id == int(Activation::silu),
+                  apply_activation(x, Activation::silu), id == int(Activation::gelu),
+                  apply_activation(x, Activation::gelu), id == int(Activation::sigmoid),
+                  apply_activation(x, Activation::sigmoid), x);
 }
 
 }  // namespace blockfuse

@@ -21,11 +21,11 @@ struct NormFuncs {
 // Squeeze-Excitation of a layer's output h (c, x, y, n): the spatial mean, two 1x1 "convs" on
 // it, and h times the gate.
 struct SEFuncs {
-    Halide::Func pooled;  // (e, n) f32: mean over x, y (update: sum over r)
-    Halide::RDom r;       // the pixels of h
-    Halide::Func reduced; // (j, n) f32: act(Wr pooled + br)
-    Halide::Func gate;    // (e, n) f32: sigmoid(We reduced + be)
-    Halide::Func gated;   // (e, x, y, n) storage type: h * gate, the next layer's input
+    Halide::Func pooled;   // (e, n) f32: mean over x, y (update: sum over r)
+    Halide::RDom r;        // the pixels of h
+    Halide::Func reduced;  // (j, n) f32: act(Wr pooled + br)
+    Halide::Func gate;     // (e, n) f32: sigmoid(We reduced + be)
+    Halide::Func gated;    // (e, x, y, n) storage type: h * gate, the next layer's input
     bool defined() const { return gated.defined(); }
 };
 
@@ -36,9 +36,10 @@ struct BlockFuncs {
 };
 
 // se_weights: reduce (R, E, 1, 1) and expand (E, R, 1, 1) in the storage type; se_biases f32.
-inline SEFuncs squeeze_excitation(const Halide::Func &h, const BlockSpec &spec, const std::vector<Halide::Func> &se_weights,
-                                  const std::vector<Halide::Func> &se_biases, const Halide::Expr &W, const Halide::Expr &H,
-                                  const Halide::Type &storage, const std::string &prefix) {
+inline SEFuncs squeeze_excitation(const Halide::Func &h, const BlockSpec &spec,
+                                  const std::vector<Halide::Func> &se_weights,
+                                  const std::vector<Halide::Func> &se_biases, const Halide::Expr &W,
+                                  const Halide::Expr &H, const Halide::Type &storage, const std::string &prefix) {
     using namespace Halide;
     SEFuncs s;
     Var e("e"), j("j"), x("x"), y("y"), n("n");
@@ -50,8 +51,8 @@ inline SEFuncs squeeze_excitation(const Halide::Func &h, const BlockSpec &spec, 
     RDom re(0, E, prefix + "se_re"), rj(0, R, prefix + "se_rj");
     s.reduced = Func(prefix + "se_reduced");
     Expr mean = s.pooled(re, n) / cast<float>(W * H);
-    s.reduced(j, n) = apply_activation(se_biases[0](j) + sum(to_f32(se_weights[0](j, re, 0, 0)) * mean),
-                                       Activation(spec.se_act));
+    s.reduced(j, n) =
+        apply_activation(se_biases[0](j) + sum(to_f32(se_weights[0](j, re, 0, 0)) * mean), Activation(spec.se_act));
     s.gate = Func(prefix + "se_gate");
     Expr a = se_biases[1](e) + sum(to_f32(se_weights[1](e, rj, 0, 0)) * s.reduced(rj, n));
     s.gate(e, n) = 1.0f / (1.0f + exp(-a));
@@ -78,9 +79,9 @@ inline NormFuncs layer_norm(const Halide::Func &h, int channels, const Halide::T
 // input: (c, x, y, n); weights[i]: (k, cg, kx, ky); biases[i]: (k) f32. W, H: input extents.
 // se_weights / se_biases: Squeeze-Excitation's reduce and expand, when spec.has_se().
 inline BlockFuncs block_algorithm(const Halide::Func &input, const std::vector<Halide::Func> &weights,
-                                  const std::vector<Halide::Func> &biases, const BlockSpec &spec,
-                                  const Halide::Expr &W, const Halide::Expr &H, const Halide::Type &storage,
-                                  const std::string &prefix = "", const std::vector<Halide::Func> &se_weights = {},
+                                  const std::vector<Halide::Func> &biases, const BlockSpec &spec, const Halide::Expr &W,
+                                  const Halide::Expr &H, const Halide::Type &storage, const std::string &prefix = "",
+                                  const std::vector<Halide::Func> &se_weights = {},
                                   const std::vector<Halide::Func> &se_biases = {}) {
     using namespace Halide;
     BlockFuncs b;
@@ -107,10 +108,10 @@ inline BlockFuncs block_algorithm(const Halide::Func &input, const std::vector<H
         // halos (Halide's bounds of the fused thread mappings are loose: without the clamp the
         // stage kernel "read" the stage input at y = -62 and failed its bounds check).
         Expr W0 = W, H0 = H;
-        Epilogue epi = [act, last, residual = spec.residual, block_in, W0, H0](const Expr &acc, const std::vector<Var> &v) {
+        Epilogue epi = [act, last, residual = spec.residual, block_in, W0, H0](const Expr &acc,
+                                                                               const std::vector<Var> &v) {
             Expr r = apply_activation(acc, Activation(act));
-            if (last && residual)
-                r += to_f32(block_in(v[0], clamp(v[1], 0, W0 - 1), clamp(v[2], 0, H0 - 1), v[3]));
+            if (last && residual) r += to_f32(block_in(v[0], clamp(v[1], 0, W0 - 1), clamp(v[2], 0, H0 - 1), v[3]));
             return r;
         };
         b.layers.push_back(conv2d(x, weights[i], biases[i], g, epi, storage, prefix + "layer" + std::to_string(i)));

@@ -12,13 +12,15 @@ using blockfuse::BlockStrategy;
 
 class BlockGenerator : public Generator<BlockGenerator> {
 public:
-    GeneratorParam<BlockFamily> family{"family", BlockFamily::mbconv,
+    GeneratorParam<BlockFamily> family{"family",
+                                       BlockFamily::mbconv,
                                        {{"mbconv", BlockFamily::mbconv},
                                         {"fused_mbconv", BlockFamily::fused_mbconv},
                                         {"ffn", BlockFamily::ffn},
                                         {"convfirst", BlockFamily::convfirst},
                                         {"convnext", BlockFamily::convnext}}};
-    GeneratorParam<BlockStrategy> strategy{"strategy", BlockStrategy::fused,
+    GeneratorParam<BlockStrategy> strategy{"strategy",
+                                           BlockStrategy::fused,
                                            {{"layer_by_layer", BlockStrategy::layer_by_layer},
                                             {"fused", BlockStrategy::fused},
                                             {"depth_first", BlockStrategy::depth_first}}};
@@ -55,14 +57,16 @@ public:
     void configure() {
         auto spec = make_spec();
         if (blocks < 1 || (blocks > 1 && spec.cout != spec.c))
-            throw CompileError("blocks = " + std::to_string(int(blocks)) + ": a stage needs blocks that keep their shape");
+            throw CompileError("blocks = " + std::to_string(int(blocks)) +
+                               ": a stage needs blocks that keep their shape");
         if (spec.has_se() && (blocks > 1 || strategy == BlockStrategy::depth_first))
             throw CompileError("se = 1 is built for single blocks (layer_by_layer or fused)");
-        input = add_input<Buffer<>>("input", Type(storage), 4);                // (c, x, y, n)
+        input = add_input<Buffer<>>("input", Type(storage), 4);  // (c, x, y, n)
         for (int blk = 0; blk < blocks; ++blk) {
             const std::string pre = blocks > 1 ? "b" + std::to_string(blk) + "_" : "";
             for (size_t i = 0; i < spec.layers.size(); ++i) {
-                weights.push_back(add_input<Buffer<>>(pre + "weights" + std::to_string(i), Type(storage), 4));  // (k, cg, kx, ky)
+                weights.push_back(
+                    add_input<Buffer<>>(pre + "weights" + std::to_string(i), Type(storage), 4));  // (k, cg, kx, ky)
                 biases.push_back(add_input<Buffer<>>(pre + "bias" + std::to_string(i), Float(32), 1));
             }
         }
@@ -126,7 +130,8 @@ public:
             const char *strategy_name = strategy == blockfuse::BlockStrategy::layer_by_layer ? "layer_by_layer"
                                         : strategy == blockfuse::BlockStrategy::fused        ? "fused"
                                                                                              : "depth_first";
-            if (const std::string why = blockfuse::block_knobs_error(spec, strategy_name, kn, get_target().has_gpu_feature());
+            if (const std::string why =
+                    blockfuse::block_knobs_error(spec, strategy_name, kn, get_target().has_gpu_feature());
                 !why.empty())
                 throw CompileError(why);
             blockfuse::schedule_stage(stage, spec, strategy, kn, get_target().has_gpu_feature());
@@ -148,12 +153,14 @@ public:
         output->set_host_alignment(16);
         output->dim(0).set_bounds(0, spec.cout);
         output->dim(1).set_stride(spec.cout);
-        for (int d = 2; d < 4; ++d) output->dim(d).set_stride(output->dim(d - 1).stride() * output->dim(d - 1).extent());
+        for (int d = 2; d < 4; ++d)
+            output->dim(d).set_stride(output->dim(d - 1).stride() * output->dim(d - 1).extent());
     }
 
     void set_estimates(const blockfuse::BlockSpec &spec) {
         if (est_n <= 0 || est_h <= 0 || est_w <= 0)
-            throw CompileError("autoscheduler: est_n, est_h and est_w (the workload's shape) must be given, and positive");
+            throw CompileError(
+                "autoscheduler: est_n, est_h and est_w (the workload's shape) must be given, and positive");
         input->set_estimates({{0, spec.c}, {0, est_w}, {0, est_h}, {0, est_n}});
         const size_t L = spec.layers.size();
         int oh = est_h, ow = est_w;

@@ -12,10 +12,10 @@ enum class BlockFamily { mbconv, fused_mbconv, ffn, convfirst, convnext };
 
 struct LayerSpec {
     int ks = 1, stride = 1;
-    int groups = 1;        // number of groups
+    int groups = 1;  // number of groups
     int in_ch = 0, out_ch = 0;
-    int act = 0;           // Activation id (generators/activation.h)
-    bool hidden = false;   // output has the block's hidden width: produced chunk by chunk when fused
+    int act = 0;              // Activation id (generators/activation.h)
+    bool hidden = false;      // output has the block's hidden width: produced chunk by chunk when fused
     bool norm_after = false;  // LayerNorm over channels after this layer (affine folded into the next layer)
 };
 
@@ -159,8 +159,8 @@ inline long long fused_block_shared_bytes(const BlockSpec &b, int tile_x, int ti
     const long long cout = shared_pad8(b.cout);
     long long bytes = 0, bx = tile_x, by = tile_y;  // region of the current block's output
     for (int blk = blocks - 1; blk >= 0; --blk) {
-        bytes += 4LL * cout * bx * by;                                        // accumulator
-        if (blk + 1 < blocks) bytes += cout * bx * by * elem_bytes;           // block output
+        bytes += 4LL * cout * bx * by;                               // accumulator
+        if (blk + 1 < blocks) bytes += cout * bx * by * elem_bytes;  // block output
         for (size_t i = 0; i + 1 < b.layers.size(); ++i) {
             long long rx = bx, ry = by;  // region of layer i's output the block needs
             grow_through_layers(b, rx, ry, i + 1);

@@ -15,14 +15,14 @@ namespace blockfuse {
 // Every field is an Expr so that one definition serves static shapes (constants from
 // GeneratorParams, better code) and dynamic ones (Params / buffer extents).
 struct Conv2dGeometry {
-    Halide::Expr in_width, in_height;         // input extents, for zero padding
-    Halide::Expr groups;                      // number of groups
-    Halide::Expr in_channels_per_group;       // Cg = C / groups
-    Halide::Expr out_channels_per_group;      // Kg = K / groups
-    Halide::Expr kernel_w, kernel_h;          // S, R
+    Halide::Expr in_width, in_height;     // input extents, for zero padding
+    Halide::Expr groups;                  // number of groups
+    Halide::Expr in_channels_per_group;   // Cg = C / groups
+    Halide::Expr out_channels_per_group;  // Kg = K / groups
+    Halide::Expr kernel_w, kernel_h;      // S, R
     Halide::Expr stride_x, stride_y;
     Halide::Expr dilation_x, dilation_y;
-    Halide::Expr pad_left, pad_top;           // right/bottom padding follow from the output extent
+    Halide::Expr pad_left, pad_top;  // right/bottom padding follow from the output extent
     // No padding on any side: every stored output's window lies inside the input. Reads outside
     // then come only from the pixels an edge tile computes past the image and never stores, so
     // the clamped value serves and the zero select (one instruction per loaded value, inside the
@@ -41,9 +41,8 @@ struct Conv2dFuncs {
 using Epilogue = std::function<Halide::Expr(const Halide::Expr &acc, const std::vector<Halide::Var> &kxyn)>;
 
 // input: (c, x, y, n) storage type; weights: (k, cg, kx, ky); bias: (k) f32.
-inline Conv2dFuncs conv2d(const Halide::Func &input, const Halide::Func &weights,
-                          const Halide::Func &bias, const Conv2dGeometry &g,
-                          const Epilogue &epilogue, const Halide::Type &out_type,
+inline Conv2dFuncs conv2d(const Halide::Func &input, const Halide::Func &weights, const Halide::Func &bias,
+                          const Conv2dGeometry &g, const Epilogue &epilogue, const Halide::Type &out_type,
                           const std::string &name = "conv") {
     using namespace Halide;
     Var c("c"), k("k"), x("x"), y("y"), n("n");

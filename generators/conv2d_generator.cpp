@@ -12,10 +12,10 @@ using blockfuse::ConvKind;
 
 class Conv2dGenerator : public Generator<Conv2dGenerator> {
 public:
-    GeneratorParam<ConvKind> kind{"kind", ConvKind::general,
-                                  {{"general", ConvKind::general},
-                                   {"pointwise", ConvKind::pointwise},
-                                   {"depthwise", ConvKind::depthwise}}};
+    GeneratorParam<ConvKind> kind{
+        "kind",
+        ConvKind::general,
+        {{"general", ConvKind::general}, {"pointwise", ConvKind::pointwise}, {"depthwise", ConvKind::depthwise}}};
     // 0: kernel size taken from the weights buffer; >0: a static square kernel (unrolled).
     GeneratorParam<int> kernel_size{"kernel_size", 0};
     // Schedule knobs, one GeneratorParam each, from their declaration (schedules/conv2d_knobs.h).
@@ -41,9 +41,12 @@ public:
     GeneratorParam<int> static_channels{"static_channels", 0};
     // The workload's shape, for Halide's autoschedulers only (autoscheduler=NAME, runtime/autoscheduler.h):
     // the estimates they plan for; the kernel still takes any shape the other params allow.
-#define BLOCKFUSE_CONV2D_ESTIMATES(X)                                                                      \
-    X(est_n) X(est_c) X(est_h) X(est_w) X(est_k) X(est_r) X(est_s) X(est_stride_x) X(est_stride_y)        \
+// clang-format does not settle on one layout of this list:
+// clang-format off
+#define BLOCKFUSE_CONV2D_ESTIMATES(X)                                                                       \
+    X(est_n) X(est_c) X(est_h) X(est_w) X(est_k) X(est_r) X(est_s) X(est_stride_x) X(est_stride_y)          \
     X(est_dilation_x) X(est_dilation_y) X(est_pad_left) X(est_pad_top) X(est_groups)
+// clang-format on
 #define BLOCKFUSE_ESTIMATE_PARAM(name) GeneratorParam<int> name{#name, 0};
     BLOCKFUSE_CONV2D_ESTIMATES(BLOCKFUSE_ESTIMATE_PARAM)
     // Conv3d through this conv2d (depth_kernel > 0): the input buffer is NDHWC with depth and batch as
@@ -66,7 +69,7 @@ public:
     Input<int> pad_left{"pad_left"}, pad_top{"pad_top"};
     Input<int> groups{"groups"};
     Input<int> activation{"activation"};
-    Output<Buffer<void, 4>> output{"output"};   // (k, x, y, n)
+    Output<Buffer<void, 4>> output{"output"};  // (k, x, y, n)
 
     void generate() {
         blockfuse::Conv2dGeometry g;
@@ -94,7 +97,8 @@ public:
             g.in_channels_per_group = 1;
             break;
         }
-        g.out_channels_per_group = (kind == ConvKind::depthwise && multiplier > 0) ? Expr(int(multiplier)) : K / g.groups;
+        g.out_channels_per_group =
+            (kind == ConvKind::depthwise && multiplier > 0) ? Expr(int(multiplier)) : K / g.groups;
         const bool static_kernel = kind == ConvKind::pointwise || kernel_size > 0;
         const int ks = kind == ConvKind::pointwise ? 1 : int(kernel_size);
         g.kernel_w = static_kernel ? Expr(ks) : weights.dim(2).extent();
@@ -183,8 +187,8 @@ public:
     }
 
     void set_estimates() {
-#define BLOCKFUSE_ESTIMATE_CHECK(name)                                                                    \
-    if (int(name) <= 0 && std::string(#name) != "est_pad_left" && std::string(#name) != "est_pad_top") \
+#define BLOCKFUSE_ESTIMATE_CHECK(name)                                                                                 \
+    if (int(name) <= 0 && std::string(#name) != "est_pad_left" && std::string(#name) != "est_pad_top")                 \
         throw CompileError("autoscheduler: " #name " (the workload's shape) must be given, and positive");
         BLOCKFUSE_CONV2D_ESTIMATES(BLOCKFUSE_ESTIMATE_CHECK)
         const int ow = (est_w + 2 * est_pad_left - est_dilation_x * (est_s - 1) - 1) / est_stride_x + 1;

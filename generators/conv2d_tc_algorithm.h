@@ -29,8 +29,8 @@ struct ConvTcShape {
 // and fragment_mutation.
 inline GemmFuncs conv2d_tc(const Halide::Func &input, const Halide::Func &weights, const Halide::Func &bias,
                            const ConvTcShape &cs, const Halide::Expr &images, const Halide::Expr &activation,
-                           const GemmTiling &t, mma::Elem elem, const Halide::Target &target,
-                           int fragment_mutation, const Halide::Type &storage) {
+                           const GemmTiling &t, mma::Elem elem, const Halide::Target &target, int fragment_mutation,
+                           const Halide::Type &storage) {
     using namespace Halide;
     const int OW = cs.out_w(), OH = cs.out_h(), Cp = cs.c_padded(), groups_per_tap = Cp / 8;
     GemmShape s{images * (OW * OH), Expr(cs.k), Expr(cs.reduction()), Expr(cs.reduction())};

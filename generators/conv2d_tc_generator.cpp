@@ -11,7 +11,8 @@ using namespace Halide;
 class Conv2dTcGenerator : public Generator<Conv2dTcGenerator> {
 public:
     GeneratorParam<std::string> strategy{"strategy", "tensor_cores"};  // the dispatch label, nothing else
-    GeneratorParam<int> channels{"channels", 8}, height{"height", 8}, width{"width", 8}, out_channels{"out_channels", 8};
+    GeneratorParam<int> channels{"channels", 8}, height{"height", 8}, width{"width", 8},
+        out_channels{"out_channels", 8};
     GeneratorParam<int> kernel_h{"kernel_h", 1}, kernel_w{"kernel_w", 1};
     GeneratorParam<int> stride_x{"stride_x", 1}, stride_y{"stride_y", 1}, dil_x{"dil_x", 1}, dil_y{"dil_y", 1};
     GeneratorParam<int> pad_l{"pad_l", 0}, pad_r{"pad_r", 0}, pad_t{"pad_t", 0}, pad_b{"pad_b", 0};
@@ -20,22 +21,24 @@ public:
     GeneratorParam<int> fragment_mutation{"fragment_mutation", 0};
 
     // Storage types from the automatic `input.type` / `output.type` params (float16 or bfloat16).
-    Input<Buffer<void, 4>> input{"input"};        // (c, x, y, b)
+    Input<Buffer<void, 4>> input{"input"};          // (c, x, y, b)
     Input<Buffer<uint16_t, 2>> weights{"weights"};  // (kr, k) bits, kr = (ky * S + kx) * Cp + c
-    Input<Buffer<float, 1>> bias{"bias"};         // (k), BatchNorm folded in
-    Input<int> activation{"activation"};          // generators/activation.h ids
-    Output<Buffer<void, 4>> output{"output"};     // (k, x, y, b)
+    Input<Buffer<float, 1>> bias{"bias"};           // (k), BatchNorm folded in
+    Input<int> activation{"activation"};            // generators/activation.h ids
+    Output<Buffer<void, 4>> output{"output"};       // (k, x, y, b)
 
     void generate() {
         blockfuse::GemmKnobs kn;
         BLOCKFUSE_GEMM_KNOBS(BLOCKFUSE_KNOB_COPY)
         blockfuse::check_gemm_knobs(kn);
         const Type et = input.type();
-        if (!(et == Float(16) || et == BFloat(16))) throw CompileError("conv2d_tc: input.type must be float16 or bfloat16");
+        if (!(et == Float(16) || et == BFloat(16)))
+            throw CompileError("conv2d_tc: input.type must be float16 or bfloat16");
         if (output.type() != et) throw CompileError("conv2d_tc: output.type must be input.type");
-        blockfuse::ConvTcShape cs{channels, height, width, out_channels, kernel_h, kernel_w, stride_x, stride_y,
-                                  dil_x, dil_y, pad_l, pad_r, pad_t, pad_b};
-        if (cs.c <= 0 || cs.h <= 0 || cs.w <= 0 || cs.k <= 0 || cs.r <= 0 || cs.s <= 0 || cs.out_w() <= 0 || cs.out_h() <= 0)
+        blockfuse::ConvTcShape cs{channels, height, width, out_channels, kernel_h, kernel_w, stride_x,
+                                  stride_y, dil_x,  dil_y, pad_l,        pad_r,    pad_t,    pad_b};
+        if (cs.c <= 0 || cs.h <= 0 || cs.w <= 0 || cs.k <= 0 || cs.r <= 0 || cs.s <= 0 || cs.out_w() <= 0 ||
+            cs.out_h() <= 0)
             throw CompileError("conv2d_tc: the shape has no output");
         const auto e = et == Float(16) ? blockfuse::mma::Elem::f16 : blockfuse::mma::Elem::bf16;
         auto f = blockfuse::conv2d_tc(input, weights, bias, cs, input.dim(3).extent(), activation,

@@ -24,9 +24,9 @@ namespace blockfuse {
 
 // The tile shape the fragment space is built on (schedules/gemm_knobs.h declares the knobs).
 struct GemmTiling {
-    int warp_m = 64, warp_n = 64;    // multiples of 16
+    int warp_m = 64, warp_n = 64;  // multiples of 16
     int warps_m = 2, warps_n = 2;
-    int k_step = 32;                 // K per shared panel, a multiple of 16
+    int k_step = 32;  // K per shared panel, a multiple of 16
     int mt_count() const { return warp_m / mma::kTileM; }
     int nt_count() const { return warp_n / mma::kTileN; }
     int block_m() const { return warp_m * warps_m; }
@@ -37,21 +37,21 @@ struct GemmTiling {
 struct GemmFuncs {
     // The panels a block stages in shared memory: A's (B's) bits, zero outside M x K (N x K), indexed by
     // (k % 8, k / 8, row), so that a row's 8-element groups are whole vectors in every schedule.
-    Halide::Func a_panel;  // (ke, kg, m)
-    Halide::Func b_panel;  // (ke, kg, n)
-    Halide::Func a_frag;   // (r, lane, mt, wm, bm, kt): A register r of instruction tile (mt, wm, bm), K step kt
-    Halide::Func b_frag;   // (j, lane, np, wn, bn, kt): register j of the B fragments of n-tiles 2np, 2np+1
-                           // (j = 2 * (nt % 2) + r; one n-tile, j = r, where nt_count is odd)
-    Halide::Func acc;      // (q, lane, nt, mt, wn, wm, bn, bm), f32: pure = 0, update over rk
-    Halide::Func epilogue; // (q, lane, nt, mt, wn, wm, bn, bm): act(acc + bias), f32
-    Halide::Func output;   // (n, m): the epilogue as storage bits, an update over rc
-    Halide::RDom rc;       // (q0, mh, nt, mt, lane, wn, wm, bn, bm): the C registers, see gemm()
-    Halide::RDom rk;       // (K step of 16 within a panel, panel): ceil(K / k_step) whole panels
+    Halide::Func a_panel;   // (ke, kg, m)
+    Halide::Func b_panel;   // (ke, kg, n)
+    Halide::Func a_frag;    // (r, lane, mt, wm, bm, kt): A register r of instruction tile (mt, wm, bm), K step kt
+    Halide::Func b_frag;    // (j, lane, np, wn, bn, kt): register j of the B fragments of n-tiles 2np, 2np+1
+                            // (j = 2 * (nt % 2) + r; one n-tile, j = r, where nt_count is odd)
+    Halide::Func acc;       // (q, lane, nt, mt, wn, wm, bn, bm), f32: pure = 0, update over rk
+    Halide::Func epilogue;  // (q, lane, nt, mt, wn, wm, bn, bm): act(acc + bias), f32
+    Halide::Func output;    // (n, m): the epilogue as storage bits, an update over rc
+    Halide::RDom rc;        // (q0, mh, nt, mt, lane, wn, wm, bn, bm): the C registers, see gemm()
+    Halide::RDom rk;        // (K step of 16 within a panel, panel): ceil(K / k_step) whole panels
     Halide::Var r{"r"}, lane{"lane"}, q{"q"}, nt{"nt"}, np{"np"}, mt{"mt"}, wn{"wn"}, wm{"wm"}, bn{"bn"}, bm{"bm"},
         kt{"kt"}, k{"k"}, m{"m"}, n{"n"}, ke{"ke"}, kg{"kg"};
     Halide::Expr activation;  // the runtime activation id
-    Halide::Expr exact;    // M, N and K are whole tiles: the panels need no clamps (schedules specialize on it)
-    bool b_pairs = true;   // B fragments loaded two n-tiles at a time (ldmatrix.x4)
+    Halide::Expr exact;       // M, N and K are whole tiles: the panels need no clamps (schedules specialize on it)
+    bool b_pairs = true;      // B fragments loaded two n-tiles at a time (ldmatrix.x4)
 };
 
 struct GemmShape {
@@ -81,14 +81,12 @@ inline Halide::Expr zero_filled(const Halide::Func &x, const Halide::Expr &ke, c
 // the tanh-form gelu = x sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)) (0.5 (1 + tanh(u)) = sigmoid(2u)), so a
 // kernel needs two code paths, piecewise-linear (none, relu, relu6) and smooth, not six (schedules branch on
 // smooth_activation(); with six, the epilogue copies were most of a kernel's code and compile time).
-inline Halide::Expr smooth_activation(const Halide::Expr &activation) {
-    return activation >= int(Activation::silu);
-}
+inline Halide::Expr smooth_activation(const Halide::Expr &activation) { return activation >= int(Activation::silu); }
 inline Halide::Expr gemm_epilogue(const Halide::Expr &acc, const Halide::Expr &bias, const Halide::Expr &activation) {
     using namespace Halide;
     Expr x = acc + bias;
-    Expr piecewise = select(activation == int(Activation::relu), max(x, 0.0f),
-                            activation == int(Activation::relu6), clamp(x, 0.0f, 6.0f), x);
+    Expr piecewise = select(activation == int(Activation::relu), max(x, 0.0f), activation == int(Activation::relu6),
+                            clamp(x, 0.0f, 6.0f), x);
     Expr z = select(activation == int(Activation::gelu), 1.5957691216057308f * (x + 0.044715f * x * x * x), x);
     Expr s = 1.0f / (1.0f + exp(-z));
     Expr smooth = select(activation == int(Activation::sigmoid), s, x * s);
@@ -112,8 +110,8 @@ struct GemmIo {
 // fragment_mutation = 1 (tests only): A registers 1 and 2 swapped, a wrong layout the checks must catch.
 // On CUDA targets the instructions are the externs runtime/mma_ptx.cpp rewrites; elsewhere they are emulated.
 inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide::Func &bias, const GemmShape &s,
-                      const Halide::Expr &activation, const GemmTiling &t, mma::Elem elem,
-                      const Halide::Target &target, int fragment_mutation = 0, GemmIo io = {}) {
+                      const Halide::Expr &activation, const GemmTiling &t, mma::Elem elem, const Halide::Target &target,
+                      int fragment_mutation = 0, GemmIo io = {}) {
     using namespace Halide;
     using namespace mma;
     GemmFuncs f;
@@ -174,8 +172,15 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     // 16 x 8 tile). As a scatter over these coordinates, rather than C(n, m) reading acc at (m % 16, ...),
     // the lane index of every accumulator read is the loop's own lane: no warp shuffles, no index algebra
     // for Halide 21's LowerWarpShuffles to prove. Rows and columns past M and N are not stored.
-    f.rc = RDom(Region{{0, 2}, {0, 2}, {0, NT}, {0, MT}, {0, kWarp}, {0, t.warps_n}, {0, t.warps_m},
-                       {0, (s.N + BN - 1) / BN}, {0, (s.M + BM - 1) / BM}},
+    f.rc = RDom(Region{{0, 2},
+                       {0, 2},
+                       {0, NT},
+                       {0, MT},
+                       {0, kWarp},
+                       {0, t.warps_n},
+                       {0, t.warps_m},
+                       {0, (s.N + BN - 1) / BN},
+                       {0, (s.M + BM - 1) / BM}},
                 "rc");
     Expr q0 = f.rc[0], mh = f.rc[1], cnt = f.rc[2], cmt = f.rc[3], cl = f.rc[4], cwn = f.rc[5], cwm = f.rc[6],
          cbn = f.rc[7], cbm = f.rc[8];

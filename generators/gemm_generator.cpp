@@ -14,11 +14,11 @@ public:
     // Tests only: 1 swaps A registers 1 and 2, a wrong fragment layout the reference checks must catch.
     GeneratorParam<int> fragment_mutation{"fragment_mutation", 0};
 
-    Input<Buffer<uint16_t, 2>> a{"a"};      // (k, m) bits, rows of K rounded up to 8 elements, zeros past K
-    Input<Buffer<uint16_t, 2>> b{"b"};      // (k, n) bits: the weights as N x K, rows as a's
-    Input<Buffer<float, 1>> bias{"bias"};   // (n)
-    Input<int> k_size{"k_size"};            // K, the reduction length (at most a's row length)
-    Input<int> activation{"activation"};    // generators/activation.h ids
+    Input<Buffer<uint16_t, 2>> a{"a"};             // (k, m) bits, rows of K rounded up to 8 elements, zeros past K
+    Input<Buffer<uint16_t, 2>> b{"b"};             // (k, n) bits: the weights as N x K, rows as a's
+    Input<Buffer<float, 1>> bias{"bias"};          // (n)
+    Input<int> k_size{"k_size"};                   // K, the reduction length (at most a's row length)
+    Input<int> activation{"activation"};           // generators/activation.h ids
     Output<Buffer<uint16_t, 2>> output{"output"};  // (n, m) bits
 
     void generate() {
@@ -26,12 +26,11 @@ public:
         BLOCKFUSE_GEMM_KNOBS(BLOCKFUSE_KNOB_COPY)
         blockfuse::check_gemm_knobs(kn);
         const Type et = storage;
-        if (!(et == Float(16) || et == BFloat(16)))
-            throw CompileError("gemm: storage must be float16 or bfloat16");
+        if (!(et == Float(16) || et == BFloat(16))) throw CompileError("gemm: storage must be float16 or bfloat16");
         const blockfuse::mma::Elem e = et == Float(16) ? blockfuse::mma::Elem::f16 : blockfuse::mma::Elem::bf16;
         blockfuse::GemmShape s{a.dim(1).extent(), b.dim(1).extent(), k_size, a.dim(0).extent()};
-        auto f = blockfuse::gemm(a, b, bias, s, activation, blockfuse::gemm_tiling(kn), e, get_target(),
-                                 fragment_mutation);
+        auto f =
+            blockfuse::gemm(a, b, bias, s, activation, blockfuse::gemm_tiling(kn), e, get_target(), fragment_mutation);
         output = f.output;
         const Target t = get_target();
         if (t.has_feature(Target::CUDA)) blockfuse::schedule_gemm_cuda(f, kn, get_pipeline());

@@ -46,8 +46,8 @@ inline Halide::Expr ldmatrix(int count, const Halide::Expr &reg, const Halide::E
     using namespace Halide;
     if (native) {
         auto [k, row] = row_start(lane);
-        return Internal::Call::make(UInt(32), count == 4 ? kLdmatrixX4 : kLdmatrixX2, {reg, panel(k, row), panel(k + 7, row)},
-                          Internal::Call::Extern);
+        return Internal::Call::make(UInt(32), count == 4 ? kLdmatrixX4 : kLdmatrixX2,
+                                    {reg, panel(k, row), panel(k + 7, row)}, Internal::Call::Extern);
     }
     auto [k, row] = row_start(ldmatrix_source_lane(reg, lane));
     Expr e = ldmatrix_element(lane);
@@ -63,8 +63,8 @@ inline Halide::Expr mma(Elem e, const Halide::Expr &q, const Halide::Expr &lane,
     using namespace Halide;
     if (native) {
         return Internal::Call::make(Float(32), e == Elem::f16 ? kMmaF16 : kMmaBf16,
-                          {q, a(0, lane), a(1, lane), a(2, lane), a(3, lane), b(0, lane), b(1, lane), c},
-                          Internal::Call::PureExtern);
+                                    {q, a(0, lane), a(1, lane), a(2, lane), a(3, lane), b(0, lane), b(1, lane), c},
+                                    Internal::Call::PureExtern);
     }
     Expr row = c_row(q, lane), col = c_col(q, lane);
     Expr d = c;

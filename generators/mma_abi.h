@@ -22,39 +22,99 @@ constexpr const char *kLdmatrixX2 = "blockfuse_ldmatrix_x2";
 constexpr const char *kExternPrefix = "blockfuse_";
 
 // Lane = 4 * groupID + threadID_in_group, as in the ISA tables.
-template <class T> T group_of(const T &lane) { return lane / 4; }
-template <class T> T thread_in_group(const T &lane) { return lane % 4; }
+template <class T>
+T group_of(const T &lane) {
+    return lane / 4;
+}
+template <class T>
+T thread_in_group(const T &lane) {
+    return lane % 4;
+}
 
 // A (16x16, row-major): register r of a lane holds A[row][col], A[row][col + 1] (low half first).
-template <class T> T a_row(const T &r, const T &lane) { return group_of(lane) + 8 * (r % 2); }
-template <class T> T a_col(const T &r, const T &lane) { return 2 * thread_in_group(lane) + 8 * (r / 2); }
+template <class T>
+T a_row(const T &r, const T &lane) {
+    return group_of(lane) + 8 * (r % 2);
+}
+template <class T>
+T a_col(const T &r, const T &lane) {
+    return 2 * thread_in_group(lane) + 8 * (r / 2);
+}
 // ...and which lane and register hold A[row][k] (half k % 2).
-template <class T> T a_lane_of(const T &row, const T &k) { return 4 * (row % 8) + (k % 8) / 2; }
-template <class T> T a_reg_of(const T &row, const T &k) { return row / 8 + 2 * (k / 8); }
+template <class T>
+T a_lane_of(const T &row, const T &k) {
+    return 4 * (row % 8) + (k % 8) / 2;
+}
+template <class T>
+T a_reg_of(const T &row, const T &k) {
+    return row / 8 + 2 * (k / 8);
+}
 
 // B (16x8, "col": k contiguous per column): register r of a lane holds B[k][col], B[k + 1][col].
-template <class T> T b_k(const T &r, const T &lane) { return 2 * thread_in_group(lane) + 8 * r; }
-template <class T> T b_col(const T &lane) { return group_of(lane); }
-template <class T> T b_lane_of(const T &k, const T &col) { return 4 * col + (k % 8) / 2; }
-template <class T> T b_reg_of(const T &k) { return k / 8; }
+template <class T>
+T b_k(const T &r, const T &lane) {
+    return 2 * thread_in_group(lane) + 8 * r;
+}
+template <class T>
+T b_col(const T &lane) {
+    return group_of(lane);
+}
+template <class T>
+T b_lane_of(const T &k, const T &col) {
+    return 4 * col + (k % 8) / 2;
+}
+template <class T>
+T b_reg_of(const T &k) {
+    return k / 8;
+}
 
 // C/D (16x8, f32): register q of a lane holds C[row][col].
-template <class T> T c_row(const T &q, const T &lane) { return group_of(lane) + 8 * (q / 2); }
-template <class T> T c_col(const T &q, const T &lane) { return 2 * thread_in_group(lane) + q % 2; }
-template <class T> T c_lane_of(const T &row, const T &col) { return 4 * (row % 8) + col / 2; }
-template <class T> T c_reg_of(const T &row, const T &col) { return 2 * (row / 8) + col % 2; }
+template <class T>
+T c_row(const T &q, const T &lane) {
+    return group_of(lane) + 8 * (q / 2);
+}
+template <class T>
+T c_col(const T &q, const T &lane) {
+    return 2 * thread_in_group(lane) + q % 2;
+}
+template <class T>
+T c_lane_of(const T &row, const T &col) {
+    return 4 * (row % 8) + col / 2;
+}
+template <class T>
+T c_reg_of(const T &row, const T &col) {
+    return 2 * (row / 8) + col % 2;
+}
 
 // ldmatrix: lane i's register r holds row i / 4, b16 elements 2 * (i % 4) and + 1, of matrix r.
-template <class T> T ldmatrix_source_lane(const T &r, const T &lane) { return 8 * r + lane / 4; }
-template <class T> T ldmatrix_element(const T &lane) { return 2 * (lane % 4); }
+template <class T>
+T ldmatrix_source_lane(const T &r, const T &lane) {
+    return 8 * r + lane / 4;
+}
+template <class T>
+T ldmatrix_element(const T &lane) {
+    return 2 * (lane % 4);
+}
 
 // Row addresses for a whole A fragment with one ldmatrix.x4 (matrix r = A register r): the lane gives
 // row ldsm_a_row of the 16-row tile, starting at k offset ldsm_a_k.
-template <class T> T ldsm_a_row(const T &lane) { return lane % 8 + 8 * ((lane / 8) % 2); }
-template <class T> T ldsm_a_k(const T &lane) { return 8 * (lane / 16); }
+template <class T>
+T ldsm_a_row(const T &lane) {
+    return lane % 8 + 8 * ((lane / 8) % 2);
+}
+template <class T>
+T ldsm_a_k(const T &lane) {
+    return 8 * (lane / 16);
+}
 // B fragments of two adjacent n-tiles with one ldmatrix.x4 (matrix j = register j % 2 of n-tile j / 2),
 // or of one n-tile with x2 (lanes 0-15 give the addresses): column ldsm_b_col, k offset ldsm_b_k.
-template <class T> T ldsm_b_col(const T &lane) { return lane % 8 + 8 * (lane / 16); }
-template <class T> T ldsm_b_k(const T &lane) { return 8 * ((lane / 8) % 2); }
+template <class T>
+T ldsm_b_col(const T &lane) {
+    return lane % 8 + 8 * (lane / 16);
+}
+template <class T>
+T ldsm_b_k(const T &lane) {
+    return 8 * ((lane / 8) % 2);
+}
 
 }  // namespace blockfuse::mma

@@ -30,7 +30,7 @@ struct PoolGeometry {
     bool adaptive = false;
     std::array<PoolAxis, 3> axis;  // x, y, z
     bool count_include_pad = true;
-    int divisor = 0;               // avg: divisor_override (0: none)
+    int divisor = 0;  // avg: divisor_override (0: none)
     // The input is read through blocks of `vec` consecutive x values (1: element by element): the same
     // values, but a schedule can then load each block as one aligned vector. Needs in.x % vec == 0.
     int vec = 1;
@@ -77,7 +77,9 @@ inline PoolFuncs pool_algorithm(const Halide::Func &input, const PoolGeometry &g
     Var x("x"), y("y"), z("z"), c("c"), n("n"), v("v"), xb("xb");
     const PoolAxis &ax = g.axis[0], &ay = g.axis[1], &az = g.axis[2];
     const int V = g.vec;
-    if (ax.in % V) throw CompileError("pool: vec = " + std::to_string(V) + " must divide the input width " + std::to_string(ax.in));
+    if (ax.in % V)
+        throw CompileError("pool: vec = " + std::to_string(V) + " must divide the input width " +
+                           std::to_string(ax.in));
     PoolFuncs f;
 
     // Positions outside the input read the pad value: -inf for max (a strict > never takes it, so the
@@ -92,7 +94,8 @@ inline PoolFuncs pool_algorithm(const Halide::Func &input, const PoolGeometry &g
 
     f.r = RDom(0, ax.kernel, 0, ay.kernel, 0, az.kernel, "pool_r");
     const RDom &r = f.r;
-    Expr sx = window_start(ax, g.adaptive, x), sy = window_start(ay, g.adaptive, y), sz = window_start(az, g.adaptive, z);
+    Expr sx = window_start(ax, g.adaptive, x), sy = window_start(ay, g.adaptive, y),
+         sz = window_start(az, g.adaptive, z);
     Expr px = sx + r.x * ax.dilation, py = sy + r.y * ay.dilation, pz = sz + r.z * az.dilation;
     Expr raw = f.blocks(px % V, px / V, py, pz, c, n);  // Euclidean: px < 0 falls in block -1
     if (g.adaptive) {  // taps past the window's end (narrower windows than the widest) read nothing
@@ -115,8 +118,7 @@ inline PoolFuncs pool_algorithm(const Halide::Func &input, const PoolGeometry &g
             return clip ? min(e, a.in) - max(s, 0) : e - s;
         };
         const bool clip = !g.count_include_pad;
-        Expr div = g.divisor ? Expr(g.divisor)
-                             : length(ax, x, clip) * length(ay, y, clip) * length(az, z, clip);
+        Expr div = g.divisor ? Expr(g.divisor) : length(ax, x, clip) * length(ay, y, clip) * length(az, z, clip);
         f.output(x, y, z, c, n) = from_f32(storage, f.reduce(x, y, z, c, n) / cast<float>(div));
         return f;
     }
@@ -135,9 +137,9 @@ inline PoolFuncs pool_algorithm(const Halide::Func &input, const PoolGeometry &g
     // The maximum, NaN-propagating: CUDA's max.NaN.f32 (llvm.maximum), else a compare and a select.
     f.reduce(x, y, z, c, n) = Float(32).min();
     Expr m0 = f.reduce(x, y, z, c, n);
-    f.reduce(x, y, z, c, n) = g.nan_max_intrinsic
-                                  ? Internal::Call::make(Float(32), "llvm.maximum.f32", {m0, value}, Internal::Call::PureExtern)
-                                  : select(value > m0 || is_nan(value), value, m0);
+    f.reduce(x, y, z, c, n) = g.nan_max_intrinsic ? Internal::Call::make(Float(32), "llvm.maximum.f32", {m0, value},
+                                                                         Internal::Call::PureExtern)
+                                                  : select(value > m0 || is_nan(value), value, m0);
     f.output(x, y, z, c, n) = from_f32(storage, f.reduce(x, y, z, c, n));
     if (!indices) return f;
     // The last NaN tap (-1: none); the index takes it where the maximum is NaN.
@@ -156,7 +158,8 @@ inline PoolFuncs pool_algorithm(const Halide::Func &input, const PoolGeometry &g
         raw_r = select(valid, raw_r, pad_value);
     }
     f.argmax = Func("pool_argmax");
-    f.argmax(x, y, z, c, n) = offset(first_tap(ax, g.adaptive, x), first_tap(ay, g.adaptive, y), first_tap(az, g.adaptive, z));
+    f.argmax(x, y, z, c, n) =
+        offset(first_tap(ax, g.adaptive, x), first_tap(ay, g.adaptive, y), first_tap(az, g.adaptive, z));
     f.argmax(x, y, z, c, n) = select(to_f32(raw_r) == target, offset(tx, ty, tz), f.argmax(x, y, z, c, n));
     f.indices = Func("pool_indices");
     f.indices(x, y, z, c, n) = cast<int64_t>((sz * ay.in + sy) * ax.in + sx +

@@ -14,7 +14,8 @@ enum class PoolKind { avg, max, mean };
 
 class PoolGenerator : public Generator<PoolGenerator> {
 public:
-    GeneratorParam<PoolKind> op{"op", PoolKind::max, {{"avg", PoolKind::avg}, {"max", PoolKind::max}, {"mean", PoolKind::mean}}};
+    GeneratorParam<PoolKind> op{
+        "op", PoolKind::max, {{"avg", PoolKind::avg}, {"max", PoolKind::max}, {"mean", PoolKind::mean}}};
     GeneratorParam<int> indices{"indices", 0};    // max: the argmax as a second output
     GeneratorParam<int> adaptive{"adaptive", 0};  // windows from the input and output sizes
     GeneratorParam<int> rank{"rank", 2};          // spatial axes: 1 (NCL), 2 (NCHW), 3 (NCDHW)
@@ -42,7 +43,8 @@ public:
     int dims() const { return op == PoolKind::mean ? 4 : int(rank) + 2; }
 
     void configure() {
-        if (rank < 1 || rank > 3) throw CompileError("pool: rank = " + std::to_string(int(rank)) + " must be 1, 2 or 3");
+        if (rank < 1 || rank > 3)
+            throw CompileError("pool: rank = " + std::to_string(int(rank)) + " must be 1, 2 or 3");
         input = add_input<Buffer<>>("input", Type(storage), dims());
         if (op == PoolKind::mean && ragged) {
             offsets = add_input<Buffer<>>("offsets", Int(32), 1);
@@ -50,8 +52,7 @@ public:
         }
         if (op == PoolKind::max && indices)
             output = add_output<Func>("output", std::vector<Type>{Type(storage), Int(64)}, dims());
-        else
-            output = add_output<Func>("output", op == PoolKind::mean ? Type(out_storage) : Type(storage), dims());
+        else output = add_output<Func>("output", op == PoolKind::mean ? Type(out_storage) : Type(storage), dims());
     }
 
     // Dense, static extents innermost first; every buffer starts at 0.
@@ -77,7 +78,8 @@ public:
         if (op == PoolKind::mean) {
             Func x = *input;
             blockfuse::MeanPoolingFuncs f =
-                ragged ? blockfuse::mean_pooling_algorithm(x, seq, chunk, out_storage, Func(*offsets), Func(*chunk_index), sequences)
+                ragged ? blockfuse::mean_pooling_algorithm(x, seq, chunk, out_storage, Func(*offsets),
+                                                           Func(*chunk_index), sequences)
                        : blockfuse::mean_pooling_algorithm(x, seq, chunk, out_storage);
             out(f.output.args()) = f.output(f.output.args());
             f.output.compute_inline();
@@ -120,10 +122,8 @@ public:
         args.push_back(c);
         args.push_back(n);
         const Expr y5 = R >= 2 ? Expr(y) : Expr(0), z5 = R >= 3 ? Expr(z) : Expr(0);
-        if (with_indices)
-            out(args) = Tuple(f.output(x, y5, z5, c, n), f.indices(x, y5, z5, c, n));
-        else
-            out(args) = f.output(x, y5, z5, c, n);
+        if (with_indices) out(args) = Tuple(f.output(x, y5, z5, c, n), f.indices(x, y5, z5, c, n));
+        else out(args) = f.output(x, y5, z5, c, n);
         blockfuse::schedule_pool(f, out, R, g, kn, gpu);
 
         std::vector<int> in_ext{in_x}, out_ext{out_x};

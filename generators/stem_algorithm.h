@@ -30,9 +30,10 @@ inline StemFuncs stem_algorithm(const Halide::Func &input, const Halide::Func &w
     g.stride_x = g.stride_y = 2;
     g.dilation_x = g.dilation_y = 1;
     g.pad_left = g.pad_top = 1;
-    s.conv = conv2d(input, weights, bias, g,
-                    [](const Expr &acc, const std::vector<Var> &) { return apply_activation(acc, Activation::relu); },
-                    storage, "stem_conv");
+    s.conv = conv2d(
+        input, weights, bias, g,
+        [](const Expr &acc, const std::vector<Var> &) { return apply_activation(acc, Activation::relu); }, storage,
+        "stem_conv");
     Expr CW = (W - 1) / 2 + 1, CH = (H - 1) / 2 + 1;  // conv output extents
     Var k("k"), x("x"), y("y"), n("n");
     s.window = RDom(0, 3, 0, 3, "pool_r");

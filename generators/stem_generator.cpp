@@ -9,9 +9,10 @@ using blockfuse::StemStrategy;
 
 class StemGenerator : public Generator<StemGenerator> {
 public:
-    GeneratorParam<StemStrategy> strategy{"strategy", StemStrategy::depth_first,
-                                          {{"layer_by_layer", StemStrategy::layer_by_layer},
-                                           {"depth_first", StemStrategy::depth_first}}};
+    GeneratorParam<StemStrategy> strategy{
+        "strategy",
+        StemStrategy::depth_first,
+        {{"layer_by_layer", StemStrategy::layer_by_layer}, {"depth_first", StemStrategy::depth_first}}};
     GeneratorParam<int> channels{"channels", 3};
     GeneratorParam<int> out_channels{"out_channels", 64};
     GeneratorParam<Type> storage{"storage", Float(32)};
@@ -25,7 +26,7 @@ public:
         input = add_input<Buffer<>>("input", Type(storage), 4);      // (c, x, y, n)
         weights = add_input<Buffer<>>("weights", Type(storage), 4);  // (k, c, kx, ky)
         bias = add_input<Buffer<>>("bias", Float(32), 1);
-        output = add_output<Buffer<>>("output", Type(storage), 4);    // (k, x, y, n)
+        output = add_output<Buffer<>>("output", Type(storage), 4);  // (k, x, y, n)
     }
 
     void generate() {
@@ -36,8 +37,8 @@ public:
         f.pool.compute_inline();
         f.pool = out;
         if (int(out_channels) % int(conv_vec)) {
-            throw CompileError("stem: conv_vec = " + std::to_string(int(conv_vec)) + " must divide out_channels = " +
-                               std::to_string(int(out_channels)));
+            throw CompileError("stem: conv_vec = " + std::to_string(int(conv_vec)) +
+                               " must divide out_channels = " + std::to_string(int(out_channels)));
         }
         blockfuse::StemKnobs kn;
         BLOCKFUSE_STEM_KNOBS(BLOCKFUSE_KNOB_COPY)

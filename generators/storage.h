@@ -8,8 +8,7 @@ namespace blockfuse {
 
 inline Halide::Expr to_f32(const Halide::Expr &e) {
     using namespace Halide;
-    if (e.type().is_bfloat())
-        return reinterpret(Float(32), cast(UInt(32), reinterpret(UInt(16), e)) << 16);
+    if (e.type().is_bfloat()) return reinterpret(Float(32), cast(UInt(32), reinterpret(UInt(16), e)) << 16);
     return cast<float>(e);
 }
 

@@ -23,7 +23,9 @@ std::vector<std::pair<std::string, std::string>> machine_params(const std::strin
     const std::string cores = std::to_string(std::max(1u, std::thread::hardware_concurrency()));
     if (name == "Mullapudi2016") {
         const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-        return {{"parallelism", cores}, {"last_level_cache_size", std::to_string(l2 > 0 ? l2 : 1L << 20)}, {"balance", "40"}};
+        return {{"parallelism", cores},
+                {"last_level_cache_size", std::to_string(l2 > 0 ? l2 : 1L << 20)},
+                {"balance", "40"}};
     }
     return {{"parallelism", cores}};
 }
@@ -49,12 +51,13 @@ KernelVariant autoscheduled_kernel(const Op &op, const std::string &name, Device
     check_autoscheduler_name(name);
     if (dev == Device::opencl) throw WorkloadError("--autoscheduler " + name + ": wired for the CPU and CUDA only");
     if (schedules_gpu(name) != (dev == Device::cuda))
-        throw WorkloadError("--autoscheduler " + name + " schedules " + (schedules_gpu(name) ? "GPUs only" : "CPUs only") +
-                            " here (on " + device_name(dev) + ": " +
+        throw WorkloadError("--autoscheduler " + name + " schedules " +
+                            (schedules_gpu(name) ? "GPUs only" : "CPUs only") + " here (on " + device_name(dev) + ": " +
                             (dev == Device::cuda ? "Anderson2021" : "Mullapudi2016, Adams2019 or Li2018") + ")");
     const std::map<std::string, int> estimates = op.shape_estimates();
     if (estimates.empty())
-        throw WorkloadError("--autoscheduler: the " + op.generator() + " generator gives the autoschedulers no shape "
+        throw WorkloadError("--autoscheduler: the " + op.generator() +
+                            " generator gives the autoschedulers no shape "
                             "estimates (wired for conv2d and the block families)");
     const std::vector<std::string> strategies = op.strategies();
     const std::string strategy = std::find(strategies.begin(), strategies.end(), "layer_by_layer") != strategies.end()

@@ -76,9 +76,10 @@ BlockWorkload parse_block(const std::string &key) {
     take("k", &w.k, false);
     take("stride", &w.stride, false);
     take("blocks", &w.blocks, false);
-    w.act = w.family == BlockFamily::mbconv ? Activation::relu6
-          : w.family == BlockFamily::fused_mbconv ? Activation::silu
-          : w.family == BlockFamily::convnext ? Activation::gelu : Activation::relu;
+    w.act = w.family == BlockFamily::mbconv         ? Activation::relu6
+            : w.family == BlockFamily::fused_mbconv ? Activation::silu
+            : w.family == BlockFamily::convnext     ? Activation::gelu
+                                                    : Activation::relu;
     if (auto it = f.find("act"); it != f.end()) {
         if (!parse_activation(it->second, &w.act) || w.act == Activation::none)
             fail(key, "field 'act' = '" + it->second + "' is not one of relu, relu6, silu, gelu, gelu_erf, sigmoid");
@@ -94,7 +95,8 @@ BlockWorkload parse_block(const std::string &key) {
         if (se != 0 && se != 1) fail(key, "field 'se' = " + it->second + " must be 0 or 1");
         w.se = se == 1;
         f.erase(it);
-        if (w.se && w.family != BlockFamily::mbconv) fail(key, "field 'se' = 1: Squeeze-Excitation is part of mbconv only");
+        if (w.se && w.family != BlockFamily::mbconv)
+            fail(key, "field 'se' = 1: Squeeze-Excitation is part of mbconv only");
     }
     if (!f.empty()) fail(key, "unknown field '" + f.begin()->first + "'");
     for (auto [name, v] : {std::pair{"n", w.n}, {"c", w.c}, {"h", w.h}, {"w", w.w}, {"e", w.e}, {"k", w.k}})
@@ -102,10 +104,13 @@ BlockWorkload parse_block(const std::string &key) {
     if (w.k % 2 == 0) fail(key, "field 'k' = " + std::to_string(w.k) + " must be odd (same padding)");
     if (w.stride != 1 && w.stride != 2) fail(key, "field 'stride' = " + std::to_string(w.stride) + " must be 1 or 2");
     if (w.blocks < 1 || w.blocks > 4) fail(key, "field 'blocks' = " + std::to_string(w.blocks) + " must be 1 to 4");
-    if (w.blocks > 1 && w.se) fail(key, "a stage (blocks = " + std::to_string(w.blocks) + ") of blocks with se=1 is not supported");
+    if (w.blocks > 1 && w.se)
+        fail(key, "a stage (blocks = " + std::to_string(w.blocks) + ") of blocks with se=1 is not supported");
     if (w.blocks > 1 && w.stride != 1)
-        fail(key, "a stage (blocks = " + std::to_string(w.blocks) + ") needs stride 1: each block's output feeds the next");
-    if (w.family == BlockFamily::ffn && (w.k != 1 || w.stride != 1)) fail(key, "ffn has no spatial kernel: k and stride must be 1");
+        fail(key,
+             "a stage (blocks = " + std::to_string(w.blocks) + ") needs stride 1: each block's output feeds the next");
+    if (w.family == BlockFamily::ffn && (w.k != 1 || w.stride != 1))
+        fail(key, "ffn has no spatial kernel: k and stride must be 1");
     if (w.family == BlockFamily::convfirst && w.c % 8)
         fail(key, "field 'c' = " + std::to_string(w.c) + " must be a multiple of the group width 8 for convfirst");
     if (w.family == BlockFamily::convfirst && w.act != Activation::relu) fail(key, "convfirst uses ReLU (act=relu)");
@@ -149,7 +154,8 @@ void randomize(BlockTensors &t, const BlockWorkload &w, std::mt19937_64 &rng) {
     fill_uniform(t.input, w.dtype, rng, -1.0, 1.0);
     std::uniform_real_distribution<float> d(-0.5f, 0.5f);
     for (size_t j = 0; j < t.weights.size(); ++j) {
-        const double fan_in = double(t.weights[j].dim(1).extent()) * t.weights[j].dim(2).extent() * t.weights[j].dim(3).extent();
+        const double fan_in =
+            double(t.weights[j].dim(1).extent()) * t.weights[j].dim(2).extent() * t.weights[j].dim(3).extent();
         double a = 1.0 / std::sqrt(fan_in);
         fill_uniform(t.weights[j], w.dtype, rng, -a * 1.7, a * 1.7);
         t.biases[j].for_each_value([&](float &b) { b = d(rng); });
@@ -165,7 +171,8 @@ std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Devi
         if (v.family != "block" || v.device != device || v.dtype != w.dtype) continue;
         if (v.param("family") != block_family_name(w.family)) continue;
         if (v.knob("channels", -1) != w.c || v.knob("expansion", -1) != w.e) continue;
-        if (v.knob("kernel_size", w.family == BlockFamily::ffn ? 1 : 3) != w.k && w.family != BlockFamily::ffn) continue;
+        if (v.knob("kernel_size", w.family == BlockFamily::ffn ? 1 : 3) != w.k && w.family != BlockFamily::ffn)
+            continue;
         if (v.knob("stride", 1) != w.stride || v.knob("act", -1) != int(w.act)) continue;
         if (v.knob("blocks", 1) != w.blocks || (v.knob("se", 0) == 1) != w.se) continue;
         // A flat layer mapping must fit the output of every layer it serves.
@@ -185,15 +192,12 @@ std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Devi
 
 KernelVariant block_kernel_for(const BlockWorkload &w, const std::string &strategy, Device device,
                                const ScheduleChoice &s) {
-    const std::map<std::string, std::string> p{{"family", block_family_name(w.family)},
-                                               {"strategy", strategy},
-                                               {"channels", std::to_string(w.c)},
-                                               {"expansion", std::to_string(w.e)},
-                                               {"kernel_size", std::to_string(w.k)},
-                                               {"stride", std::to_string(w.stride)},
-                                               {"act", std::to_string(int(w.act))},
-                                               {"se", std::to_string(int(w.se))},
-                                               {"blocks", std::to_string(w.blocks)}};
+    const std::map<std::string, std::string> p{
+        {"family", block_family_name(w.family)}, {"strategy", strategy},
+        {"channels", std::to_string(w.c)},       {"expansion", std::to_string(w.e)},
+        {"kernel_size", std::to_string(w.k)},    {"stride", std::to_string(w.stride)},
+        {"act", std::to_string(int(w.act))},     {"se", std::to_string(int(w.se))},
+        {"blocks", std::to_string(w.blocks)}};
     std::string shape = fmt::format("{}_c{}e{}", block_family_name(w.family), w.c, w.e);
     if (w.family != BlockFamily::ffn) shape += fmt::format("k{}s{}", w.k, w.stride);
     if (w.se) shape += "se";
@@ -206,7 +210,9 @@ KernelVariant block_kernel_for(const BlockWorkload &w, const std::string &strate
     return v;
 }
 
-void check_block_launch(const KernelVariant &v, const BlockWorkload &w) { check_block_launch(v, w, launch_limits(v.device)); }
+void check_block_launch(const KernelVariant &v, const BlockWorkload &w) {
+    check_block_launch(v, w, launch_limits(v.device));
+}
 
 void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const LaunchLimits &limits) {
     const auto [max_threads, max_shared] = limits;
@@ -216,8 +222,8 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
                " (kernel " + v.name + "): ";
     };
     if (v.threads_per_block() > max_threads)
-        throw KernelError(what() + std::to_string(v.threads_per_block()) + " threads per block exceed the device limit of " +
-                          std::to_string(max_threads));
+        throw KernelError(what() + std::to_string(v.threads_per_block()) +
+                          " threads per block exceed the device limit of " + std::to_string(max_threads));
     long long shared = 0;
     if (v.param("strategy") != "layer_by_layer") {
         shared = fused_block_shared_bytes(w.spec(), v.knob("tile_x"), v.knob("tile_y"), v.knob("chunk"),
@@ -278,7 +284,8 @@ void squeeze_excitation_reference(std::vector<double> &h, const BlockWorkload &w
                                   size_t first_weight) {
     const BlockSpec s = w.spec();
     const int E = s.layers[s.se_after].out_ch, R = s.se_ch;
-    std::vector<double> wr = to_doubles(t.weights[first_weight], w.dtype), we = to_doubles(t.weights[first_weight + 1], w.dtype);
+    std::vector<double> wr = to_doubles(t.weights[first_weight], w.dtype),
+                        we = to_doubles(t.weights[first_weight + 1], w.dtype);
     t.biases[first_weight].copy_to_host();
     t.biases[first_weight + 1].copy_to_host();
     for (int n = 0; n < w.n; ++n) {
@@ -403,7 +410,8 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
                     const double pooled = 4.0 * w.n * K, reduced = 4.0 * w.n * spec.se_ch;
                     out.push_back({"se_pool_init", 0, pooled});
                     out.push_back({"se_pool", 0, e * K * P + 2 * pooled, {prev_out, pooled}});
-                    KernelCost r = se_matvec_cost(w, "se_reduce", K, spec.se_ch), g = se_matvec_cost(w, "se_gate", spec.se_ch, K);
+                    KernelCost r = se_matvec_cost(w, "se_reduce", K, spec.se_ch),
+                               g = se_matvec_cost(w, "se_gate", spec.se_ch, K);
                     r.rereads = {pooled};
                     g.rereads = {reduced};
                     out.push_back(r);
@@ -426,7 +434,8 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
             for (size_t i = 0; i < upto; ++i) {
                 long long rx = bx, ry = by;
                 grow_through_layers(spec, rx, ry, i + 1);
-                const double per_pixel = conv2d_flops(layers[i]) / (double(w.n) * layers[i].out_h() * layers[i].out_w());
+                const double per_pixel =
+                    conv2d_flops(layers[i]) / (double(w.n) * layers[i].out_h() * layers[i].out_w());
                 f += per_pixel * double(rx) * double(ry) * tiles;
             }
             grow_through_layers(spec, bx, by);
@@ -451,7 +460,8 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
         const double E = spec.layers[spec.se_after].out_ch;
         const auto &se_layer = layers[spec.se_after];
         // the partial sums' tiles per image, over the SE layer's output
-        const double se_tiles = double((se_layer.out_w() + tile_x - 1) / tile_x) * ((se_layer.out_h() + tile_y - 1) / tile_y);
+        const double se_tiles =
+            double((se_layer.out_w() + tile_x - 1) / tile_x) * ((se_layer.out_h() + tile_y - 1) / tile_y);
         const double partials = 4.0 * w.n * E * se_tiles;  // f32 sum per channel, image and output tile
         // The layers up to SE recomputed per tile and summed into the partial sums: their ops are
         // not counted (the tensor machine counts each op once, as for the depth-first halos); its
@@ -538,8 +548,9 @@ public:
         if (macs <= kCheckMacs || w_.n == 1) return data(rng);
         BlockWorkload small = w_;
         small.n = 1;
-        return std::make_unique<BlockData>(small, rng, "at n=1 (the same kernel; the float64 reference of n=" +
-                                                           std::to_string(w_.n) + " would take minutes)");
+        return std::make_unique<BlockData>(
+            small, rng,
+            "at n=1 (the same kernel; the float64 reference of n=" + std::to_string(w_.n) + " would take minutes)");
     }
     std::string strategy_note(const std::string &s) const override {
         return w_.se && s == "fused" ? " [split at SE: tile sums, then the block with the gate]" : "";
@@ -549,19 +560,19 @@ public:
         std::vector<std::string> out;
         if (d == Device::cpu && strategy != "layer_by_layer")  // the CPU's fused and depth-first read these only
             return {"tile_x", "tile_y", "chunk"};
-        if (strategy == "layer_by_layer") {  // the conv2d knobs of each mapping its layers use
+        if (strategy == "layer_by_layer") {                   // the conv2d knobs of each mapping its layers use
             std::map<std::string, std::set<ConvKind>> kinds;  // by prefix
             for (const LayerSpec &l : spec.layers)
                 kinds[knob_prefix(layer_mapping(l.ks, l.groups))].insert(layer_conv_kind(l));
             for (const auto &[p, ks] : kinds)
                 for (const KnobDecl &k : (d == Device::cpu ? conv2d_cpu_knobs() : conv2d_gpu_knobs()).knobs)
-                    if (d != Device::cpu ||
-                        std::any_of(ks.begin(), ks.end(), [&](ConvKind c) { return conv2d_cpu_knob_applies(k.name, c); }))
+                    if (d != Device::cpu || std::any_of(ks.begin(), ks.end(),
+                                                        [&](ConvKind c) { return conv2d_cpu_knob_applies(k.name, c); }))
                         out.push_back(p + k.name);
             return out;
         }
-        const bool full_width = std::any_of(spec.layers.begin(), spec.layers.end() - 1,
-                                            [](const LayerSpec &l) { return !l.hidden; });
+        const bool full_width =
+            std::any_of(spec.layers.begin(), spec.layers.end() - 1, [](const LayerSpec &l) { return !l.hidden; });
         const bool pointwise_hidden = std::any_of(spec.layers.begin(), spec.layers.end(), pointwise_hidden_layer);
         for (const KnobDecl &k : block_fused_knobs().knobs)
             if ((k.name != "full_vec" || full_width) && (k.name != "input_vec" || pointwise_hidden) &&
@@ -578,8 +589,8 @@ public:
         if (v.device == Device::cpu) return "";
         for (const Conv2dWorkload &l : w_.layers()) {
             const std::string p = knob_prefix(layer_mapping(l.r, l.groups));
-            if (strategy == "layer_by_layer" &&
-                !flat_tiles_fit(v.knob(p + "flat_threads"), v.knob(p + "tile_x"), v.knob(p + "tile_y"), l.out_w(), l.out_h()))
+            if (strategy == "layer_by_layer" && !flat_tiles_fit(v.knob(p + "flat_threads"), v.knob(p + "tile_x"),
+                                                                v.knob(p + "tile_y"), l.out_w(), l.out_h()))
                 return p + " mapping: the flat mapping's tile exceeds a layer's output";
         }
         try {

@@ -19,8 +19,8 @@ namespace blockfuse {
 struct BlockWorkload {
     BlockFamily family = BlockFamily::mbconv;
     int n = 0, c = 0, h = 0, w = 0, e = 0, k = 3, stride = 1;
-    int blocks = 1;  // > 1: a stage
-    bool se = false; // mbconv with Squeeze-Excitation (se=1)
+    int blocks = 1;   // > 1: a stage
+    bool se = false;  // mbconv with Squeeze-Excitation (se=1)
     Activation act = Activation::relu6;
     DType dtype = DType::f32;
     BlockSpec spec() const;
@@ -81,6 +81,7 @@ Comparison compare_to_reference(const BlockWorkload &w, BlockTensors &t, const B
 // stage, stage input, all weights, stage output once; its halo recompute is not counted, the
 // bench README reports it beside).
 // tile_x, tile_y: the fused variant's output tile (the SE split keeps partial sums per tile).
-std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy, int tile_x = 8, int tile_y = 4);
+std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy, int tile_x = 8,
+                                    int tile_y = 4);
 
 }  // namespace blockfuse

@@ -86,21 +86,22 @@ std::vector<TensorSpec> block_specs(const BlockWorkload &w) {
 
 void describe(Handle &h) {
     nlohmann::json t = nlohmann::json::array();
-    for (const auto &s : h.tensors) t.push_back({{"name", s.name}, {"dtype", dtype_name(s.dtype)}, {"extents", s.extents}});
-    h.description = nlohmann::json{{"key", h.key},
-                                   {"family", h.family},
-                                   {"device", device_name(h.device)},
-                                   {"strategy", h.strategy},
-                                   {"strategies", strategies_of(h.key)},
-                                   {"source", h.source},
-                                   {"kernel", h.variant->name},
-                                   {"knobs", h.variant->knob_summary()},
-                                   {"why", h.variant->why},
-                                   {"cache_hash", h.variant->request().hash()},
-                                   {"loaded", h.loaded},
-                                   {"origin", h.origin},
-                                   {"tensors", t}}
-                        .dump();
+    for (const auto &s : h.tensors)
+        t.push_back({{"name", s.name}, {"dtype", dtype_name(s.dtype)}, {"extents", s.extents}});
+    h.description = nlohmann::json{
+        {"key", h.key},
+        {"family", h.family},
+        {"device", device_name(h.device)},
+        {"strategy", h.strategy},
+        {"strategies", strategies_of(h.key)},
+        {"source", h.source},
+        {"kernel", h.variant->name},
+        {"knobs", h.variant->knob_summary()},
+        {"why", h.variant->why},
+        {"cache_hash", h.variant->request().hash()},
+        {"loaded", h.loaded},
+        {"origin", h.origin},
+        {"tensors", t}}.dump();
 }
 
 // A caller's tensor as a Halide buffer of the spec's type and extents; throws WorkloadError naming the
@@ -108,7 +109,8 @@ void describe(Handle &h) {
 halide_buffer_t to_buffer(const bf_tensor &t, const TensorSpec &s, Device device, halide_dimension_t *dims) {
     auto bad = [&](const std::string &what) { throw WorkloadError("tensor '" + s.name + "': " + what); };
     if (!t.data) bad("null data pointer");
-    if (t.dtype < BF_F32 || t.dtype > BF_BF16) bad("dtype code " + std::to_string(t.dtype) + " is not f32, f16 or bf16");
+    if (t.dtype < BF_F32 || t.dtype > BF_BF16)
+        bad("dtype code " + std::to_string(t.dtype) + " is not f32, f16 or bf16");
     const DType dt = t.dtype == BF_F32 ? DType::f32 : t.dtype == BF_F16 ? DType::f16 : DType::bf16;
     if (dt != s.dtype) bad(std::string("dtype ") + dtype_name(dt) + ", the kernel takes " + dtype_name(s.dtype));
     if (t.dims != int(s.extents.size()))
@@ -122,7 +124,8 @@ halide_buffer_t to_buffer(const bf_tensor &t, const TensorSpec &s, Device device
             }
             bad("extents (" + got + ") innermost first, the kernel takes (" + want + ")");
         }
-        if (t.strides[d] < 0 || t.strides[d] > INT32_MAX) bad("stride " + std::to_string(t.strides[d]) + " out of range");
+        if (t.strides[d] < 0 || t.strides[d] > INT32_MAX)
+            bad("stride " + std::to_string(t.strides[d]) + " out of range");
         dims[d] = halide_dimension_t(0, int32_t(t.extents[d]), int32_t(t.strides[d]));
     }
     if (t.strides[0] != 1 && t.extents[0] > 1) bad("innermost stride " + std::to_string(t.strides[0]) + ", must be 1");

@@ -7,7 +7,7 @@ namespace {
 const char *kCeilingPtx =
 #include "ceiling_kernels.ptx.inc"
     ;
-}
+}  // namespace
 
 Ceilings measure_ceilings() {
     Ceilings c;
@@ -37,7 +37,7 @@ Ceilings measure_ceilings() {
     auto f16 = time_interleaved({[&] { mod.launch("hfma2_f16", grid, block, args); }}, true, opt);
     c.ffma_f32_tflops = 2 * fmas / (f32[0].median_ms * 1e-3) / 1e12;
     c.hfma2_f16_tflops = 4 * fmas / (f16[0].median_ms * 1e-3) / 1e12;  // 2 lanes x 2 ops
-    const int mma_iters = 256;  // ~0.1 s a launch at 600 TFLOP/s
+    const int mma_iters = 256;                                         // ~0.1 s a launch at 600 TFLOP/s
     void *mma_args[] = {&out, &b, &cc, const_cast<int *>(&mma_iters)};
     const double mma_flops = double(grid) * (block / 32) * mma_iters * 8 * 4096;  // 8 chains, 16 x 8 x 16 x 2 each
     auto m16 = time_interleaved({[&] { mod.launch("mma_f16", grid, block, mma_args); }}, true, opt);

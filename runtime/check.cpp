@@ -37,10 +37,13 @@ Comparison check_conv2d(const Conv2dWorkload &w, Conv2dTensors &t, size_t max_po
         conv2d_reference(w, in, wt, bias, &ref, &scale);
         return compare(out, ref, scale, L, w.dtype);
     }
-    return compare_points(out, max_points, rng, [&](size_t o, double *sc) {
-        const int k = int(o % w.k), ox = int(o / w.k % OW), oy = int(o / w.k / OW % OH), n = int(o / w.k / OW / OH);
-        return conv2d_reference_point(w, in, wt, bias, k, ox, oy, n, sc);
-    }, L, w.dtype);
+    return compare_points(
+        out, max_points, rng,
+        [&](size_t o, double *sc) {
+            const int k = int(o % w.k), ox = int(o / w.k % OW), oy = int(o / w.k / OW % OH), n = int(o / w.k / OW / OH);
+            return conv2d_reference_point(w, in, wt, bias, k, ox, oy, n, sc);
+        },
+        L, w.dtype);
 }
 
 }  // namespace blockfuse

@@ -38,10 +38,12 @@ LaunchLimits launch_limits(Device device) {
     const size_t at = g.rfind(":sm_");
     if (at == std::string::npos) return l;
     const int sm = std::atoi(g.c_str() + at + 4);
-    l.max_shared = sm == 80 || sm == 87 ? 163 * 1024 : sm == 90 || sm == 100 ? 227 * 1024 : sm >= 80 ? 99 * 1024 : l.max_shared;
+    l.max_shared = sm == 80 || sm == 87    ? 163 * 1024
+                   : sm == 90 || sm == 100 ? 227 * 1024
+                   : sm >= 80              ? 99 * 1024
+                                           : l.max_shared;
     return l;
 }
-
 
 Conv2dTensors make_conv2d_tensors(const Conv2dWorkload &w) {
     Conv2dTensors t;
@@ -149,7 +151,8 @@ LaunchShape conv2d_launch_shape(const KernelVariant &v, const Conv2dWorkload &w)
         // Channels of the tile: the block's own (depthwise) or every input channel its output
         // channels read (general; exact for one group, an upper bound for several).
         long long ch = 1LL * tk * vk;
-        if (v.kind == "general") ch = std::min<long long>(w.c, 1LL * (w.c / w.groups) * (ceil_div(ch, w.k / w.groups) + 1));
+        if (v.kind == "general")
+            ch = std::min<long long>(w.c, 1LL * (w.c / w.groups) * (ceil_div(ch, w.k / w.groups) + 1));
         s.shared_bytes = staged_tile_bytes(ch, tx * rx, ry, v.knob("static_stride", 1), v.knob("kernel_size", 1),
                                            v.knob("static_dilation", 1));
     }
@@ -170,7 +173,8 @@ std::string launch_limit_violation(const LaunchShape &s, const LaunchLimits &lim
     if (s.threads > limits.max_threads)
         return fmt::format("{} threads per block exceed the device limit of {}", s.threads, limits.max_threads);
     if (s.shared_bytes > limits.max_shared)
-        return fmt::format("{} bytes of shared memory exceed the device limit of {}", s.shared_bytes, limits.max_shared);
+        return fmt::format("{} bytes of shared memory exceed the device limit of {}", s.shared_bytes,
+                           limits.max_shared);
     for (int d = 0; d < 3; ++d)
         if (s.grid[d] > max_grid[d])
             return fmt::format("grid dimension {} = {} exceeds the limit of {}", "xyz"[d], s.grid[d], max_grid[d]);
@@ -198,15 +202,18 @@ void run_conv2d(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &
         if ((!t.weights_f32.data() && !t.weights_f32.raw_buffer()->device) ||
             t.weights_f32.dimensions() != t.weights.dimensions() ||
             t.weights_f32.number_of_elements() != t.weights.number_of_elements())
-            throw KernelError("kernel " + v.name + " takes f32 weights: widen_weights() was not called after the "
-                              "weights of " + to_key(w) + " were written");
+            throw KernelError("kernel " + v.name +
+                              " takes f32 weights: widen_weights() was not called after the "
+                              "weights of " +
+                              to_key(w) + " were written");
         weights = t.weights_f32.raw_buffer();
     }
     // ABI order of generators/conv2d_generator.cpp: input, weights, bias, stride x/y, dilation x/y,
     // pad left/top, groups, activation, output (scalars by pointer, as the _argv entry takes them).
     int scalars[] = {w.stride_w, w.stride_h, w.dil_w, w.dil_h, w.pad_l, w.pad_t, w.groups, int(w.act)};
-    void *args[] = {t.input.raw_buffer(), weights, t.bias.raw_buffer(), &scalars[0], &scalars[1], &scalars[2],
-                    &scalars[3], &scalars[4], &scalars[5], &scalars[6], &scalars[7], t.output.raw_buffer()};
+    void *args[] = {t.input.raw_buffer(), weights,     t.bias.raw_buffer(), &scalars[0],
+                    &scalars[1],          &scalars[2], &scalars[3],         &scalars[4],
+                    &scalars[5],          &scalars[6], &scalars[7],         t.output.raw_buffer()};
     clear_halide_error();
     const int rc = k.argv(args);
     if (rc != 0) throw KernelError("kernel " + v.name + " failed on " + to_key(w) + ": " + last_halide_error(rc));
@@ -230,7 +237,8 @@ namespace {
 
 class Conv2dData : public TensorOpData<Conv2dData, Conv2dWorkload, Conv2dTensors> {
 public:
-    Conv2dData(const Conv2dWorkload &w, std::mt19937_64 &rng) : TensorOpData(w, rng, make_conv2d_tensors), rng_(rng()) {}
+    Conv2dData(const Conv2dWorkload &w, std::mt19937_64 &rng)
+        : TensorOpData(w, rng, make_conv2d_tensors), rng_(rng()) {}
     void run(const KernelVariant &v) override { run_conv2d(v, w_, t_); }
     Comparison check() override { return check_conv2d(w_, t_, full() ? size_t(1) << 40 : kSampledPoints, rng_); }
     std::string check_note() const override {
@@ -238,9 +246,7 @@ public:
     }
 
 private:
-    bool full() const {
-        return conv2d_flops(w_) / 2 <= kFullCheckMacs;
-    }
+    bool full() const { return conv2d_flops(w_) / 2 <= kFullCheckMacs; }
     std::mt19937_64 rng_;  // the sampled check's points
 };
 
@@ -273,7 +279,8 @@ public:
     Problem problem() const override {
         Problem p;
         p.n = w_.n, p.h = w_.h, p.w = w_.w, p.c = w_.c, p.k = w_.k, p.r = w_.r, p.s = w_.s;
-        p.stride_h = w_.stride_h, p.stride_w = w_.stride_w, p.dil_h = w_.dil_h, p.dil_w = w_.dil_w, p.groups = w_.groups;
+        p.stride_h = w_.stride_h, p.stride_w = w_.stride_w, p.dil_h = w_.dil_h, p.dil_w = w_.dil_w,
+        p.groups = w_.groups;
         return p;
     }
     std::unique_ptr<OpData> data(std::mt19937_64 &rng) const override { return std::make_unique<Conv2dData>(w_, rng); }
@@ -291,8 +298,8 @@ public:
         const ConvKind kind = this->kind();
         const bool static_window = (kind == ConvKind::pointwise || v.knob("kernel_size") > 0) &&
                                    v.knob("static_stride") > 0 && v.knob("static_dilation") > 0;
-        if (std::string why = conv2d_gpu_knobs_error(conv2d_gpu_knobs_from(v.knobs), kind, static_window,
-                                                     w_.c / w_.groups);
+        if (std::string why =
+                conv2d_gpu_knobs_error(conv2d_gpu_knobs_from(v.knobs), kind, static_window, w_.c / w_.groups);
             !why.empty())
             return why;
         if (!flat_tiles_fit(v.knob("flat_threads"), v.knob("tile_x"), v.knob("tile_y"), w_.out_w(), w_.out_h()))
@@ -301,11 +308,20 @@ public:
     }
 
     std::map<std::string, int> shape_estimates() const override {
-        return {{"est_n", w_.n},          {"est_c", w_.c},          {"est_h", w_.h},
-                {"est_w", w_.w},          {"est_k", w_.k},          {"est_r", w_.r},
-                {"est_s", w_.s},          {"est_stride_x", w_.stride_w}, {"est_stride_y", w_.stride_h},
-                {"est_dilation_x", w_.dil_w}, {"est_dilation_y", w_.dil_h}, {"est_pad_left", w_.pad_l},
-                {"est_pad_top", w_.pad_t}, {"est_groups", w_.groups}};
+        return {{"est_n", w_.n},
+                {"est_c", w_.c},
+                {"est_h", w_.h},
+                {"est_w", w_.w},
+                {"est_k", w_.k},
+                {"est_r", w_.r},
+                {"est_s", w_.s},
+                {"est_stride_x", w_.stride_w},
+                {"est_stride_y", w_.stride_h},
+                {"est_dilation_x", w_.dil_w},
+                {"est_dilation_y", w_.dil_h},
+                {"est_pad_left", w_.pad_l},
+                {"est_pad_top", w_.pad_t},
+                {"est_groups", w_.groups}};
     }
 
 private:

@@ -12,10 +12,10 @@
 namespace blockfuse {
 
 struct Conv2dTensors {
-    Tensor input;    // (c, x, y, n)
-    Tensor weights;  // (k, cg, kx, ky)
+    Tensor input;                         // (c, x, y, n)
+    Tensor weights;                       // (k, cg, kx, ky)
     Halide::Runtime::Buffer<float> bias;  // (k); zeros when the workload has no bias
-    Tensor output;   // (k, ox, oy, n)
+    Tensor output;                        // (k, ox, oy, n)
     // The weights widened to f32 once at load time (exactly: every f16/bf16 value is an f32), for
     // variants whose kernels take f32 weights (takes_f32_weights): no per-thread converts. Whoever
     // writes `weights` calls widen_weights() afterwards; randomize() does.
@@ -91,6 +91,5 @@ double conv2d_bytes(const Conv2dWorkload &w, const KernelVariant *v = nullptr);
 
 // The conv2d family behind the Op interface (runtime/op.h).
 std::unique_ptr<Op> conv2d_op(const std::string &key);
-
 
 }  // namespace blockfuse

@@ -56,8 +56,10 @@ void run_conv2d_tc(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensor
     if (const std::string why = conv2d_tc_launch_error(v, w, launch_limits(v.device)); !why.empty())
         throw KernelError("launch rejected before running: kernel " + v.name + " on " + to_key(w) + ": " + why);
     if (!t.weights_tc.data())
-        throw KernelError("kernel " + v.name + " reads the tensor-core weight layout: lay_out_tensor_core_weights() was "
-                          "not called after the weights of " + to_key(w) + " were written");
+        throw KernelError("kernel " + v.name +
+                          " reads the tensor-core weight layout: lay_out_tensor_core_weights() was "
+                          "not called after the weights of " +
+                          to_key(w) + " were written");
     // ABI order of generators/conv2d_tc_generator.cpp: input, weights, bias, activation, output.
     int act = int(w.act);
     void *args[] = {t.input.raw_buffer(), t.weights_tc.raw_buffer(), t.bias.raw_buffer(), &act, t.output.raw_buffer()};

@@ -34,7 +34,10 @@ void validate_as_conv2d(const Conv2dWorkload &w, const std::string &key) {
     } catch (const WorkloadError &e) {
         std::string m = e.what();
         for (auto [from, to] : {std::pair<std::string, std::string>{"padded width", "padded length"},
-                                {"kernel width", "kernel"}, {"stride_w", "stride"}, {"dil_w", "dil"}, {"'s'", "'kernel'"}})
+                                {"kernel width", "kernel"},
+                                {"stride_w", "stride"},
+                                {"dil_w", "dil"},
+                                {"'s'", "'kernel'"}})
             if (auto at = m.find(from); at != std::string::npos) m.replace(at, from.size(), to);
         throw WorkloadError(m);
     }
@@ -70,9 +73,7 @@ std::string to_key(const Conv1dWorkload &w) {
     return s + ",dtype=" + dtype_name(w.dtype);
 }
 
-int Conv3dWorkload::out(int a) const {
-    return (in[a] + 2 * pad[a] - dil[a] * (kernel[a] - 1) - 1) / stride[a] + 1;
-}
+int Conv3dWorkload::out(int a) const { return (in[a] + 2 * pad[a] - dil[a] * (kernel[a] - 1) - 1) / stride[a] + 1; }
 
 Conv2dWorkload Conv3dWorkload::as_conv2d() const {
     Conv2dWorkload w;
@@ -109,11 +110,12 @@ Conv3dWorkload parse_conv3d(const std::string &key) {
         positive(names[a], w.in[a]);
         positive("kernel_" + names[a], w.kernel[a]), positive("stride_" + names[a], w.stride[a]);
         positive("dil_" + names[a], w.dil[a]);
-        if (w.pad[a] < 0) key_error(key, "field 'pad_" + names[a] + "' = " + std::to_string(w.pad[a]) + " must not be negative");
+        if (w.pad[a] < 0)
+            key_error(key, "field 'pad_" + names[a] + "' = " + std::to_string(w.pad[a]) + " must not be negative");
         const long long span = 1LL * w.dil[a] * (w.kernel[a] - 1) + 1;
         if (w.in[a] + 2LL * w.pad[a] < span)
-            key_error(key, fmt::format("empty output along {}: padded size {} is smaller than the dilated kernel {}", names[a],
-                                       w.in[a] + 2LL * w.pad[a], span));
+            key_error(key, fmt::format("empty output along {}: padded size {} is smaller than the dilated kernel {}",
+                                       names[a], w.in[a] + 2LL * w.pad[a], span));
     }
     if (w.c % w.groups) key_error(key, fmt::format("field 'groups' = {} does not divide c = {}", w.groups, w.c));
     const long long lim = INT_MAX;
@@ -157,7 +159,8 @@ void pack_conv3d_weights(Conv3dTensors &t, const Conv3dWorkload &w) {
             for (int kx = 0; kx < S; ++kx)
                 for (int cg = 0; cg < Cg; ++cg)
                     for (int k = 0; k < K; ++k)
-                        store_from_double(t.weights.data(), w.dtype, ((size_t(ky) * S + kx) * (T * Cg) + kz * Cg + cg) * K + k,
+                        store_from_double(t.weights.data(), w.dtype,
+                                          ((size_t(ky) * S + kx) * (T * Cg) + kz * Cg + cg) * K + k,
                                           v[(((size_t(kz) * R + ky) * S + kx) * Cg + cg) * K + k]);
     t.weights.set_host_dirty();
     widen_weights(t, w.dtype);
@@ -207,7 +210,8 @@ namespace {
 
 class Conv3dData : public TensorOpData<Conv3dData, Conv3dWorkload, Conv3dTensors> {
 public:
-    Conv3dData(const Conv3dWorkload &w, std::mt19937_64 &rng) : TensorOpData(w, rng, make_conv3d_tensors), rng_(rng()) {}
+    Conv3dData(const Conv3dWorkload &w, std::mt19937_64 &rng)
+        : TensorOpData(w, rng, make_conv3d_tensors), rng_(rng()) {}
     void run(const KernelVariant &v) override { run_conv2d(v, w_.as_conv2d(), t_); }
     Comparison check() override {
         std::vector<double> in = to_doubles(t_.input, w_.dtype), wt = to_doubles(t_.weights5, w_.dtype);
@@ -217,10 +221,13 @@ public:
         const std::vector<double> out = to_doubles(t_.output, w_.dtype);
         const int OW = w_.out(2), OH = w_.out(1), OD = w_.out(0), K = w_.k;
         const long long L = 1LL * (w_.c / w_.groups) * w_.kernel[0] * w_.kernel[1] * w_.kernel[2];
-        return compare_points(out, full() ? out.size() : kSampledPoints, rng_, [&](size_t o, double *sc) {
-            return conv3d_reference_point(w_, in, wt, bias, int(o % K), int(o / K % OW), int(o / K / OW % OH),
-                                          int(o / K / OW / OH % OD), int(o / K / OW / OH / OD), sc);
-        }, L, w_.dtype);
+        return compare_points(
+            out, full() ? out.size() : kSampledPoints, rng_,
+            [&](size_t o, double *sc) {
+                return conv3d_reference_point(w_, in, wt, bias, int(o % K), int(o / K % OW), int(o / K / OW % OH),
+                                              int(o / K / OW / OH % OD), int(o / K / OW / OH / OD), sc);
+            },
+            L, w_.dtype);
     }
     std::string check_note() const override {
         return full() ? "" : "at " + std::to_string(kSampledPoints) + " sampled outputs, every output scanned for NaN";
@@ -251,7 +258,9 @@ public:
         return p;
     }
     std::unique_ptr<OpData> data(std::mt19937_64 &rng) const override { return c2_->data(rng); }
-    std::vector<std::string> tunable_knobs(const std::string &s, Device d) const override { return c2_->tunable_knobs(s, d); }
+    std::vector<std::string> tunable_knobs(const std::string &s, Device d) const override {
+        return c2_->tunable_knobs(s, d);
+    }
     std::string candidate_error(const KernelVariant &v, const LaunchLimits &l) const override {
         return c2_->candidate_error(v, l);
     }
@@ -304,7 +313,9 @@ public:
         return p;
     }
     std::unique_ptr<OpData> data(std::mt19937_64 &rng) const override { return std::make_unique<Conv3dData>(w_, rng); }
-    std::vector<std::string> tunable_knobs(const std::string &s, Device d) const override { return c2_->tunable_knobs(s, d); }
+    std::vector<std::string> tunable_knobs(const std::string &s, Device d) const override {
+        return c2_->tunable_knobs(s, d);
+    }
     std::string candidate_error(const KernelVariant &v, const LaunchLimits &l) const override {
         return c2_->candidate_error(v, l);
     }

@@ -42,7 +42,7 @@ std::string to_key(const Conv1dWorkload &w);
 std::string to_key(const Conv3dWorkload &w);
 
 struct Conv3dTensors : Conv2dTensors {  // input (c, x, y, z + D n), output (k, ox, oy, oz + OD n), weights packed
-    Tensor weights5;                     // (k, cg, kx, ky, kz): what the reference reads
+    Tensor weights5;                    // (k, cg, kx, ky, kz): what the reference reads
 };
 Conv3dTensors make_conv3d_tensors(const Conv3dWorkload &w);
 void randomize(Conv3dTensors &t, const Conv3dWorkload &w, std::mt19937_64 &rng);

@@ -60,10 +60,10 @@ struct Api {
     CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **) = nullptr;
     CUresult (*cuModuleUnload)(CUmodule);
     CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-    CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                               unsigned, unsigned, CUstream, void **, void **);
+    CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               CUstream, void **, void **);
     CUresult (*cuGetErrorString)(CUresult, const char **);
-    CUresult (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;  // optional (CUDA 9+)
+    CUresult (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;    // optional (CUDA 9+)
     CUresult (*cuDeviceGetPCIBusId)(char *, int, CUdevice) = nullptr;  // optional: matches NVML's device
     CUcontext ctx = nullptr;
     CUdevice dev = 0;
@@ -95,20 +95,21 @@ DeviceInfo probe() {
         info.reason = "no CUDA driver on this machine (libcuda.so.1 not found)";
         return info;
     }
-    bool ok = load(a.lib, &a.cuInit, "cuInit") && load(a.lib, &a.cuDriverGetVersion, "cuDriverGetVersion") &&
-              load(a.lib, &a.cuDeviceGetCount, "cuDeviceGetCount") && load(a.lib, &a.cuDeviceGet, "cuDeviceGet") &&
-              load(a.lib, &a.cuDeviceGetName, "cuDeviceGetName") &&
-              load(a.lib, &a.cuDeviceGetAttribute, "cuDeviceGetAttribute") &&
-              load(a.lib, &a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") &&
-              load(a.lib, &a.cuCtxSetCurrent, "cuCtxSetCurrent") && load(a.lib, &a.cuCtxSynchronize, "cuCtxSynchronize") &&
-              load(a.lib, &a.cuMemAlloc, "cuMemAlloc_v2") && load(a.lib, &a.cuMemFree, "cuMemFree_v2") &&
-              load(a.lib, &a.cuMemsetD8, "cuMemsetD8_v2") && load(a.lib, &a.cuMemcpyDtoD, "cuMemcpyDtoD_v2") &&
-              load(a.lib, &a.cuEventCreate, "cuEventCreate") && load(a.lib, &a.cuEventDestroy, "cuEventDestroy_v2") &&
-              load(a.lib, &a.cuEventRecord, "cuEventRecord") && load(a.lib, &a.cuEventSynchronize, "cuEventSynchronize") &&
-              load(a.lib, &a.cuEventElapsedTime, "cuEventElapsedTime") &&
-              load(a.lib, &a.cuModuleLoadData, "cuModuleLoadData") && load(a.lib, &a.cuModuleUnload, "cuModuleUnload") &&
-              load(a.lib, &a.cuModuleGetFunction, "cuModuleGetFunction") &&
-              load(a.lib, &a.cuLaunchKernel, "cuLaunchKernel") && load(a.lib, &a.cuGetErrorString, "cuGetErrorString");
+    bool ok =
+        load(a.lib, &a.cuInit, "cuInit") && load(a.lib, &a.cuDriverGetVersion, "cuDriverGetVersion") &&
+        load(a.lib, &a.cuDeviceGetCount, "cuDeviceGetCount") && load(a.lib, &a.cuDeviceGet, "cuDeviceGet") &&
+        load(a.lib, &a.cuDeviceGetName, "cuDeviceGetName") &&
+        load(a.lib, &a.cuDeviceGetAttribute, "cuDeviceGetAttribute") &&
+        load(a.lib, &a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") &&
+        load(a.lib, &a.cuCtxSetCurrent, "cuCtxSetCurrent") && load(a.lib, &a.cuCtxSynchronize, "cuCtxSynchronize") &&
+        load(a.lib, &a.cuMemAlloc, "cuMemAlloc_v2") && load(a.lib, &a.cuMemFree, "cuMemFree_v2") &&
+        load(a.lib, &a.cuMemsetD8, "cuMemsetD8_v2") && load(a.lib, &a.cuMemcpyDtoD, "cuMemcpyDtoD_v2") &&
+        load(a.lib, &a.cuEventCreate, "cuEventCreate") && load(a.lib, &a.cuEventDestroy, "cuEventDestroy_v2") &&
+        load(a.lib, &a.cuEventRecord, "cuEventRecord") && load(a.lib, &a.cuEventSynchronize, "cuEventSynchronize") &&
+        load(a.lib, &a.cuEventElapsedTime, "cuEventElapsedTime") &&
+        load(a.lib, &a.cuModuleLoadData, "cuModuleLoadData") && load(a.lib, &a.cuModuleUnload, "cuModuleUnload") &&
+        load(a.lib, &a.cuModuleGetFunction, "cuModuleGetFunction") &&
+        load(a.lib, &a.cuLaunchKernel, "cuLaunchKernel") && load(a.lib, &a.cuGetErrorString, "cuGetErrorString");
     if (!ok) {
         info.reason = "libcuda.so.1 found but lacks driver API symbols";
         return info;
@@ -130,7 +131,11 @@ DeviceInfo probe() {
     a.cuDeviceGetName(name, sizeof(name), a.dev);
     info.name = name;
     a.cuDriverGetVersion(&info.driver_version);
-    auto attr = [&](int id) { int v = 0; a.cuDeviceGetAttribute(&v, id, a.dev); return v; };
+    auto attr = [&](int id) {
+        int v = 0;
+        a.cuDeviceGetAttribute(&v, id, a.dev);
+        return v;
+    };
     info.max_threads_per_block = attr(ATTR_MAX_THREADS_PER_BLOCK);
     info.max_shared_per_block = attr(ATTR_MAX_SHARED_PER_BLOCK);
     info.max_shared_per_block_optin = attr(ATTR_MAX_SHARED_PER_BLOCK_OPTIN);
@@ -164,7 +169,8 @@ CUresult launch_with_shared_opt_in(CUfunction f, unsigned gx, unsigned gy, unsig
         std::lock_guard<std::mutex> lock(m);
         unsigned &limit = raised[f];
         if (shared_bytes > limit) {
-            if (CUresult r = a.cuFuncSetAttribute(f, FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(shared_bytes)); r != 0)
+            if (CUresult r = a.cuFuncSetAttribute(f, FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(shared_bytes));
+                r != 0)
                 return r;
             limit = shared_bytes;
         }
@@ -180,8 +186,8 @@ thread_local CUstream scope_stream = nullptr;
 // (Halide passes CU_JIT_MAX_REGISTERS, 64 unless HL_CUDA_JIT_MAX_REGISTERS says otherwise); every
 // other module loads as it came.
 thread_local std::string g_rewrite_error;
-constexpr int JIT_MAX_REGISTERS = 0;             // CUjit_option CU_JIT_MAX_REGISTERS
-constexpr CUresult ERROR_INVALID_PTX = 218;      // CUDA_ERROR_INVALID_PTX
+constexpr int JIT_MAX_REGISTERS = 0;         // CUjit_option CU_JIT_MAX_REGISTERS
+constexpr CUresult ERROR_INVALID_PTX = 218;  // CUDA_ERROR_INVALID_PTX
 
 CUresult load_module(CUmodule *module, const void *image, unsigned n, int *options, void **values) {
     Api &a = api();
@@ -200,7 +206,8 @@ CUresult load_module(CUmodule *module, const void *image, unsigned n, int *optio
     bool capped = false;
     for (unsigned i = 0; i < n; ++i)
         if (opts[i] == JIT_MAX_REGISTERS) {
-            vals[i] = reinterpret_cast<void *>(uintptr_t(mma_ptx::register_cap(int(reinterpret_cast<uintptr_t>(vals[i])))));
+            vals[i] =
+                reinterpret_cast<void *>(uintptr_t(mma_ptx::register_cap(int(reinterpret_cast<uintptr_t>(vals[i])))));
             capped = true;
         }
     if (!capped) {
@@ -209,7 +216,9 @@ CUresult load_module(CUmodule *module, const void *image, unsigned n, int *optio
     }
     return a.cuModuleLoadDataEx(module, ptx.c_str(), unsigned(opts.size()), opts.data(), vals.data());
 }
-CUresult module_load_data(CUmodule *module, const void *image) { return load_module(module, image, 0, nullptr, nullptr); }
+CUresult module_load_data(CUmodule *module, const void *image) {
+    return load_module(module, image, 0, nullptr, nullptr);
+}
 
 int acquire_context(void *, void **ctx, bool) {
     *ctx = scope_ctx ? scope_ctx : api().ctx;
@@ -232,8 +241,8 @@ CUcontext primary_context(int ordinal) {
     int count = 0;
     check(a.cuDeviceGetCount(&count), "cuDeviceGetCount");
     if (ordinal < 0 || ordinal >= count)
-        throw std::runtime_error("CUDA device " + std::to_string(ordinal) + " does not exist (" + std::to_string(count) +
-                                 " devices)");
+        throw std::runtime_error("CUDA device " + std::to_string(ordinal) + " does not exist (" +
+                                 std::to_string(count) + " devices)");
     CUdevice dev = 0;
     check(a.cuDeviceGet(&dev, ordinal), "cuDeviceGet");
     CUcontext ctx = nullptr;
@@ -283,8 +292,8 @@ GpuState gpu_state() {
     NvmlDevice dev = nullptr;
     char bus[64] = {0};
     Api &a = api();
-    const bool matched = a.cuDeviceGetPCIBusId && by_bus && a.cuDeviceGetPCIBusId(bus, sizeof bus, a.dev) == 0 &&
-                         by_bus(bus, &dev) == 0;
+    const bool matched =
+        a.cuDeviceGetPCIBusId && by_bus && a.cuDeviceGetPCIBusId(bus, sizeof bus, a.dev) == 0 && by_bus(bus, &dev) == 0;
     if (!matched && by_index(0, &dev) != 0) {
         st.reason = "NVML found no device matching CUDA device 0";
         return st;

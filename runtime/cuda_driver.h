@@ -31,15 +31,15 @@ const DeviceInfo &device();
 struct GpuState {
     bool available = false;
     std::string reason;
-    std::string driver_version;  // e.g. "580.159.04"
-    unsigned sm_clock_mhz = 0, mem_clock_mhz = 0;    // now
-    unsigned sm_clock_max_mhz = 0;                   // the board's maximum
+    std::string driver_version;                    // e.g. "580.159.04"
+    unsigned sm_clock_mhz = 0, mem_clock_mhz = 0;  // now
+    unsigned sm_clock_max_mhz = 0;                 // the board's maximum
 };
 GpuState gpu_state();
 
 // Everything below requires device().available; failures throw std::runtime_error naming
 // the CUDA call and its error string.
-void make_current();           // primary context of device 0 current on this thread
+void make_current();  // primary context of device 0 current on this thread
 void synchronize();
 uintptr_t mem_alloc(size_t bytes);
 void mem_free(uintptr_t p);

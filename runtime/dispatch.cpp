@@ -23,8 +23,8 @@ void require_strategy(const std::string &key, const std::string &strategy) {
     if (std::find(all.begin(), all.end(), strategy) != all.end()) return;
     std::string list;
     for (const auto &s : all) list += (list.empty() ? "" : ", ") + s;
-    throw WorkloadError("strategy '" + strategy + "' does not apply to " + canonical_key(key) + " (its strategies: " +
-                        list + ")");
+    throw WorkloadError("strategy '" + strategy + "' does not apply to " + canonical_key(key) +
+                        " (its strategies: " + list + ")");
 }
 
 ScheduleChoice heuristic(const std::string &key, const std::string &strategy, Device device) {
@@ -66,8 +66,9 @@ Pick dispatch(const std::string &key, const std::string &strategy, Device device
               bool heuristics_only) {
     require_strategy(key, strategy);
     const std::string canonical = canonical_key(key);
-    if (heuristics_only) return {keep_variant(generated(key, strategy, device, heuristic(key, strategy, device))),
-                                 strategy, "heuristic", nullptr};
+    if (heuristics_only)
+        return {keep_variant(generated(key, strategy, device, heuristic(key, strategy, device))), strategy, "heuristic",
+                nullptr};
     if (records)
         if (const TuningRecord *r = records->best(canonical, strategy, record_target(device), BLOCKFUSE_HALIDE_VERSION))
             return {kernel_with_knobs(key, strategy, device, r->knobs, r->max_registers,

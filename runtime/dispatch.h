@@ -46,7 +46,8 @@ const KernelVariant *kernel_with_knobs(const std::string &key, const std::string
                                        const std::string &why);
 
 // The named variants of the variant data that serve the workload with this strategy, in data order.
-std::vector<const KernelVariant *> data_variants_for(const std::string &key, const std::string &strategy, Device device);
+std::vector<const KernelVariant *> data_variants_for(const std::string &key, const std::string &strategy,
+                                                     Device device);
 
 // The strategy a variant implements ("direct" for conv2d).
 std::string strategy_of(const KernelVariant &v);

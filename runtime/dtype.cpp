@@ -38,7 +38,10 @@ float f16_to_f32(uint16_t h) {
             bits = sign;
         } else {  // subnormal: renormalize
             int e = -1;
-            do { mant <<= 1; ++e; } while (!(mant & 0x400));
+            do {
+                mant <<= 1;
+                ++e;
+            } while (!(mant & 0x400));
             bits = sign | uint32_t(127 - 15 - e) << 23 | (mant & 0x3ff) << 13;
         }
     } else if (exp == 31) {
@@ -57,7 +60,7 @@ uint16_t f32_to_f16(float f) {
     uint16_t sign = (x >> 16) & 0x8000;
     uint32_t ax = x & 0x7fffffffu;
     if (ax >= 0x7f800000u) return sign | 0x7c00 | (ax > 0x7f800000u ? 0x200 : 0);  // inf / nan
-    if (ax >= 0x477ff000u) return sign | 0x7c00;  // rounds to >= 65520: inf
+    if (ax >= 0x477ff000u) return sign | 0x7c00;                                   // rounds to >= 65520: inf
     if (ax < 0x38800000u) {  // below the smallest normal f16: subnormal or zero
         float a;
         std::memcpy(&a, &ax, 4);

@@ -169,13 +169,14 @@ std::string tensor_core_launch_error(const KernelVariant &v, long long m, long l
     if (v.device == Device::cpu) return "";
     if (std::string why = gemm_knobs_error(gemm_knobs_from(v.knobs)); !why.empty()) return why;
     const GemmLaunch l = tensor_core_launch(v, m, n);
-    const long long max_regs = v.device == Device::cuda && cuda::device().available && cuda::device().max_registers_per_block > 0
-                                   ? cuda::device().max_registers_per_block
-                                   : 65536;
+    const long long max_regs =
+        v.device == Device::cuda && cuda::device().available && cuda::device().max_registers_per_block > 0
+            ? cuda::device().max_registers_per_block
+            : 65536;
     std::string why = launch_limit_violation(l.shape, limits);
     if (why.empty() && 1LL * l.registers * l.shape.threads > max_regs)
-        why = std::to_string(l.registers) + " registers x " + std::to_string(l.shape.threads) + " threads = " +
-              std::to_string(1LL * l.registers * l.shape.threads) + " exceed the device limit of " +
+        why = std::to_string(l.registers) + " registers x " + std::to_string(l.shape.threads) +
+              " threads = " + std::to_string(1LL * l.registers * l.shape.threads) + " exceed the device limit of " +
               std::to_string(max_regs) + " registers per block";
     return why;
 }
@@ -192,7 +193,8 @@ void call_tensor_core_kernel(const KernelVariant &v, void **args, const std::str
     cuda::clear_module_rewrite_error();
     if (const int rc = k.argv(args); rc != 0) {
         const std::string rewrite = cuda::module_rewrite_error();
-        throw KernelError("kernel " + v.name + " failed on " + key + ": " + (rewrite.empty() ? last_halide_error(rc) : rewrite));
+        throw KernelError("kernel " + v.name + " failed on " + key + ": " +
+                          (rewrite.empty() ? last_halide_error(rc) : rewrite));
     }
 }
 
@@ -265,7 +267,8 @@ public:
     void run(const KernelVariant &v) override { run_gemm(v, w_, t_); }
     Comparison check() override { return check_gemm(w_, t_, full() ? kGemmCheckPoints : kGemmSampledPoints, rng_); }
     std::string check_note() const override {
-        return full() ? "" : "at " + std::to_string(kGemmSampledPoints) + " sampled outputs, every output scanned for NaN";
+        return full() ? ""
+                      : "at " + std::to_string(kGemmSampledPoints) + " sampled outputs, every output scanned for NaN";
     }
 
 private:

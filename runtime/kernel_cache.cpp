@@ -37,7 +37,8 @@ std::string env_or(const char *name, const std::string &fallback) {
 // The folder libblockfuse_runtime.so was loaded from: the build tree's runtime/, or a folder of carried binaries.
 fs::path library_dir() {
     Dl_info info{};
-    if (dladdr(reinterpret_cast<void *>(&library_dir), &info) && info.dli_fname) return fs::path(info.dli_fname).parent_path();
+    if (dladdr(reinterpret_cast<void *>(&library_dir), &info) && info.dli_fname)
+        return fs::path(info.dli_fname).parent_path();
     return fs::current_path();
 }
 
@@ -104,12 +105,14 @@ nlohmann::json metadata_json(const halide_filter_metadata_t *md) {
         const auto &a = md->arguments[i];
         const char *kind = a.kind == halide_argument_kind_input_scalar   ? "input scalar"
                            : a.kind == halide_argument_kind_input_buffer ? "input buffer"
-                                                                          : "output buffer";
+                                                                         : "output buffer";
         const char *code = a.type.code == halide_type_int     ? "int"
                            : a.type.code == halide_type_uint  ? "uint"
                            : a.type.code == halide_type_float ? "float"
-                                                               : "bfloat";
-        args.push_back({{"name", a.name}, {"kind", kind}, {"type", std::string(code) + std::to_string(a.type.bits)},
+                                                              : "bfloat";
+        args.push_back({{"name", a.name},
+                        {"kind", kind},
+                        {"type", std::string(code) + std::to_string(a.type.bits)},
                         {"dimensions", a.dimensions}});
     }
     return args;
@@ -140,7 +143,17 @@ std::string requested_autoscheduler(const KernelRequest &r) {
 
 std::vector<std::string> generator_command(const KernelRequest &r, const std::string &gen, const std::string &out,
                                            const std::string &emit, const std::string &base, bool no_runtime) {
-    std::vector<std::string> cmd{gen, "-g", r.generator, "-f", r.function_name(), "-o", out, "-e", emit, "-n", base,
+    std::vector<std::string> cmd{gen,
+                                 "-g",
+                                 r.generator,
+                                 "-f",
+                                 r.function_name(),
+                                 "-o",
+                                 out,
+                                 "-e",
+                                 emit,
+                                 "-n",
+                                 base,
                                  "target=" + r.target + (no_runtime ? "-no_runtime" : "")};
     if (const std::string a = requested_autoscheduler(r); !a.empty()) {
         cmd.push_back("-p");
@@ -244,9 +257,10 @@ BuildOutcome ensure_built(const KernelRequest &r, const std::string &root_dir, d
         const nlohmann::json d = read_json(final_dir / "description.json");
         out.ok = d.value("status", "") == "ok";
         out.seconds = d.value("seconds", 0.0);
-        out.message = out.ok ? final_dir.string()
-                             : "generating kernel " + r.name + " failed earlier (" + (final_dir / "build.log").string() +
-                                   "): " + d.value("error", "") + " -- `./run cache clear --failed` retries it";
+        out.message = out.ok
+                          ? final_dir.string()
+                          : "generating kernel " + r.name + " failed earlier (" + (final_dir / "build.log").string() +
+                                "): " + d.value("error", "") + " -- `./run cache clear --failed` retries it";
         return true;
     };
     if (existing()) return out;
@@ -264,8 +278,9 @@ BuildOutcome ensure_built(const KernelRequest &r, const std::string &root_dir, d
         return out;
     }
     if (const std::string a = requested_autoscheduler(r); !a.empty() && !fs::exists(autoscheduler_plugin(a))) {
-        out.message = "kernel " + r.name + ": Halide's " + a + " autoscheduler plugin " + autoscheduler_plugin(a) +
-                      " is not there (BLOCKFUSE_AUTOSCHEDULER_DIR: the folder of the Halide wheel's libautoschedule_*.so)";
+        out.message =
+            "kernel " + r.name + ": Halide's " + a + " autoscheduler plugin " + autoscheduler_plugin(a) +
+            " is not there (BLOCKFUSE_AUTOSCHEDULER_DIR: the folder of the Halide wheel's libautoschedule_*.so)";
         return out;
     }
     static std::atomic<int> counter{0};
@@ -322,8 +337,9 @@ BuildOutcome ensure_built(const KernelRequest &r, const std::string &root_dir, d
     if (ec) fs::remove_all(tmp, ec);  // another writer got there first: theirs stands
     out.built = true;
     out.ok = error.empty();
-    out.message = out.ok ? final_dir.string() : "generating kernel " + r.name + " failed (" +
-                                                    (final_dir / "build.log").string() + "): " + error;
+    out.message =
+        out.ok ? final_dir.string()
+               : "generating kernel " + r.name + " failed (" + (final_dir / "build.log").string() + "): " + error;
     return out;
 }
 
@@ -379,24 +395,27 @@ void export_kernel(const KernelRequest &r, const std::string &out_dir) {
     fs::create_directories(out_dir);
     const fs::path log = fs::path(out_dir) / (r.name + ".build.log");
     const bool gpu = r.target.find("-cuda") != std::string::npos || r.target.find("-opencl") != std::string::npos;
-    const auto cmd = generator_command(r, gen, out_dir, std::string("static_library,c_header,stmt,") +
-                                                            (gpu ? "device_code" : "assembly"), r.name, true);
+    const auto cmd = generator_command(
+        r, gen, out_dir, std::string("static_library,c_header,stmt,") + (gpu ? "device_code" : "assembly"), r.name,
+        true);
     std::ofstream(log) << "$ " << command_text(cmd) << "\n";
     ProcessResult pr = run_process(cmd, log.string(), kGeneratorTimeoutSeconds);
     if (!pr.ok()) throw KernelError("generating " + r.name + ": " + pr.describe() + ": " + first_error_line(log));
     const fs::path device_code = fs::path(out_dir) / (r.name + ".device_code");
     if (fs::exists(device_code))
-        fs::rename(device_code, fs::path(out_dir) / (r.name + (r.target.find("-cuda") != std::string::npos ? ".ptx" : ".cl")));
+        fs::rename(device_code,
+                   fs::path(out_dir) / (r.name + (r.target.find("-cuda") != std::string::npos ? ".ptx" : ".cl")));
     // One runtime for every kernel of a target, as the project links it.
-    const std::vector<std::string> rt{gen, "-r", "halide_runtime", "-o", out_dir, "-e", "static_library",
-                                      "target=" + r.target};
+    const std::vector<std::string> rt{gen,     "-r", "halide_runtime", "-o",
+                                      out_dir, "-e", "static_library", "target=" + r.target};
     std::ofstream(log, std::ios::app) << "$ " << command_text(rt) << "\n";
     if (!(pr = run_process(rt, log.string(), kGeneratorTimeoutSeconds)).ok())
         throw KernelError("generating the Halide runtime for " + r.target + ": " + pr.describe());
     // The description, with the arguments as the cached build of the same kernel reports them.
     const LoadedKernel &k = load_kernel(r);
     nlohmann::json d = read_json(fs::path(k.dir) / "description.json");
-    d["files"] = {r.name + ".a", r.name + ".h", r.name + ".stmt", gpu ? r.name + (r.target.find("-cuda") != std::string::npos ? ".ptx" : ".cl") : r.name + ".s",
+    d["files"] = {r.name + ".a", r.name + ".h", r.name + ".stmt",
+                  gpu ? r.name + (r.target.find("-cuda") != std::string::npos ? ".ptx" : ".cl") : r.name + ".s",
                   "halide_runtime.a"};
     d["function"] = r.function_name();
     std::ofstream(fs::path(out_dir) / (r.name + ".json")) << d.dump(1) << "\n";

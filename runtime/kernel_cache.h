@@ -37,7 +37,7 @@ struct KernelRequest {
 struct LoadedKernel {
     int (*argv)(void **) = nullptr;  // the pipeline's _argv entry: every argument by pointer, in ABI order
     const halide_filter_metadata_t *metadata = nullptr;
-    std::string origin;              // "prebuilt", "cache" or "generated in 3.4 s"
+    std::string origin;  // "prebuilt", "cache" or "generated in 3.4 s"
     std::string dir;
 };
 
@@ -50,7 +50,7 @@ const LoadedKernel &load_kernel(const KernelRequest &r);
 // what `./run cache fill` and the build's prebuilt step do, several at a time.
 struct BuildOutcome {
     bool ok = false;
-    bool built = false;   // false: it was there already (or failed before)
+    bool built = false;  // false: it was there already (or failed before)
     double seconds = 0;
     std::string message;  // the failure, or where it is
 };

@@ -48,7 +48,8 @@ int KernelVariant::threads_per_block() const {
     if (mma_ptx::tensor_core_family(family)) return gemm_knobs_from(knobs).threads_per_block();  // whole warps
     if (family == "block") {
         if (param("strategy") != "layer_by_layer")
-            return fused_kernel_threads(knob("channels"), knob("vec_k"), knob("tile_x"), knob("se") == 1, knob("chunk"));
+            return fused_kernel_threads(knob("channels"), knob("vec_k"), knob("tile_x"), knob("se") == 1,
+                                        knob("chunk"));
         int threads = 0;  // layer by layer: the largest of the three layer mappings
         for (const char *p : {"pw_", "full_", "layer_"})
             threads = std::max(threads, conv2d_gpu_knobs_from(knobs, p).threads_per_block());
@@ -118,9 +119,14 @@ KernelRequest KernelVariant::request() const {
         r.params.push_back("storage=" + t);
     }
     std::sort(r.params.begin(), r.params.end());
-    r.description = {{"family", family},       {"device", device_name(device)}, {"dtype", dtype_name(dtype)},
-                     {"knobs", schedule_knobs()}, {"params", params},          {"max_registers", max_registers},
-                     {"threads_per_block", threads_per_block()}, {"why", why}};
+    r.description = {{"family", family},
+                     {"device", device_name(device)},
+                     {"dtype", dtype_name(dtype)},
+                     {"knobs", schedule_knobs()},
+                     {"params", params},
+                     {"max_registers", max_registers},
+                     {"threads_per_block", threads_per_block()},
+                     {"why", why}};
     return r;
 }
 
@@ -146,7 +152,8 @@ KernelVariant make_variant(const std::string &family, const std::string &name, D
     for (const auto &[k, val] : knobs)
         if (!table.find(k))
             throw WorkloadError("kernel " + name + ": '" + k + "' is not a knob of the " + family + " " +
-                                (device == Device::cpu ? "CPU" : "GPU") + " schedules (schedules/" + family + "_knobs.h)");
+                                (device == Device::cpu ? "CPU" : "GPU") + " schedules (schedules/" + family +
+                                "_knobs.h)");
     for (const auto &[k, val] : table.with_defaults(knobs)) v.knobs[k] = val;
     return v;
 }
@@ -206,7 +213,7 @@ const KernelVariant *find_data_variant(const std::string &name) {
 
 const KernelVariant *keep_variant(KernelVariant v) {
     static std::mutex m;
-    static std::deque<KernelVariant> kept;  // stable addresses
+    static std::deque<KernelVariant> kept;                                // stable addresses
     static std::unordered_map<std::string, const KernelVariant *> by_id;  // request hash + name
     std::lock_guard<std::mutex> lock(m);
     const std::string id = v.request().hash() + " " + v.name;
@@ -233,7 +240,8 @@ void set_register_policy(int max_registers) {
 }
 
 std::string register_policy_description() {
-    if (const char *u = user_register_setting()) return std::string("HL_CUDA_JIT_MAX_REGISTERS=") + u + " (from the environment)";
+    if (const char *u = user_register_setting())
+        return std::string("HL_CUDA_JIT_MAX_REGISTERS=") + u + " (from the environment)";
     if (g_register_policy > 0) return std::to_string(g_register_policy) + " per thread for every kernel";
     return "per variant: its max_registers, else 65536 / threads per block (rounded up to 4 warps), down to a "
            "multiple of 8, at most 255";

@@ -23,17 +23,17 @@ bool parse_device(const std::string &s, Device *out);  // cpu | cuda | opencl
 std::string knob_summary(const KnobTable &table, const std::map<std::string, int> &knobs, int max_registers);
 
 struct KernelVariant {
-    std::string family;   // the generator: conv2d | block | stem
-    std::string name;     // e.g. conv2d_depthwise_k3fd_f16_cuda, or a generated one's name@hash
+    std::string family;  // the generator: conv2d | block | stem
+    std::string name;    // e.g. conv2d_depthwise_k3fd_f16_cuda, or a generated one's name@hash
     Device device = Device::cpu;
     DType dtype = DType::f32;
     std::map<std::string, int> knobs;           // integer generator params: the shape's and every schedule knob
     std::map<std::string, std::string> params;  // the others (kind, family, strategy, weights.type)
-    std::string kind;          // conv2d: general | pointwise | depthwise
-    int max_registers = 0;     // CUDA JIT register cap of this kernel (0: the register policy's rule)
-    bool data_default = false; // the variant data makes it the default of the workloads it matches
-    bool prebuilt = false;     // built with the project (variant data)
-    std::string why;           // where its knobs come from (variant data, a tuning record, the heuristic)
+    std::string kind;                           // conv2d: general | pointwise | depthwise
+    int max_registers = 0;                      // CUDA JIT register cap of this kernel (0: the register policy's rule)
+    bool data_default = false;                  // the variant data makes it the default of the workloads it matches
+    bool prebuilt = false;                      // built with the project (variant data)
+    std::string why;  // where its knobs come from (variant data, a tuning record, the heuristic)
 
     int knob(const std::string &k, int dflt = 0) const {
         auto it = knobs.find(k);

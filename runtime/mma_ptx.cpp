@@ -121,8 +121,9 @@ private:
         std::string name = std::regex_search(flat, m, name_re) ? m[1].str() : "";
         if (ours(name)) {
             if (!known_extern(name) || body)
-                throw RewriteError("(module)", "unknown blockfuse extern '" + name + "' (known: " + mma::kMmaF16 + ", " +
-                                                   mma::kMmaBf16 + ", " + mma::kLdmatrixX4 + ", " + mma::kLdmatrixX2 + ")");
+                throw RewriteError("(module)", "unknown blockfuse extern '" + name + "' (known: " + mma::kMmaF16 +
+                                                   ", " + mma::kMmaBf16 + ", " + mma::kLdmatrixX4 + ", " +
+                                                   mma::kLdmatrixX2 + ")");
         } else {
             out << text;
         }
@@ -179,8 +180,9 @@ private:
         const size_t sp = t.find_first_of(" \t;");
         const std::string opcode = t.substr(0, sp);
         std::string rest = sp == std::string::npos ? "" : t.substr(sp);
-        static const char *splits[] = {"bra", "ret", "exit", "trap", "brkpt", "bar", "barrier", "st", "atom", "red",
-                                       "membar", "fence", "call", "cp", "mbarrier", "wmma", "mma", "ldmatrix", "stmatrix"};
+        static const char *splits[] = {"bra",      "ret",  "exit", "trap",     "brkpt",   "bar",  "barrier",
+                                       "st",       "atom", "red",  "membar",   "fence",   "call", "cp",
+                                       "mbarrier", "wmma", "mma",  "ldmatrix", "stmatrix"};
         const std::string root = opcode.substr(0, opcode.find('.'));
         if (std::find(std::begin(splits), std::end(splits), root) != std::end(splits)) {
             in.kind = Instr::split;
@@ -252,12 +254,11 @@ private:
             return end;
         }
         auto op = known_extern(callee);
-        if (!op)
-            fail("call to unknown blockfuse extern '" + callee + "' (" + trim(in.lines[0]) + ")");
+        if (!op) fail("call to unknown blockfuse extern '" + callee + "' (" + trim(in.lines[0]) + ")");
         if (other) fail("unexpected statement in the call block of " + callee + " (" + trim(in.lines[0]) + ")");
         if (param_count != params_of(*op) || params.size() != param_count)
-            fail(callee + " called with " + std::to_string(param_count) + " arguments (" + std::to_string(params.size()) +
-                 " passed), expected " + std::to_string(params_of(*op)));
+            fail(callee + " called with " + std::to_string(param_count) + " arguments (" +
+                 std::to_string(params.size()) + " passed), expected " + std::to_string(params_of(*op)));
         if (in.result.empty()) fail(callee + " call whose result is not read into a register");
         for (size_t p = 0; p < param_count; ++p) in.operands.push_back(params[int(p)]);
         const std::string &idx = in.operands[0];
@@ -277,8 +278,10 @@ private:
     }
 
     std::string group_text(const Instr &m) const {
-        return std::string(m.op == Op::mma_f16 ? mma::kMmaF16 : m.op == Op::mma_bf16 ? mma::kMmaBf16 :
-                           m.op == Op::ldmatrix_x4 ? mma::kLdmatrixX4 : mma::kLdmatrixX2) +
+        return std::string(m.op == Op::mma_f16       ? mma::kMmaF16
+                           : m.op == Op::mma_bf16    ? mma::kMmaBf16
+                           : m.op == Op::ldmatrix_x4 ? mma::kLdmatrixX4
+                                                     : mma::kLdmatrixX2) +
                "(" + (is_mma(m.op) ? "a/b " + m.operands[1] + ".." + m.operands[6] : "address " + m.operands[1]) + ")";
     }
 
@@ -365,8 +368,9 @@ private:
         for (int x : others) {
             for (int mi : g) {
                 const Instr &m = body[mi];
-                if (x < mi && depends(body[x], m)) before[x] = true;  // the member needs it, or it reads m's operand first
-                if (mi < x && depends(m, body[x])) after[x] = true;   // it needs m's result, or overwrites m's operand
+                if (x < mi && depends(body[x], m))
+                    before[x] = true;  // the member needs it, or it reads m's operand first
+                if (mi < x && depends(m, body[x])) after[x] = true;  // it needs m's result, or overwrites m's operand
             }
         }
         for (bool changed = true; changed;) {

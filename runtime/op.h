@@ -31,7 +31,7 @@ class OpData {
 public:
     virtual ~OpData() = default;
     virtual void run(const KernelVariant &v) = 0;  // one complete call (throws KernelError)
-    virtual Comparison check() = 0;                 // the output of the last run against the reference
+    virtual Comparison check() = 0;                // the output of the last run against the reference
     // The same inputs (and reference, once computed) with an output of its own, poisoned.
     virtual std::unique_ptr<OpData> with_fresh_output() const = 0;
     // What check() compares, e.g. "all 4096 outputs" or "at n=1 (the reference of n=128 is too slow)".
@@ -72,7 +72,7 @@ public:
     virtual ScheduleChoice heuristic(const std::string &strategy, Device d) const = 0;
     virtual KernelVariant kernel_for(const std::string &strategy, Device d, const ScheduleChoice &s) const = 0;
     virtual std::vector<const KernelVariant *> named_variants(Device d) const = 0;  // variant data that fits
-    virtual std::vector<KernelCost> costs(const KernelVariant &v) const = 0;  // tensor-machine accounting
+    virtual std::vector<KernelCost> costs(const KernelVariant &v) const = 0;        // tensor-machine accounting
     virtual Problem problem() const = 0;
     // Data to time kernels on (the workload as given), and data to check them on (the same workload, or a
     // smaller batch where the float64 reference would take too long; the note says which).

@@ -27,10 +27,10 @@ struct FamilyInfo {
     bool adaptive;
 };
 constexpr FamilyInfo kFamilies[] = {
-    {"avgpool1d", PoolKind::avg, 1, false},          {"avgpool2d", PoolKind::avg, 2, false},
-    {"avgpool3d", PoolKind::avg, 3, false},          {"maxpool1d", PoolKind::max, 1, false},
-    {"maxpool2d", PoolKind::max, 2, false},          {"maxpool3d", PoolKind::max, 3, false},
-    {"adaptive_avgpool2d", PoolKind::avg, 2, true},  {"adaptive_maxpool2d", PoolKind::max, 2, true},
+    {"avgpool1d", PoolKind::avg, 1, false},         {"avgpool2d", PoolKind::avg, 2, false},
+    {"avgpool3d", PoolKind::avg, 3, false},         {"maxpool1d", PoolKind::max, 1, false},
+    {"maxpool2d", PoolKind::max, 2, false},         {"maxpool3d", PoolKind::max, 3, false},
+    {"adaptive_avgpool2d", PoolKind::avg, 2, true}, {"adaptive_maxpool2d", PoolKind::max, 2, true},
 };
 
 const FamilyInfo *find_family(const std::string &f) {
@@ -139,7 +139,8 @@ PoolWorkload parse_pool(const std::string &key) {
         if (w.kind == PoolKind::avg) {
             w.count_include_pad = f.flag("count_include_pad", true);
             if (w.rank > 1 && f.take("divisor", &w.divisor) && w.divisor <= 0)
-                fail(key, "field 'divisor' = " + std::to_string(w.divisor) + " must be positive (PyTorch: divisor_override)");
+                fail(key, "field 'divisor' = " + std::to_string(w.divisor) +
+                              " must be positive (PyTorch: divisor_override)");
         }
     }
     if (w.kind == PoolKind::max) w.indices = f.flag("return_indices", false);
@@ -168,7 +169,8 @@ PoolWorkload parse_pool(const std::string &key) {
         positive("kernel" + sfx + ax, w.kernel[a]);
         positive("stride" + sfx + ax, w.stride[a]);
         positive("dil" + sfx + ax, w.dil[a]);
-        if (w.pad[a] < 0) fail(key, "field 'pad" + sfx + ax + "' = " + std::to_string(w.pad[a]) + " must not be negative");
+        if (w.pad[a] < 0)
+            fail(key, "field 'pad" + sfx + ax + "' = " + std::to_string(w.pad[a]) + " must not be negative");
         if (w.pad[a] > w.kernel[a] / 2)
             fail(key, "field 'pad" + sfx + ax + "' = " + std::to_string(w.pad[a]) + " exceeds half the kernel (" +
                           std::to_string(w.kernel[a]) + "): PyTorch requires pad <= kernel / 2");
@@ -211,8 +213,8 @@ MeanPoolingWorkload parse_mean_pooling(const std::string &key) {
     if (kf.family != "mean_pooling") fail(key, "family '" + kf.family + "' is not 'mean_pooling'");
     Fields f(key, kf);
     MeanPoolingWorkload w;
-    for (auto [name, dst] : {std::pair<const char *, int *>{"b", &w.b}, {"s", &w.s}, {"h", &w.h}, {"d", &w.d},
-                             {"chunk", &w.chunk}}) {
+    for (auto [name, dst] :
+         {std::pair<const char *, int *>{"b", &w.b}, {"s", &w.s}, {"h", &w.h}, {"d", &w.d}, {"chunk", &w.chunk}}) {
         *dst = f.required(name);
         if (*dst <= 0) fail(key, std::string("field '") + name + "' = " + std::to_string(*dst) + " must be positive");
     }
@@ -222,22 +224,26 @@ MeanPoolingWorkload parse_mean_pooling(const std::string &key) {
         std::stringstream ss(lens);
         long long total = 0;
         auto bad = [&](const std::string &term) {
-            fail(key, "field 'seq_lens' = '" + lens + "': term '" + term + "' is not LEN or LENxCOUNT (positive integers)");
+            fail(key,
+                 "field 'seq_lens' = '" + lens + "': term '" + term + "' is not LEN or LENxCOUNT (positive integers)");
         };
         for (std::string term; std::getline(ss, term, '+');) {
             const auto x = term.find('x');
             const std::string a = term.substr(0, x), b = x == std::string::npos ? "1" : term.substr(x + 1);
             for (const std::string &part : {a, b})
-                if (part.empty() || part.size() > 9 || part.find_first_not_of("0123456789") != std::string::npos) bad(term);
+                if (part.empty() || part.size() > 9 || part.find_first_not_of("0123456789") != std::string::npos)
+                    bad(term);
             const int len = std::stoi(a), count = std::stoi(b);
             if (len <= 0 || count <= 0) bad(term);
-            if (count > w.s) fail(key, "field 'seq_lens' = '" + lens + "' has more sequences than s = " + std::to_string(w.s));
+            if (count > w.s)
+                fail(key, "field 'seq_lens' = '" + lens + "' has more sequences than s = " + std::to_string(w.s));
             w.seq_lens.insert(w.seq_lens.end(), count, len);
             total += 1LL * len * count;
         }
         if (lens.empty() || lens.back() == '+') fail(key, "field 'seq_lens' = '" + lens + "' has an empty term");
         if (total != w.s)
-            fail(key, "field 'seq_lens' = '" + lens + "' sums to " + std::to_string(total) + ", not s = " + std::to_string(w.s));
+            fail(key, "field 'seq_lens' = '" + lens + "' sums to " + std::to_string(total) +
+                          ", not s = " + std::to_string(w.s));
     }
     w.dtype = f.dtype("dtype", w.dtype);
     w.out_dtype = f.dtype("out_dtype", w.dtype);
@@ -363,8 +369,9 @@ KernelVariant pool_kernel_for(const PoolWorkload &w, Device device, const Schedu
         set_int(p, "count_include_pad", w.count_include_pad);
         set_int(p, "divisor", w.divisor);
     }
-    KernelVariant v = make_variant("pool", fmt::format("{}_{}_{}", shape_name(w), dtype_name(w.dtype), device_name(device)),
-                                   device, w.dtype, p, s.knobs, s.max_registers, s.why);
+    KernelVariant v =
+        make_variant("pool", fmt::format("{}_{}_{}", shape_name(w), dtype_name(w.dtype), device_name(device)), device,
+                     w.dtype, p, s.knobs, s.max_registers, s.why);
     v.name += "@" + v.request().hash().substr(0, 8);
     return v;
 }
@@ -382,11 +389,11 @@ KernelVariant pool_kernel_for(const MeanPoolingWorkload &w, Device device, const
         set_int(p, "sequences", int(w.seq_lens.size()));
         set_int(p, "chunks", w.chunks());
     }
-    KernelVariant v = make_variant("pool",
-                                   fmt::format("mean_pooling_{}b{}s{}h{}d{}c{}_{}_{}_{}", w.ragged() ? "ragged_" : "", w.b,
-                                               w.s, w.h, w.d, w.chunk, dtype_name(w.dtype), dtype_name(w.out_dtype),
-                                               device_name(device)),
-                                   device, w.dtype, p, s.knobs, s.max_registers, s.why);
+    KernelVariant v =
+        make_variant("pool",
+                     fmt::format("mean_pooling_{}b{}s{}h{}d{}c{}_{}_{}_{}", w.ragged() ? "ragged_" : "", w.b, w.s, w.h,
+                                 w.d, w.chunk, dtype_name(w.dtype), dtype_name(w.out_dtype), device_name(device)),
+                     device, w.dtype, p, s.knobs, s.max_registers, s.why);
     v.name += "@" + v.request().hash().substr(0, 8);
     return v;
 }
@@ -413,7 +420,8 @@ void call(const KernelVariant &v, void **args, const std::string &what) {
 }
 
 void check_launch(const KernelVariant &v, const std::string &why, const std::string &what) {
-    if (!why.empty()) throw KernelError("launch rejected before running: kernel " + v.name + " on " + what + ": " + why);
+    if (!why.empty())
+        throw KernelError("launch rejected before running: kernel " + v.name + " on " + what + ": " + why);
 }
 }  // namespace
 
@@ -423,8 +431,10 @@ std::string pool_launch_error(const KernelVariant &v, const PoolWorkload &w, con
     const int ty = w.rank >= 2 ? v.knob("tile_y") : 1;  // rank 1: tile_y is not used
     // Edge tiles shift inwards (schedules/pool_schedule.cpp): a tile may not exceed the output.
     if (v.knob("tile_x") > ox || ty > oy)
-        return fmt::format("its {}x{} output tile exceeds the output ({}x{})", v.knob("tile_x"), v.knob("tile_y"), ox, oy);
-    const long long tiles = 1LL * w.n * w.c * (w.rank >= 3 ? w.out(0) : 1) * tile_count(oy, ty) * tile_count(ox, v.knob("tile_x"));
+        return fmt::format("its {}x{} output tile exceeds the output ({}x{})", v.knob("tile_x"), v.knob("tile_y"), ox,
+                           oy);
+    const long long tiles =
+        1LL * w.n * w.c * (w.rank >= 3 ? w.out(0) : 1) * tile_count(oy, ty) * tile_count(ox, v.knob("tile_x"));
     return threads_error(v, tiles, limits);
 }
 
@@ -523,11 +533,12 @@ RefResult pool_reference(const PoolWorkload &w, const Tensor &input) {
                     for (int z = lo[0]; z < hi[0]; ++z)
                         for (int y = lo[1]; y < hi[1]; ++y)
                             for (int x = lo[2]; x < hi[2]; ++x) {
-                                const double v = load_as_double(data, w.dtype, size_t(base + (1LL * z * in[1] + y) * in[2] + x));
+                                const double v =
+                                    load_as_double(data, w.dtype, size_t(base + (1LL * z * in[1] + y) * in[2] + x));
                                 sum += v, mag += std::fabs(v);
                             }
-                    const double div = count == 0 ? 1.0
-                                       : w.divisor ? w.divisor
+                    const double div = count == 0                            ? 1.0
+                                       : w.divisor                           ? w.divisor
                                        : (w.adaptive || w.count_include_pad) ? double(pool)
                                                                              : double(count);
                     r.value[o] = count == 0 ? 0.0 : sum / div;
@@ -554,11 +565,13 @@ Comparison compare_exact(const std::vector<double> &out, const std::vector<doubl
                 c.worst = i, c.worst_out = out[i], c.worst_ref = ref[i];
             }
         }
-        if (std::isfinite(out[i]) && std::isfinite(ref[i])) num += (out[i] - ref[i]) * (out[i] - ref[i]), den += ref[i] * ref[i];
+        if (std::isfinite(out[i]) && std::isfinite(ref[i]))
+            num += (out[i] - ref[i]) * (out[i] - ref[i]), den += ref[i] * ref[i];
     }
     c.rel_l2 = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
     if (c.violations && idx && ref_idx.size() > c.worst)
-        c.note = fmt::format("at output {} the kernel's argmax is {}, the reference's {}", c.worst, idx[c.worst], ref_idx[c.worst]);
+        c.note = fmt::format("at output {} the kernel's argmax is {}, the reference's {}", c.worst, idx[c.worst],
+                             ref_idx[c.worst]);
     return c;
 }
 
@@ -641,7 +654,8 @@ public:
 
 class MeanPoolingData : public TensorOpData<MeanPoolingData, MeanPoolingWorkload, MeanPoolingTensors> {
 public:
-    MeanPoolingData(const MeanPoolingWorkload &w, std::mt19937_64 &rng) : TensorOpData(w, rng, make_mean_pooling_tensors) {}
+    MeanPoolingData(const MeanPoolingWorkload &w, std::mt19937_64 &rng)
+        : TensorOpData(w, rng, make_mean_pooling_tensors) {}
     void run(const KernelVariant &v) override { run_mean_pooling(v, w_, t_); }
     Comparison check() override { return check_mean_pooling(w_, t_); }
     std::unique_ptr<OpData> with_fresh_output() const override {

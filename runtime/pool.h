@@ -40,13 +40,13 @@ struct PoolWorkload {
     int divisor = 0;  // avg: divisor_override (0: none)
     DType dtype = DType::f32;
 
-    std::string family() const;  // avgpool2d, adaptive_maxpool2d, ...
-    std::string op_name() const; // as the reference table names it: MaxPool2dIndicesFwd, ...
-    int out(int axis) const;     // output extent of a spatial axis (PyTorch's formulas)
-    long long in_plane() const;  // input elements per (n, c)
+    std::string family() const;   // avgpool2d, adaptive_maxpool2d, ...
+    std::string op_name() const;  // as the reference table names it: MaxPool2dIndicesFwd, ...
+    int out(int axis) const;      // output extent of a spatial axis (PyTorch's formulas)
+    long long in_plane() const;   // input elements per (n, c)
     long long out_plane() const;
     long long outputs() const { return 1LL * n * c * out_plane(); }
-    int taps() const;            // kernel elements (adaptive: the widest window)
+    int taps() const;  // kernel elements (adaptive: the widest window)
 };
 
 struct MeanPoolingWorkload {
@@ -54,14 +54,14 @@ struct MeanPoolingWorkload {
     std::vector<int> seq_lens;  // ragged: the sequences of each batch row (sum s); empty: uniform
     DType dtype = DType::f32, out_dtype = DType::f32;
     bool ragged() const { return !seq_lens.empty(); }
-    int chunks() const;  // chunk outputs per batch row
-    std::vector<int32_t> offsets() const;          // FLA's cu_seqlens: 0, then the running sums
-    std::vector<int32_t> chunk_indices() const;    // (sequence, chunk) pairs, FLA's prepare_chunk_indices
+    int chunks() const;                          // chunk outputs per batch row
+    std::vector<int32_t> offsets() const;        // FLA's cu_seqlens: 0, then the running sums
+    std::vector<int32_t> chunk_indices() const;  // (sequence, chunk) pairs, FLA's prepare_chunk_indices
 };
 
-bool is_pool_key(const std::string &key);          // any pooling family, mean pooling included
+bool is_pool_key(const std::string &key);  // any pooling family, mean pooling included
 bool is_mean_pooling_key(const std::string &key);
-PoolWorkload parse_pool(const std::string &key);   // throws WorkloadError naming the field and the value
+PoolWorkload parse_pool(const std::string &key);  // throws WorkloadError naming the field and the value
 MeanPoolingWorkload parse_mean_pooling(const std::string &key);
 std::string to_key(const PoolWorkload &w);
 std::string to_key(const MeanPoolingWorkload &w);
@@ -78,7 +78,7 @@ void randomize(PoolTensors &t, const PoolWorkload &w, std::mt19937_64 &rng);
 void poison_outputs(PoolTensors &t, DType dtype);
 
 struct MeanPoolingTensors {
-    Tensor input, output;  // x (d, h, s, b); output (d, h, chunk, b) in out_dtype
+    Tensor input, output;                                   // x (d, h, s, b); output (d, h, chunk, b) in out_dtype
     Halide::Runtime::Buffer<int32_t> offsets, chunk_index;  // ragged only: (NS + 1), (2, NC)
 };
 MeanPoolingTensors make_mean_pooling_tensors(const MeanPoolingWorkload &w);

@@ -7,8 +7,8 @@
 namespace blockfuse {
 
 struct ProcessResult {
-    int exit_code = -1;    // the child's exit status; -1 if it did not exit normally
-    int signal = 0;        // the signal that ended it, if any
+    int exit_code = -1;  // the child's exit status; -1 if it did not exit normally
+    int signal = 0;      // the signal that ended it, if any
     bool timed_out = false;
     double seconds = 0;
     bool ok() const { return exit_code == 0 && !timed_out && signal == 0; }

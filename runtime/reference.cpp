@@ -18,9 +18,8 @@ double activation_ref(double x, Activation a) {
     return x;
 }
 
-double conv2d_reference_point(const Conv2dWorkload &w, const std::vector<double> &in,
-                              const std::vector<double> &wt, const std::vector<double> &bias, int k,
-                              int ox, int oy, int n, double *scale) {
+double conv2d_reference_point(const Conv2dWorkload &w, const std::vector<double> &in, const std::vector<double> &wt,
+                              const std::vector<double> &bias, int k, int ox, int oy, int n, double *scale) {
     const int Cg = w.c / w.groups, Kg = w.k / w.groups, g = k / Kg;
     double acc = bias[k], sc = std::fabs(bias[k]);
     for (int ky = 0; ky < w.r; ++ky) {
@@ -42,9 +41,8 @@ double conv2d_reference_point(const Conv2dWorkload &w, const std::vector<double>
     return activation_ref(acc, w.act);
 }
 
-void conv2d_reference(const Conv2dWorkload &w, const std::vector<double> &in,
-                      const std::vector<double> &wt, const std::vector<double> &bias,
-                      std::vector<double> *out, std::vector<double> *scale) {
+void conv2d_reference(const Conv2dWorkload &w, const std::vector<double> &in, const std::vector<double> &wt,
+                      const std::vector<double> &bias, std::vector<double> *out, std::vector<double> *scale) {
     const int OH = w.out_h(), OW = w.out_w();
     out->assign(size_t(w.n) * w.k * OH * OW, 0.0);
     scale->assign(out->size(), 0.0);
@@ -60,14 +58,14 @@ void conv2d_reference(const Conv2dWorkload &w, const std::vector<double> &in,
 std::string Comparison::summary() const {
     std::ostringstream s;
     s << elements << " elements, " << unwritten << " unwritten/non-finite, " << violations
-      << " beyond tolerance, worst err/tol " << max_err_over_tol << " (out " << worst_out << " vs ref "
-      << worst_ref << " at " << worst << "), rel L2 " << rel_l2;
+      << " beyond tolerance, worst err/tol " << max_err_over_tol << " (out " << worst_out << " vs ref " << worst_ref
+      << " at " << worst << "), rel L2 " << rel_l2;
     if (!note.empty()) s << "; " << note;
     return s.str();
 }
 
-Comparison compare(const std::vector<double> &out, const std::vector<double> &ref,
-                   const std::vector<double> &scale, long long L, DType out_dtype, double extra_rel) {
+Comparison compare(const std::vector<double> &out, const std::vector<double> &ref, const std::vector<double> &scale,
+                   long long L, DType out_dtype, double extra_rel) {
     if (out.size() != ref.size()) throw std::logic_error("compare: size mismatch");
     Comparison c;
     c.elements = out.size();
@@ -96,9 +94,9 @@ Comparison compare(const std::vector<double> &out, const std::vector<double> &re
     return c;
 }
 
-void fold_batchnorm(std::vector<double> &weights, std::vector<double> &bias,
-                    const std::vector<double> &gamma, const std::vector<double> &beta,
-                    const std::vector<double> &mean, const std::vector<double> &var, double eps) {
+void fold_batchnorm(std::vector<double> &weights, std::vector<double> &bias, const std::vector<double> &gamma,
+                    const std::vector<double> &beta, const std::vector<double> &mean, const std::vector<double> &var,
+                    double eps) {
     const size_t K = bias.size();
     if (gamma.size() != K || beta.size() != K || mean.size() != K || var.size() != K || weights.size() % K)
         throw std::invalid_argument("fold_batchnorm: parameter sizes do not match the channel count");
@@ -111,8 +109,8 @@ void fold_batchnorm(std::vector<double> &weights, std::vector<double> &bias,
     for (size_t i = 0; i < weights.size(); ++i) weights[i] *= s[i % K];
 }
 
-void fold_layernorm_affine(std::vector<double> &weights, std::vector<double> &bias,
-                           const std::vector<double> &gamma, const std::vector<double> &beta) {
+void fold_layernorm_affine(std::vector<double> &weights, std::vector<double> &bias, const std::vector<double> &gamma,
+                           const std::vector<double> &beta) {
     const size_t K = bias.size(), C = gamma.size();
     if (beta.size() != C || weights.size() != K * C)
         throw std::invalid_argument("fold_layernorm_affine: weights must be K x C with K = bias size, C = gamma size");

@@ -56,7 +56,8 @@ StemWorkload parse_stem(const std::string &key) {
 
 std::string to_key(const StemWorkload &w) {
     std::ostringstream o;
-    o << "stem:n=" << w.n << ",h=" << w.h << ",w=" << w.w << ",c=" << w.c << ",k=" << w.k << ",dtype=" << dtype_name(w.dtype);
+    o << "stem:n=" << w.n << ",h=" << w.h << ",w=" << w.w << ",c=" << w.c << ",k=" << w.k
+      << ",dtype=" << dtype_name(w.dtype);
     return o.str();
 }
 
@@ -94,8 +95,9 @@ KernelVariant stem_kernel_for(const StemWorkload &w, const std::string &strategy
                               const ScheduleChoice &s) {
     KernelVariant v = make_variant(
         "stem", fmt::format("stem_c{}k{}_{}_{}_{}", w.c, w.k, strategy, dtype_name(w.dtype), device_name(device)),
-        device, w.dtype, {{"strategy", strategy}, {"channels", std::to_string(w.c)}, {"out_channels", std::to_string(w.k)}},
-        s.knobs, s.max_registers, s.why);
+        device, w.dtype,
+        {{"strategy", strategy}, {"channels", std::to_string(w.c)}, {"out_channels", std::to_string(w.k)}}, s.knobs,
+        s.max_registers, s.why);
     v.name += "@" + v.request().hash().substr(0, 8);
     return v;
 }
@@ -104,7 +106,8 @@ std::string stem_launch_error(const KernelVariant &v, const StemWorkload &w, con
     if (v.device == Device::cpu) return "";
     const int tx = v.knob("tile_x"), ty = v.knob("tile_y");
     if (v.threads_per_block() > limits.max_threads)
-        return fmt::format("{} threads per block exceed the device limit of {}", v.threads_per_block(), limits.max_threads);
+        return fmt::format("{} threads per block exceed the device limit of {}", v.threads_per_block(),
+                           limits.max_threads);
     if (v.param("strategy") == "depth_first") {  // the conv tile of a pool tile: (2t+1) pixels a side
         long long shared = shared_pad8(w.k) * (2 * tx + 1) * (2 * ty + 1) * dtype_bytes(w.dtype);
         if (shared > limits.max_shared)
@@ -167,7 +170,8 @@ std::vector<KernelCost> stem_costs(const StemWorkload &w, const std::string &str
     const double e = dtype_bytes(w.dtype);
     const double out = e * double(w.n) * w.k * w.out_h() * w.out_w();
     const double mid = e * double(w.n) * w.k * c.out_h() * c.out_w();
-    if (strategy == "layer_by_layer") return {{"conv", conv2d_flops(c), conv2d_bytes(c)}, {"pool", 0, mid + out, {mid}}};
+    if (strategy == "layer_by_layer")
+        return {{"conv", conv2d_flops(c), conv2d_bytes(c)}, {"pool", 0, mid + out, {mid}}};
     // Depth-first: each pool tile recomputes the conv rows and columns it shares with its neighbours; how many
     // is not modelled here, so the executed flops are left unknown (NaN: the results leave the field out).
     KernelCost stem{"stem", conv2d_flops(c), conv2d_bytes(c) - mid + out};

@@ -43,9 +43,7 @@ bool parse_l2_flush(const std::string &s, L2Flush &out) {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // write: a memset of 2x the L2 (leaves it dirty); read: the read-only eviction (runtime/ceilings.h).
 // flush() only queues the work: the GPU is still flushing when the timed call starts.

@@ -26,13 +26,17 @@ TuningRecord parse_record(const nlohmann::json &j, const std::string &where) {
     if (j.value("version", 1) != 2)
         throw WorkloadError(where + "not a version 2 record (records name their knobs; see runtime/tuning_records.h)");
     TuningRecord r;
-    for (auto [field, dst] : {std::pair{"workload", &r.workload}, {"strategy", &r.strategy}, {"family", &r.family},
-                              {"target", &r.target}, {"halide_version", &r.halide_version}}) {
+    for (auto [field, dst] : {std::pair{"workload", &r.workload},
+                              {"strategy", &r.strategy},
+                              {"family", &r.family},
+                              {"target", &r.target},
+                              {"halide_version", &r.halide_version}}) {
         if (!j.contains(field) || !j[field].is_string() || j[field].get<std::string>().empty())
             throw WorkloadError(where + "field '" + field + "' missing or not a non-empty string");
         *dst = j[field].get<std::string>();
     }
-    if (!j.contains("knobs") || !j["knobs"].is_object()) throw WorkloadError(where + "field 'knobs' missing or not an object");
+    if (!j.contains("knobs") || !j["knobs"].is_object())
+        throw WorkloadError(where + "field 'knobs' missing or not an object");
     for (const auto &[k, v] : j["knobs"].items()) {
         if (!v.is_number_integer()) throw WorkloadError(where + "knob '" + k + "' is not an integer");
         r.knobs[k] = v.get<int>();
@@ -62,8 +66,9 @@ TuningRecord parse_record(const nlohmann::json &j, const std::string &where) {
         const auto strategies = strategies_of(r.workload);
         if (std::find(strategies.begin(), strategies.end(), r.strategy) == strategies.end())
             throw WorkloadError("strategy '" + r.strategy + "' is not one of the workload's");
-        Device d = r.target.rfind("cuda", 0) == 0 ? Device::cuda : r.target.rfind("opencl", 0) == 0 ? Device::opencl
-                                                                                                      : Device::cpu;
+        Device d = r.target.rfind("cuda", 0) == 0     ? Device::cuda
+                   : r.target.rfind("opencl", 0) == 0 ? Device::opencl
+                                                      : Device::cpu;
         const KnobTable &table = schedule_knob_table(r.family, d);
         for (const auto &[k, v] : r.knobs)
             if (!table.find(k)) throw WorkloadError("'" + k + "' is not a knob of the " + r.family + " schedules");
@@ -109,7 +114,7 @@ size_t TuningRecords::for_target(const std::string &target, const std::string &h
 }
 
 std::vector<const TuningRecord *> TuningRecords::elsewhere(const std::string &workload, const std::string &target,
-                                                          const std::string &halide_version) const {
+                                                           const std::string &halide_version) const {
     std::vector<const TuningRecord *> out;
     for (const auto &r : records)
         if (r.workload == workload && (r.target != target || r.halide_version != halide_version)) out.push_back(&r);
@@ -131,15 +136,24 @@ TuningRecord record_of(const KernelVariant &v, const std::string &workload, cons
 }
 
 nlohmann::json record_json(const TuningRecord &r) {
-    nlohmann::json j = {{"version", 2},          {"workload", r.workload},
-            {"strategy", r.strategy}, {"family", r.family},
-            {"knobs", r.knobs},       {"max_registers", r.max_registers},
-            {"target", r.target},     {"halide_version", r.halide_version},
-            {"commit", r.commit},     {"variant", r.variant},
-            {"median_ms", r.median_ms}, {"min_ms", r.min_ms},
-            {"max_ms", r.max_ms},     {"samples", r.samples},
-            {"check", r.check},       {"failure", r.failure},
-            {"tuning_seconds", r.tuning_seconds}, {"source", r.source}};
+    nlohmann::json j = {{"version", 2},
+                        {"workload", r.workload},
+                        {"strategy", r.strategy},
+                        {"family", r.family},
+                        {"knobs", r.knobs},
+                        {"max_registers", r.max_registers},
+                        {"target", r.target},
+                        {"halide_version", r.halide_version},
+                        {"commit", r.commit},
+                        {"variant", r.variant},
+                        {"median_ms", r.median_ms},
+                        {"min_ms", r.min_ms},
+                        {"max_ms", r.max_ms},
+                        {"samples", r.samples},
+                        {"check", r.check},
+                        {"failure", r.failure},
+                        {"tuning_seconds", r.tuning_seconds},
+                        {"source", r.source}};
     if (r.build_seconds > 0) j["build_seconds"] = r.build_seconds;
     if (r.rel_l2 > 0) j["rel_l2"] = r.rel_l2;
     if (!r.searcher.empty()) j["searcher"] = r.searcher, j["trial"] = r.trial;
@@ -160,7 +174,8 @@ std::vector<TuningRecord> records_from_results(const nlohmann::json &j, const st
     std::vector<TuningRecord> out;
     for (const auto &row : j["results"]) {
         if (!row.contains("knobs") || !row.contains("record_target")) continue;  // rows of no kernel of ours
-        if (row.value("provider", "blockfuse") != "blockfuse") continue;  // an autoscheduler's kernel: no knob set of ours
+        if (row.value("provider", "blockfuse") != "blockfuse")
+            continue;  // an autoscheduler's kernel: no knob set of ours
         TuningRecord r;
         r.workload = canonical_key(row.value("key", ""));
         // results.json before its schema: "strategy" was the label, "strategy_name" the strategy

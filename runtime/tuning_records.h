@@ -22,19 +22,19 @@ struct TuningRecord {
     std::string family;    // the generator
     std::map<std::string, int> knobs;
     int max_registers = 0;
-    std::string target;    // record_target()
+    std::string target;  // record_target()
     std::string halide_version, commit;
-    std::string variant;   // the kernel's name when it was measured
+    std::string variant;  // the kernel's name when it was measured
     double median_ms = 0, min_ms = 0, max_ms = 0;
     int samples = 0;
-    std::string check = "ok";  // "ok", or what the float64 check said
-    std::string failure;       // "" or wrong_answer | build | launch | crash | timeout
-    double tuning_seconds = 0; // building and measuring it (the tuner's candidates)
-    double build_seconds = 0;  //  ... of which building
-    double rel_l2 = 0;         // the check's relative L2 error
-    std::string searcher;      // the tuner's search that proposed it ("" from a bench run)
-    int trial = 0;             // its trial number in that search (1-based; 0: not the tuner's)
-    std::string source;        // how it was measured (command, results file, date)
+    std::string check = "ok";   // "ok", or what the float64 check said
+    std::string failure;        // "" or wrong_answer | build | launch | crash | timeout
+    double tuning_seconds = 0;  // building and measuring it (the tuner's candidates)
+    double build_seconds = 0;   //  ... of which building
+    double rel_l2 = 0;          // the check's relative L2 error
+    std::string searcher;       // the tuner's search that proposed it ("" from a bench run)
+    int trial = 0;              // its trial number in that search (1-based; 0: not the tuner's)
+    std::string source;         // how it was measured (command, results file, date)
     bool ok() const { return failure.empty() && median_ms > 0; }
 };
 

@@ -21,8 +21,7 @@ int parse_int(const std::string &key, const std::string &field, const std::strin
         if (v[j] < '0' || v[j] > '9') fail(key, "field '" + field + "' = '" + v + "' is not an integer");
     errno = 0;
     long long x = std::strtoll(v.c_str(), nullptr, 10);
-    if (errno == ERANGE || x > INT_MAX || x < INT_MIN)
-        fail(key, "field '" + field + "' = '" + v + "' is out of range");
+    if (errno == ERANGE || x > INT_MAX || x < INT_MIN) fail(key, "field '" + field + "' = '" + v + "' is out of range");
     return int(x);
 }
 
@@ -71,8 +70,8 @@ const char *activation_name(Activation a) {
 }
 
 bool parse_activation(const std::string &s, Activation *out) {
-    for (Activation a : {Activation::none, Activation::relu, Activation::relu6, Activation::silu,
-                         Activation::gelu, Activation::sigmoid, Activation::gelu_erf}) {
+    for (Activation a : {Activation::none, Activation::relu, Activation::relu6, Activation::silu, Activation::gelu,
+                         Activation::sigmoid, Activation::gelu_erf}) {
         if (s == activation_name(a)) {
             *out = a;
             return true;
@@ -87,9 +86,7 @@ ConvKindTag Conv2dWorkload::kind() const {
     return ConvKindTag::general;
 }
 
-bool Conv2dWorkload::operator==(const Conv2dWorkload &o) const {
-    return to_key(*this) == to_key(o);
-}
+bool Conv2dWorkload::operator==(const Conv2dWorkload &o) const { return to_key(*this) == to_key(o); }
 
 Conv2dWorkload parse_conv2d(const std::string &key) {
     KeyFields kf = split_key(key);
@@ -104,9 +101,13 @@ Conv2dWorkload parse_conv2d(const std::string &key) {
         return true;
     };
     for (const char *req : {"n", "c", "h", "w", "k", "r", "s"}) {
-        int *dst = std::string(req) == "n" ? &w.n : std::string(req) == "c" ? &w.c
-                 : std::string(req) == "h" ? &w.h : std::string(req) == "w" ? &w.w
-                 : std::string(req) == "k" ? &w.k : std::string(req) == "r" ? &w.r : &w.s;
+        int *dst = std::string(req) == "n"   ? &w.n
+                   : std::string(req) == "c" ? &w.c
+                   : std::string(req) == "h" ? &w.h
+                   : std::string(req) == "w" ? &w.w
+                   : std::string(req) == "k" ? &w.k
+                   : std::string(req) == "r" ? &w.r
+                                             : &w.s;
         if (!take_int(req, dst)) fail(key, std::string("missing field '") + req + "'");
     }
     // A symmetric field and its per-side forms are exclusive.
@@ -149,14 +150,24 @@ void validate(const Conv2dWorkload &w, const std::string &key) {
     auto positive = [&](const char *name, int v) {
         if (v <= 0) fail(key, std::string("field '") + name + "' = " + std::to_string(v) + " must be positive");
     };
-    positive("n", w.n); positive("c", w.c); positive("h", w.h); positive("w", w.w);
-    positive("k", w.k); positive("r", w.r); positive("s", w.s);
-    positive("stride_h", w.stride_h); positive("stride_w", w.stride_w);
-    positive("dil_h", w.dil_h); positive("dil_w", w.dil_w); positive("groups", w.groups);
+    positive("n", w.n);
+    positive("c", w.c);
+    positive("h", w.h);
+    positive("w", w.w);
+    positive("k", w.k);
+    positive("r", w.r);
+    positive("s", w.s);
+    positive("stride_h", w.stride_h);
+    positive("stride_w", w.stride_w);
+    positive("dil_h", w.dil_h);
+    positive("dil_w", w.dil_w);
+    positive("groups", w.groups);
     for (auto [name, v] : {std::pair{"pad_t", w.pad_t}, {"pad_b", w.pad_b}, {"pad_l", w.pad_l}, {"pad_r", w.pad_r}})
         if (v < 0) fail(key, std::string("field '") + name + "' = " + std::to_string(v) + " must not be negative");
-    if (w.c % w.groups) fail(key, "field 'groups' = " + std::to_string(w.groups) + " does not divide c = " + std::to_string(w.c));
-    if (w.k % w.groups) fail(key, "field 'groups' = " + std::to_string(w.groups) + " does not divide k = " + std::to_string(w.k));
+    if (w.c % w.groups)
+        fail(key, "field 'groups' = " + std::to_string(w.groups) + " does not divide c = " + std::to_string(w.c));
+    if (w.k % w.groups)
+        fail(key, "field 'groups' = " + std::to_string(w.groups) + " does not divide k = " + std::to_string(w.k));
     long long span_h = 1LL * w.dil_h * (w.r - 1) + 1, span_w = 1LL * w.dil_w * (w.s - 1) + 1;
     if (w.h + w.pad_t + w.pad_b < span_h)
         fail(key, "empty output: padded height " + std::to_string(w.h + w.pad_t + w.pad_b) +
@@ -176,8 +187,8 @@ void validate(const Conv2dWorkload &w, const std::string &key) {
 
 std::string to_key(const Conv2dWorkload &w) {
     std::ostringstream o;
-    o << "conv2d:n=" << w.n << ",c=" << w.c << ",h=" << w.h << ",w=" << w.w << ",k=" << w.k
-      << ",r=" << w.r << ",s=" << w.s;
+    o << "conv2d:n=" << w.n << ",c=" << w.c << ",h=" << w.h << ",w=" << w.w << ",k=" << w.k << ",r=" << w.r
+      << ",s=" << w.s;
     if (w.stride_h == w.stride_w) o << ",stride=" << w.stride_h;
     else o << ",stride_h=" << w.stride_h << ",stride_w=" << w.stride_w;
     if (w.pad_t == w.pad_b && w.pad_t == w.pad_l && w.pad_t == w.pad_r) o << ",pad=" << w.pad_t;

@@ -8,31 +8,31 @@
 #include "schedules/conv2d_knobs.h"
 #include <algorithm>
 
-#define BLOCKFUSE_BLOCK_KNOBS(X)                                                                                    \
-    X(chunk, 8, (4, 8, 16, 24, 32, 48, 72),                                                                       \
-      "hidden channels produced per step of the output's reduction (Eq. 32); the largest divisor of the hidden "  \
-      "width not above it is used")                                                                               \
-    X(tile_x, 8, (4, 7, 8, 14, 16, 28, 32, 56), "output pixels per thread block (GPU) / per task (CPU), x")        \
-    X(tile_y, 4, (1, 2, 4, 7, 8, 14, 16), "output pixels per thread block / task, y")                             \
-    X(vec_k, 4, (1, 2, 4, 8), "GPU: output channels per thread")                                                  \
-    X(hidden_vec, 1, (1, 2, 4, 8), "GPU fused: hidden channels one thread produces per pixel (divides the chunk)") \
-    X(stage_weights, 0, (0, 1, 2),                                                                                \
-      "GPU fused: the chunk's weights of the chunked layers widened to f32 once per block in shared memory; 2: "  \
-      "also the full-width layers' weights, once per tile")                                                       \
-    X(stage_padded, 0, (0, 1), "GPU fused: a hidden chunk stored as the next layer's padded f32 view")            \
-    X(unroll_staging, 0, (0, 1), "GPU fused, with stage_weights: the weight copy's rounds unrolled")             \
-    X(full_vec, 1, (1, 2, 4, 8),                                                                                  \
-      "GPU fused: channels one thread produces per pixel of a full-width layer on the tile (divides them)")       \
-    X(input_vec, 0, (0, 2, 4, 8),                                                                                 \
+#define BLOCKFUSE_BLOCK_KNOBS(X)                                                                                       \
+    X(chunk, 8, (4, 8, 16, 24, 32, 48, 72),                                                                            \
+      "hidden channels produced per step of the output's reduction (Eq. 32); the largest divisor of the hidden "       \
+      "width not above it is used")                                                                                    \
+    X(tile_x, 8, (4, 7, 8, 14, 16, 28, 32, 56), "output pixels per thread block (GPU) / per task (CPU), x")            \
+    X(tile_y, 4, (1, 2, 4, 7, 8, 14, 16), "output pixels per thread block / task, y")                                  \
+    X(vec_k, 4, (1, 2, 4, 8), "GPU: output channels per thread")                                                       \
+    X(hidden_vec, 1, (1, 2, 4, 8), "GPU fused: hidden channels one thread produces per pixel (divides the chunk)")     \
+    X(stage_weights, 0, (0, 1, 2),                                                                                     \
+      "GPU fused: the chunk's weights of the chunked layers widened to f32 once per block in shared memory; 2: "       \
+      "also the full-width layers' weights, once per tile")                                                            \
+    X(stage_padded, 0, (0, 1), "GPU fused: a hidden chunk stored as the next layer's padded f32 view")                 \
+    X(unroll_staging, 0, (0, 1), "GPU fused, with stage_weights: the weight copy's rounds unrolled")                   \
+    X(full_vec, 1, (1, 2, 4, 8),                                                                                       \
+      "GPU fused: channels one thread produces per pixel of a full-width layer on the tile (divides them)")            \
+    X(input_vec, 0, (0, 2, 4, 8),                                                                                      \
       "GPU fused: a 1x1 hidden layer's input pixel in registers, this many channels per load (0: read per use)")
 
 namespace blockfuse {
 
 struct BlockKnobs {
     BLOCKFUSE_BLOCK_KNOBS(BLOCKFUSE_KNOB_FIELD)
-    Conv2dGpuKnobs pointwise_gpu;  // layer by layer: the 1x1 layers (pw_*)
-    Conv2dGpuKnobs full_gpu;       //  ... the dense k x k layers (full_*)
-    Conv2dGpuKnobs layer_gpu;      //  ... the depthwise and grouped layers (layer_*)
+    Conv2dGpuKnobs pointwise_gpu;                       // layer by layer: the 1x1 layers (pw_*)
+    Conv2dGpuKnobs full_gpu;                            //  ... the dense k x k layers (full_*)
+    Conv2dGpuKnobs layer_gpu;                           //  ... the depthwise and grouped layers (layer_*)
     Conv2dCpuKnobs pointwise_cpu, full_cpu, layer_cpu;  // the same on the CPU (pw_cpu_*, full_cpu_*, layer_cpu_*)
 };
 
@@ -67,8 +67,8 @@ inline BlockKnobs block_knobs_from(const std::map<std::string, int> &set) {
 // fused and depth-first, the block's tile (with SE, its partial-sum kernel's chunk x tile_x too).
 inline int block_threads_per_block(const BlockSpec &spec, const std::string &strategy, const BlockKnobs &kn) {
     if (strategy == "layer_by_layer")
-        return std::max({kn.layer_gpu.threads_per_block(), kn.pointwise_gpu.threads_per_block(),
-                         kn.full_gpu.threads_per_block()});
+        return std::max(
+            {kn.layer_gpu.threads_per_block(), kn.pointwise_gpu.threads_per_block(), kn.full_gpu.threads_per_block()});
     return fused_kernel_threads(spec.cout, kn.vec_k, kn.tile_x, spec.has_se(), effective_chunk(spec.hidden, kn.chunk));
 }
 
@@ -81,12 +81,14 @@ inline ConvKind layer_conv_kind(const LayerSpec &l) {
 
 // Why these knobs cannot schedule the block with `strategy` ("" if they can): the generator's constraints,
 // which it raises as a CompileError and the tuner checks before it builds a candidate. gpu: a GPU schedule.
-inline std::string block_knobs_error(const BlockSpec &spec, const std::string &strategy, const BlockKnobs &kn, bool gpu) {
+inline std::string block_knobs_error(const BlockSpec &spec, const std::string &strategy, const BlockKnobs &kn,
+                                     bool gpu) {
     const int chunk = effective_chunk(spec.hidden, kn.chunk);
     auto n = [](int v) { return std::to_string(v); };
     if (kn.hidden_vec < 1 || chunk % kn.hidden_vec)
         return "hidden_vec = " + n(kn.hidden_vec) + " must divide the chunk (" + n(chunk) + ")";
-    if (kn.stage_weights < 0 || kn.stage_weights > 2) return "stage_weights = " + n(kn.stage_weights) + " must be 0, 1 or 2";
+    if (kn.stage_weights < 0 || kn.stage_weights > 2)
+        return "stage_weights = " + n(kn.stage_weights) + " must be 0, 1 or 2";
     if (kn.unroll_staging && !kn.stage_weights) return "unroll_staging needs stage_weights";
     if (kn.stage_padded && strategy != "fused") return "stage_padded applies to the fused strategy only";
     for (const LayerSpec &l : spec.layers)
@@ -111,7 +113,8 @@ inline std::string block_knobs_error(const BlockSpec &spec, const std::string &s
     }
     if (const int threads = block_threads_per_block(spec, strategy, kn); threads > kMaxThreadsPerBlock)
         return n(threads) + " threads per block (the largest kernel of this mapping" +
-               std::string(spec.has_se() && strategy != "layer_by_layer" ? ", with SE's partial sums chunk x tile_x" : "") +
+               std::string(spec.has_se() && strategy != "layer_by_layer" ? ", with SE's partial sums chunk x tile_x"
+                                                                         : "") +
                ") exceed " + n(kMaxThreadsPerBlock);
     if (strategy == "layer_by_layer")  // each layer on its mapping (the block's windows are static)
         for (const LayerSpec &l : spec.layers) {
@@ -119,7 +122,8 @@ inline std::string block_knobs_error(const BlockSpec &spec, const std::string &s
             const Conv2dGpuKnobs &k = m == LayerMapping::pointwise ? kn.pointwise_gpu
                                       : m == LayerMapping::full    ? kn.full_gpu
                                                                    : kn.layer_gpu;
-            if (const std::string why = conv2d_gpu_knobs_error(k, layer_conv_kind(l), true, l.in_ch / l.groups); !why.empty())
+            if (const std::string why = conv2d_gpu_knobs_error(k, layer_conv_kind(l), true, l.in_ch / l.groups);
+                !why.empty())
                 return std::string(knob_prefix(m)) + " mapping: " + why;
         }
     return "";

@@ -20,8 +20,8 @@ void layer_norm_own_kernels(NormFuncs nf, bool gpu) {
         }
     }
     Func nm = nf.normed;
-    Var c = nm.args()[0], x = nm.args()[1], y = nm.args()[2], n = nm.args()[3], yn("yn"), co("co"), ci("ci"),
-        xo("xo"), xi("xi");
+    Var c = nm.args()[0], x = nm.args()[1], y = nm.args()[2], n = nm.args()[3], yn("yn"), co("co"), ci("ci"), xo("xo"),
+        xi("xi");
     nm.compute_root().fuse(y, n, yn);
     if (gpu) {  // threads along channels (coalesced) and pixels
         nm.gpu_tile(c, x, co, xo, ci, xi, 32, 4, guard).gpu_blocks(yn);
@@ -240,8 +240,8 @@ void hidden_layers_gpu(BlockFuncs f, size_t count, const BlockSpec &spec, const 
 // constant extents (bound_extent): with the extents Halide infers at image borders, the bounds
 // through the fused thread mappings are so loose that the kernel asks for more shared memory
 // than the H200 allows (cuLaunchKernel: CUDA_ERROR_INVALID_VALUE).
-void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, Func root, Var xo,
-                           int threads_x, int threads_y, int rx, int ry) {
+void depth_first_block_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, Func root, Var xo, int threads_x,
+                           int threads_y, int rx, int ry) {
     Conv2dFuncs &last = f.layers.back();
     Func bout = last.output, acc = last.accum;
     for (Func g : {bout, acc})
@@ -294,10 +294,7 @@ Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     // Compute on the H200.) Full tile even at image edges: extra pixels read clamped inputs
     // and are never stored.
     store_in_shared(acc);
-    acc.compute_at(out, xo)
-        .bound_extent(ak, spec.cout)
-        .bound_extent(ax, kn.tile_x)
-        .bound_extent(ay, kn.tile_y);
+    acc.compute_at(out, xo).bound_extent(ak, spec.cout).bound_extent(ax, kn.tile_x).bound_extent(ay, kn.tile_y);
     acc.split(ak, akt, akv, vk, guard).reorder(akv, ay, akt, ax).gpu_threads(akt, ax).unroll(akv).unroll(ay);
     // Per chunk, each thread sums its part of the chunk's contribution in registers (the rfactor
     // intermediate `chunk_sum`, vec_k x tile_y values) and adds it to the shared accumulator once:
@@ -327,7 +324,8 @@ Var fused_gpu(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn) {
     }
     upd.gpu_threads(akt, ax).unroll(akv).unroll(ay);
     const int tk = fused_threads_k(spec.cout, vk);
-    hidden_layers_gpu(f, f.layers.size() - 1, spec, kn, out, xo, LoopLevel(acc, eo), tk, kn.tile_x, kn.tile_x, kn.tile_y);
+    hidden_layers_gpu(f, f.layers.size() - 1, spec, kn, out, xo, LoopLevel(acc, eo), tk, kn.tile_x, kn.tile_x,
+                      kn.tile_y);
     stage_layer_weights(f.layers, spec, kn, LoopLevel(acc, eo), out, xo, tk, kn.tile_x);
     return xo;
 }

@@ -6,36 +6,37 @@
 
 // GPU (CUDA, OpenCL): each thread owns a register tile of vec_k output channels x tile_x x tile_y
 // pixels; a block is threads_k x threads_x threads, or flat_threads in the flat mapping.
-#define BLOCKFUSE_CONV2D_GPU_KNOBS(X)                                                                              \
-    X(vec_k, 4, (1, 4, 8),                                                                                         \
-      "output channels per thread, one vector (f16: 4 or 8; 2-wide f16 vectors were wrong through Halide 21's "   \
-      "PTX backend on the H200)")                                                                                  \
-    X(threads_k, 32, (4, 8, 9, 15, 16, 18, 30, 32, 36, 60, 64, 72), "threads along the output channel vectors (2-D mapping)")               \
-    X(threads_x, 4, (1, 2, 4, 8, 16), "threads along x (2-D mapping)")                                            \
-    X(tile_x, 2, (1, 2, 4, 7, 8), "output pixels per thread along x (an unrolled register tile)")                \
-    X(tile_y, 2, (1, 2, 4, 7, 8), "output pixels per thread along y")                                             \
-    X(unroll_reduction, 1, (0, 1), "unroll the kernel window loops (static kernel size)")                         \
-    X(unroll_channels, 1, (1, 2, 4, 8), "input channels per step of the reduction, the step unrolled")            \
-    X(stage_channels, 0, (0, 1),                                                                                    \
-      "each step's input channels x the thread's tile (+ halo) loaded into registers as channel vectors first")   \
-    X(stage_input, 0, (0, 1, 2),                                                                                   \
-      "the input window once per thread: 1 in registers, 2 the block's tile + halo in shared memory")            \
-    X(flat_threads, 0, (0, 32, 64, 128, 256),                                                                      \
+#define BLOCKFUSE_CONV2D_GPU_KNOBS(X)                                                                                  \
+    X(vec_k, 4, (1, 4, 8),                                                                                             \
+      "output channels per thread, one vector (f16: 4 or 8; 2-wide f16 vectors were wrong through Halide 21's "        \
+      "PTX backend on the H200)")                                                                                      \
+    X(threads_k, 32, (4, 8, 9, 15, 16, 18, 30, 32, 36, 60, 64, 72),                                                    \
+      "threads along the output channel vectors (2-D mapping)")                                                        \
+    X(threads_x, 4, (1, 2, 4, 8, 16), "threads along x (2-D mapping)")                                                 \
+    X(tile_x, 2, (1, 2, 4, 7, 8), "output pixels per thread along x (an unrolled register tile)")                      \
+    X(tile_y, 2, (1, 2, 4, 7, 8), "output pixels per thread along y")                                                  \
+    X(unroll_reduction, 1, (0, 1), "unroll the kernel window loops (static kernel size)")                              \
+    X(unroll_channels, 1, (1, 2, 4, 8), "input channels per step of the reduction, the step unrolled")                 \
+    X(stage_channels, 0, (0, 1),                                                                                       \
+      "each step's input channels x the thread's tile (+ halo) loaded into registers as channel vectors first")        \
+    X(stage_input, 0, (0, 1, 2),                                                                                       \
+      "the input window once per thread: 1 in registers, 2 the block's tile + halo in shared memory")                  \
+    X(flat_threads, 0, (0, 32, 64, 128, 256),                                                                          \
       "> 0: flat mapping, a row of (channel vector, x tile) pairs cut into blocks of this many threads")
 
 // CPU: each task of the parallel loop owns rows of output; a register tile of cpu_vec_k vectors of
 // cpu_lanes output channels x cpu_tile_x x cpu_tile_y pixels accumulates over the input channels and
 // the kernel window (the f32 lanes: 16 fill one AVX-512 register, 8 one AVX2 register).
-#define BLOCKFUSE_CONV2D_CPU_KNOBS(X)                                                                             \
-    X(cpu_lanes, 8, (8, 16), "f32 lanes per vector along the output channels")                                   \
-    X(cpu_vec_k, 1, (1, 2, 3, 4), "vectors of output channels per register tile")                                \
-    X(cpu_tile_x, 4, (1, 2, 3, 4, 5, 6, 7, 8, 12, 14), "output pixels per register tile along x")                \
-    X(cpu_tile_y, 1, (1, 2, 3, 4), "output pixels per register tile along y")                                     \
-    X(cpu_unroll_c, 1, (1, 2, 4), "input channels per unrolled step of the reduction")                            \
-    X(cpu_window_inner, 0, (0, 1),                                                                                \
-      "1: the kernel window innermost in the reduction (channels outside it); 0: the input channels innermost")   \
-    X(cpu_rows, 1, (1, 2, 4, 8), "tile rows per task of the parallel loop over rows and images")                 \
-    X(cpu_stage_input, 1, (0, 1),                                                                                 \
+#define BLOCKFUSE_CONV2D_CPU_KNOBS(X)                                                                                  \
+    X(cpu_lanes, 8, (8, 16), "f32 lanes per vector along the output channels")                                         \
+    X(cpu_vec_k, 1, (1, 2, 3, 4), "vectors of output channels per register tile")                                      \
+    X(cpu_tile_x, 4, (1, 2, 3, 4, 5, 6, 7, 8, 12, 14), "output pixels per register tile along x")                      \
+    X(cpu_tile_y, 1, (1, 2, 3, 4), "output pixels per register tile along y")                                          \
+    X(cpu_unroll_c, 1, (1, 2, 4), "input channels per unrolled step of the reduction")                                 \
+    X(cpu_window_inner, 0, (0, 1),                                                                                     \
+      "1: the kernel window innermost in the reduction (channels outside it); 0: the input channels innermost")        \
+    X(cpu_rows, 1, (1, 2, 4, 8), "tile rows per task of the parallel loop over rows and images")                       \
+    X(cpu_stage_input, 1, (0, 1),                                                                                      \
       "1: the zero-padded input rows a task reads copied once into a buffer (no bounds selects in the reduction)")
 
 namespace blockfuse {
@@ -72,12 +73,14 @@ BLOCKFUSE_DEFINE_KNOBS_FROM(conv2d_cpu_knobs_from, Conv2dCpuKnobs, BLOCKFUSE_CON
 // constraints, which schedule_conv2d_gpu raises as a CompileError and the tuner checks before it builds a
 // candidate. static_window: kernel size, stride and dilation are constants; in_per_group: the input
 // channels per group (0: not known when the kernel is made).
-inline std::string conv2d_gpu_knobs_error(const Conv2dGpuKnobs &kn, ConvKind kind, bool static_window, int in_per_group) {
+inline std::string conv2d_gpu_knobs_error(const Conv2dGpuKnobs &kn, ConvKind kind, bool static_window,
+                                          int in_per_group) {
     if (kn.threads_per_block() > kMaxThreadsPerBlock)
         return "threads_k*threads_x (or flat_threads) = " + std::to_string(kn.threads_per_block()) + " exceeds " +
                std::to_string(kMaxThreadsPerBlock) + " threads per block";
     if (kn.stage_input && !static_window) return "stage_input needs a static kernel size, stride and dilation";
-    if (kn.stage_input == 2 && kn.flat_threads > 0) return "stage_input=2 (a block's shared tile) needs the 2-D mapping";
+    if (kn.stage_input == 2 && kn.flat_threads > 0)
+        return "stage_input=2 (a block's shared tile) needs the 2-D mapping";
     if (kn.stage_channels) {
         const bool general_ok = kind == ConvKind::general && static_window && kn.stage_input != 1;
         const bool pointwise_ok = kind == ConvKind::pointwise && !kn.stage_input;
@@ -95,9 +98,12 @@ inline std::string conv2d_gpu_knobs_error(const Conv2dGpuKnobs &kn, ConvKind kin
 // and its fully unrolled body takes LLVM minutes to compile.
 constexpr int kMaxCpuTileVectors = 32;
 inline std::string conv2d_cpu_knobs_error(const Conv2dCpuKnobs &kn) {
-    for (auto [name, v] : {std::pair<const char *, int>{"cpu_lanes", kn.cpu_lanes}, {"cpu_vec_k", kn.cpu_vec_k},
-                           {"cpu_tile_x", kn.cpu_tile_x}, {"cpu_tile_y", kn.cpu_tile_y},
-                           {"cpu_unroll_c", kn.cpu_unroll_c}, {"cpu_rows", kn.cpu_rows}})
+    for (auto [name, v] : {std::pair<const char *, int>{"cpu_lanes", kn.cpu_lanes},
+                           {"cpu_vec_k", kn.cpu_vec_k},
+                           {"cpu_tile_x", kn.cpu_tile_x},
+                           {"cpu_tile_y", kn.cpu_tile_y},
+                           {"cpu_unroll_c", kn.cpu_unroll_c},
+                           {"cpu_rows", kn.cpu_rows}})
         if (v < 1) return std::string(name) + " = " + std::to_string(v) + " must be at least 1";
     if (kn.cpu_lanes % 4) return "cpu_lanes = " + std::to_string(kn.cpu_lanes) + " must be a multiple of 4";
     if (kn.cpu_window_inner != 0 && kn.cpu_window_inner != 1) return "cpu_window_inner must be 0 or 1";

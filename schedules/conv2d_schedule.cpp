@@ -27,15 +27,14 @@ Expr channels_divisible(const Expr &channels, int vec) { return channels % vec =
 // Dense 3x3 with stage_channels (the step's 4-channel window in registers, from the block's shared
 // tile), H200 f16 (bench/results/h200/report/): Conv3x3-BN-ReLU C=K=64 56x56 N=128 1.167 ms, 39% of
 // the FFMA ceiling (the per-tap global loads and selects of the plain mapping: 6.96 ms, 6.5%).
-void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKnobs &kn,
-                         bool static_kernel, const Expr &out_channels, const Expr &activation_id) {
+void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKnobs &kn, bool static_kernel,
+                         const Expr &out_channels, const Expr &activation_id) {
     // static_kernel: the window is static here (the generator checks stride and dilation for stage_input).
     if (const std::string why = conv2d_gpu_knobs_error(kn, kind, static_kernel, 0); !why.empty())
         throw CompileError("conv2d GPU schedule: " + why);
     Func out = f.output, acc = f.accum;
     Var k = out.args()[0], x = out.args()[1], y = out.args()[2], n = out.args()[3];
-    Var k1("k1"), ko("ko"), kt("kt"), kv("kv"), xo("xo"), xi("xi"), xt("xt"), xr("xr"), yo("yo"), yi("yi"),
-        yn("yn");
+    Var k1("k1"), ko("ko"), kt("kt"), kv("kv"), xo("xo"), xi("xi"), xt("xt"), xr("xr"), yo("yo"), yi("yi"), yn("yn");
     Var ak = acc.args()[0], ax = acc.args()[1], ay = acc.args()[2];
     const RDom &r = f.r;
 
@@ -56,7 +55,7 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
             o.split(x, xt, xr, kn.tile_x, shift)
                 .split(y, yo, yi, kn.tile_y, shift)
                 .reorder(kv, xr, yi, k1, xt, yo, n)
-                .fuse(k1, xt, tile_f)  // one row of tiles; y and n stay grid dimensions, so
+                .fuse(k1, xt, tile_f)                           // one row of tiles; y and n stay grid dimensions, so
                 .split(tile_f, fb, ft, kn.flat_threads, guard)  // no runtime division per thread
                 .gpu_blocks(fb, yo, n)
                 .gpu_threads(ft);
@@ -183,8 +182,8 @@ void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKno
 // On the 2-core build machine (Xeon, AVX-512), f32, heuristic knobs, under load: 3x3 c=k=64 28x28 n=2
 // 1.1 ms and 1x1 64->256 0.36 ms, against 1.9 and 0.61 ms with one 16-lane vector x 4 pixels and no
 // staging; beside Halide's autoschedulers and ONNX Runtime in bench/results/cpu/baselines/.
-void schedule_conv2d_cpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dCpuKnobs &kn,
-                         bool static_kernel, const Expr &out_channels, const Expr &activation_id) {
+void schedule_conv2d_cpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dCpuKnobs &kn, bool static_kernel,
+                         const Expr &out_channels, const Expr &activation_id) {
     if (const std::string why = conv2d_cpu_knobs_error(kn); !why.empty())
         throw CompileError("conv2d CPU schedule: " + why);
     Func out = f.output, acc = f.accum;

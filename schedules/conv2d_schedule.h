@@ -16,11 +16,9 @@ namespace blockfuse {
 // out_channels: K (vectors along K are used where K is a multiple of vec_k).
 // activation_id: the kernel's runtime activation argument, specialized on none and relu;
 // leave undefined when the activation is static.
-void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKnobs &knobs,
-                         bool static_kernel, const Halide::Expr &out_channels,
-                         const Halide::Expr &activation_id = Halide::Expr());
-void schedule_conv2d_cpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dCpuKnobs &knobs,
-                         bool static_kernel, const Halide::Expr &out_channels,
-                         const Halide::Expr &activation_id = Halide::Expr());
+void schedule_conv2d_gpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dGpuKnobs &knobs, bool static_kernel,
+                         const Halide::Expr &out_channels, const Halide::Expr &activation_id = Halide::Expr());
+void schedule_conv2d_cpu(const Conv2dFuncs &f, ConvKind kind, const Conv2dCpuKnobs &knobs, bool static_kernel,
+                         const Halide::Expr &out_channels, const Halide::Expr &activation_id = Halide::Expr());
 
 }  // namespace blockfuse

@@ -6,12 +6,12 @@
 #include <string>
 
 // name, default, the values the search may take, meaning
-#define BLOCKFUSE_GEMM_KNOBS(X)                                                                              \
-    X(warp_m, 64, (32, 64), "rows of C per warp, a multiple of 16 (16-row instruction tiles)")             \
-    X(warp_n, 64, (32, 64), "columns of C per warp, a multiple of 8 (8-column instruction tiles)")         \
-    X(warps_m, 2, (1, 2, 4), "warps per thread block along M")                                              \
-    X(warps_n, 2, (1, 2, 4), "warps per thread block along N")                                              \
-    X(k_step, 32, (16, 32, 64), "K per shared-memory panel (one barrier-separated step), a multiple of 16") \
+#define BLOCKFUSE_GEMM_KNOBS(X)                                                                                        \
+    X(warp_m, 64, (32, 64), "rows of C per warp, a multiple of 16 (16-row instruction tiles)")                         \
+    X(warp_n, 64, (32, 64), "columns of C per warp, a multiple of 8 (8-column instruction tiles)")                     \
+    X(warps_m, 2, (1, 2, 4), "warps per thread block along M")                                                         \
+    X(warps_n, 2, (1, 2, 4), "warps per thread block along N")                                                         \
+    X(k_step, 32, (16, 32, 64), "K per shared-memory panel (one barrier-separated step), a multiple of 16")            \
     X(pad, 8, (0, 8), "b16 elements of padding per panel row: 8 makes ldmatrix rows conflict-free")
 
 namespace blockfuse {
@@ -33,7 +33,8 @@ inline std::string gemm_knobs_error(const GemmKnobs &kn) {
     if (kn.warp_n <= 0 || kn.warp_n % 8) return bad("warp_n", kn.warp_n, "must be a positive multiple of 8");
     if (kn.warps_m <= 0) return bad("warps_m", kn.warps_m, "must be positive");
     if (kn.warps_n <= 0) return bad("warps_n", kn.warps_n, "must be positive");
-    if (kn.threads_per_block() > 1024) return bad("warps_m * warps_n", kn.warps_m * kn.warps_n, "exceeds 32 warps per block");
+    if (kn.threads_per_block() > 1024)
+        return bad("warps_m * warps_n", kn.warps_m * kn.warps_n, "exceeds 32 warps per block");
     if (kn.k_step <= 0 || kn.k_step % 16) return bad("k_step", kn.k_step, "must be a positive multiple of 16");
     if (kn.pad < 0 || kn.pad % 8) return bad("pad", kn.pad, "must be a non-negative multiple of 8 (16-byte rows)");
     return "";

@@ -20,7 +20,9 @@ enum class Mapping { cuda, opencl, cpu };
 Var spread_over_block(Func panel, const GemmKnobs &kn) {
     Var ke = panel.args()[0], kg = panel.args()[1], row = panel.args()[2], tt("tt"), tx("tx"), ty("ty"), tz("tz");
     panel.fuse(kg, row, tt)
-        .split(tt, tt, tx, 32).split(tt, tt, ty, kn.warps_n).split(tt, tt, tz, kn.warps_m)
+        .split(tt, tt, tx, 32)
+        .split(tt, tt, ty, kn.warps_n)
+        .split(tt, tt, tz, kn.warps_m)
         .reorder(ke, tt, tx, ty, tz)
         .gpu_threads(tx, ty, tz);
     return tt;
@@ -52,21 +54,33 @@ void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn, Pipeline p) {
     map_output(f, Mapping::cuda);
     Func acc = f.acc;
     acc.compute_at(f.output, f.rc[7]).store_in(MemoryType::Register);
-    acc.bound(f.q, 0, 4).bound(f.lane, 0, 32).bound(f.nt, 0, t.nt_count()).bound(f.mt, 0, t.mt_count())
-        .bound(f.wn, 0, kn.warps_n).bound(f.wm, 0, kn.warps_m);
+    acc.bound(f.q, 0, 4)
+        .bound(f.lane, 0, 32)
+        .bound(f.nt, 0, t.nt_count())
+        .bound(f.mt, 0, t.mt_count())
+        .bound(f.wn, 0, kn.warps_n)
+        .bound(f.wm, 0, kn.warps_m);
     acc.reorder(f.q, f.nt, f.mt, f.lane, f.wn, f.wm, f.bn, f.bm)
-        .unroll(f.q).unroll(f.nt).unroll(f.mt)
-        .gpu_lanes(f.lane).gpu_threads(f.wn, f.wm);
+        .unroll(f.q)
+        .unroll(f.nt)
+        .unroll(f.mt)
+        .gpu_lanes(f.lane)
+        .gpu_threads(f.wn, f.wm);
     RVar rki = f.rk.x, rko = f.rk.y;
     acc.update()
         .reorder(f.q, f.nt, f.mt, rki, f.lane, f.wn, f.wm, rko, f.bn, f.bm)
-        .unroll(f.q).unroll(f.nt).unroll(f.mt).unroll(rki)
-        .gpu_lanes(f.lane).gpu_threads(f.wn, f.wm);
+        .unroll(f.q)
+        .unroll(f.nt)
+        .unroll(f.mt)
+        .unroll(rki)
+        .gpu_lanes(f.lane)
+        .gpu_threads(f.wn, f.wm);
 
     // Panels: each K step's A and B rows in shared memory, 16-byte vectors spread over all threads, rows
     // padded by `pad` elements (8: the 8 row addresses of an ldmatrix phase fall in distinct banks).
     for (Func panel : {f.a_panel, f.b_panel}) {
-        panel.compute_at(acc, rko).store_in(MemoryType::GPUShared)
+        panel.compute_at(acc, rko)
+            .store_in(MemoryType::GPUShared)
             .bound(panel.args()[0], 0, 8)
             .align_storage(panel.args()[1], (kn.k_step + kn.pad) / 8)
             .vectorize(panel.args()[0]);
@@ -98,8 +112,12 @@ void schedule_emulated(GemmFuncs &f, const GemmKnobs &kn, bool gpu) {
     Func acc = f.acc;
     const MemoryType block_memory = gpu ? MemoryType::GPUShared : MemoryType::Auto;
     acc.compute_at(f.output, rc[7]).store_in(block_memory);
-    acc.bound(f.q, 0, 4).bound(f.lane, 0, 32).bound(f.nt, 0, gemm_tiling(kn).nt_count())
-        .bound(f.mt, 0, gemm_tiling(kn).mt_count()).bound(f.wn, 0, kn.warps_n).bound(f.wm, 0, kn.warps_m);
+    acc.bound(f.q, 0, 4)
+        .bound(f.lane, 0, 32)
+        .bound(f.nt, 0, gemm_tiling(kn).nt_count())
+        .bound(f.mt, 0, gemm_tiling(kn).mt_count())
+        .bound(f.wn, 0, kn.warps_n)
+        .bound(f.wm, 0, kn.warps_m);
     RVar rki = f.rk.x, rko = f.rk.y;
     acc.update().reorder(f.q, f.nt, f.mt, f.lane, f.wn, f.wm, rki, rko, f.bn, f.bm);
     if (gpu) {

@@ -28,12 +28,15 @@ inline Halide::Var spread_var_over_block(Halide::Stage s, const Halide::Var &v, 
                                          Halide::Var *thread = nullptr) {
     using namespace Halide;
     Var ho("ho"), hi("hi"), ha("ha"), hb("hb");
-    s.split(v, ho, hi, threads_x * threads_y, TailStrategy::GuardWithIf).split(hi, hb, ha, threads_x).gpu_threads(ha, hb);
+    s.split(v, ho, hi, threads_x * threads_y, TailStrategy::GuardWithIf)
+        .split(hi, hb, ha, threads_x)
+        .gpu_threads(ha, hb);
     if (thread) *thread = ha;
     return ho;
 }
 
-inline Halide::Var spread_over_block(Halide::Func h, int threads_x, int threads_y, int vec = 1, bool unroll_rounds = false) {
+inline Halide::Var spread_over_block(Halide::Func h, int threads_x, int threads_y, int vec = 1,
+                                     bool unroll_rounds = false) {
     using namespace Halide;
     Var hk = h.args()[0], hx = h.args()[1], hy = h.args()[2];
     Var hxy("hxy"), hi("hi"), hkv("hkv"), ha;

@@ -111,8 +111,8 @@ std::map<std::string, int> dense_mapping(const Conv2dWorkload &l) {
     const bool square = l.r == l.s && l.stride_h == l.stride_w && l.dil_h == 1 && l.dil_w == 1;
     const int step = channel_step({l.c / l.groups});
     if (!square || l.groups != 1 || step < 2 || vector_width({l.c, l.k}) < 8 || l.r == 1) return {};  // the 2-D default
-    std::map<std::string, int> m{{"vec_k", 8}, {"threads_k", 8}, {"unroll_channels", l.r >= 5 ? 2 : step},
-                                 {"stage_channels", 1}};
+    std::map<std::string, int> m{
+        {"vec_k", 8}, {"threads_k", 8}, {"unroll_channels", l.r >= 5 ? 2 : step}, {"stage_channels", 1}};
     if (l.stride_h == 1) {
         m.insert({{"threads_x", 8}, {"tile_x", 4}, {"tile_y", 2}});
         if (staged_tile_bytes(l.c, 8 * 4, 2, 1, l.r, 1) <= 48 * 1024) m["stage_input"] = 2;
@@ -181,9 +181,14 @@ std::map<std::string, int> cpu_mapping(const Conv2dWorkload &l) {
     const int cores = std::max(1u, std::thread::hardware_concurrency());
     int rows = 1;
     while (rows < 8 && ceil_div(tile_rows, rows * 2) * l.n >= 4LL * cores) rows *= 2;
-    return {{"cpu_lanes", lanes},       {"cpu_vec_k", vec_k},   {"cpu_tile_x", tx},
-            {"cpu_tile_y", ty},         {"cpu_rows", rows},     {"cpu_unroll_c", 1},
-            {"cpu_window_inner", window_inner}, {"cpu_stage_input", stage_input}};
+    return {{"cpu_lanes", lanes},
+            {"cpu_vec_k", vec_k},
+            {"cpu_tile_x", tx},
+            {"cpu_tile_y", ty},
+            {"cpu_rows", rows},
+            {"cpu_unroll_c", 1},
+            {"cpu_window_inner", window_inner},
+            {"cpu_stage_input", stage_input}};
 }
 
 }  // namespace
@@ -259,9 +264,9 @@ ScheduleChoice fused_gpu(const BlockWorkload &w, int blocks, long long shared_bu
             while (full_vec > 1 && (spec.layers[i].out_ch % full_vec || (full_vec == 2 && !f32))) full_vec /= 2;
     const int stage_weights = depth_first ? 0 : stage_full ? 2 : 1, stage_padded = depth_first ? 0 : 1;
     const long long out_w = w.out_w(), out_h = w.out_h();
-    static const std::pair<int, int> tiles[] = {{56, 8}, {28, 16}, {28, 14}, {32, 8}, {32, 4}, {16, 8}, {14, 14}, {16, 4},
-                                                {14, 7}, {8, 8},   {8, 4},   {7, 7},  {4, 4},  {4, 2},  {2, 2},   {2, 1},
-                                                {1, 1}};
+    static const std::pair<int, int> tiles[] = {{56, 8},  {28, 16}, {28, 14}, {32, 8}, {32, 4}, {16, 8},
+                                                {14, 14}, {16, 4},  {14, 7},  {8, 8},  {8, 4},  {7, 7},
+                                                {4, 4},   {4, 2},   {2, 2},   {2, 1},  {1, 1}};
     struct Tile {
         int x = 0, y = 0, vec = 1;
         double score = -1;
@@ -274,11 +279,13 @@ ScheduleChoice fused_gpu(const BlockWorkload &w, int blocks, long long shared_bu
         for (auto [tx, ty] : tiles) {
             int vec = 0;
             for (int v : vec_order)
-                if (spec.cout % v == 0 && fused_kernel_threads(spec.cout, v, tx, spec.has_se(), chunk) <= kHeuristicMaxThreads) {
+                if (spec.cout % v == 0 &&
+                    fused_kernel_threads(spec.cout, v, tx, spec.has_se(), chunk) <= kHeuristicMaxThreads) {
                     vec = v;
                     break;
                 }
-            if (!vec && spec.cout % 2 && fused_kernel_threads(spec.cout, 1, tx, spec.has_se(), chunk) <= kHeuristicMaxThreads)
+            if (!vec && spec.cout % 2 &&
+                fused_kernel_threads(spec.cout, 1, tx, spec.has_se(), chunk) <= kHeuristicMaxThreads)
                 vec = 1;
             const long long shared = fused_block_shared_bytes(spec, tx, ty, chunk, dtype_bytes(w.dtype), blocks,
                                                               stage_weights, stage_padded != 0);
@@ -316,8 +323,8 @@ ScheduleChoice fused_gpu(const BlockWorkload &w, int blocks, long long shared_bu
                                         depth_first ? "depth_first" : "fused", to_key(w), tile.need, shared_budget));
     const int hidden_vec = chunk >= 16 && chunk % 8 == 0 ? 8 : chunk % 4 == 0 ? 4 : chunk % 2 == 0 && f32 ? 2 : 1;
     ScheduleChoice s;
-    s.knobs = {{"vec_k", tile.vec}, {"tile_x", tile.x}, {"tile_y", tile.y}, {"chunk", chunk}, {"hidden_vec", hidden_vec},
-               {"full_vec", full_vec}};
+    s.knobs = {{"vec_k", tile.vec}, {"tile_x", tile.x},         {"tile_y", tile.y},
+               {"chunk", chunk},    {"hidden_vec", hidden_vec}, {"full_vec", full_vec}};
     if (stage_weights) s.knobs["stage_weights"] = stage_weights;
     if (stage_padded) s.knobs["stage_padded"] = 1;
     if (input_vec && !depth_first) s.knobs["input_vec"] = input_vec;

@@ -62,25 +62,25 @@ inline KnobTable concat(std::vector<KnobTable> parts) {
 
 #define BLOCKFUSE_UNPAREN(...) __VA_ARGS__
 #define BLOCKFUSE_KNOB_FIELD(name, dflt, values, meaning) int name = dflt;
-#define BLOCKFUSE_KNOB_DECL(name, dflt, values, meaning) \
+#define BLOCKFUSE_KNOB_DECL(name, dflt, values, meaning)                                                               \
     ::blockfuse::KnobDecl{#name, dflt, std::vector<int>{BLOCKFUSE_UNPAREN values}, meaning},
 // Inside a Halide Generator class: one GeneratorParam<int> per knob, default from the declaration.
 #define BLOCKFUSE_KNOB_GENERATOR_PARAM(name, dflt, values, meaning) Halide::GeneratorParam<int> name{#name, dflt};
 // Copies each GeneratorParam into the same-named field of a local struct `kn`.
 #define BLOCKFUSE_KNOB_COPY(name, dflt, values, meaning) kn.name = name;
 // ...and with a prefix (a block generator's per-layer mappings): GeneratorParam pw_vec_k{"pw_vec_k"}.
-#define BLOCKFUSE_KNOB_GENERATOR_PARAM_PREFIXED(prefix, name, dflt, values, meaning) \
+#define BLOCKFUSE_KNOB_GENERATOR_PARAM_PREFIXED(prefix, name, dflt, values, meaning)                                   \
     Halide::GeneratorParam<int> prefix##name{#prefix #name, dflt};
 // A function `fn(set, prefix = "")` making the knob struct `Type` of the list `LIST` from a knob set
 // (name -> value; names missing from the set keep their declared defaults); `prefix` selects a block's
 // per-layer mapping ("pw_", "full_", "layer_").
 #define BLOCKFUSE_KNOB_FROM_SET(name, dflt, values, meaning) get(#name, k.name);
-#define BLOCKFUSE_DEFINE_KNOBS_FROM(fn, Type, LIST)                                              \
-    inline Type fn(const std::map<std::string, int> &set, const std::string &prefix = "") {     \
-        Type k;                                                                                  \
-        auto get = [&](const char *name, int &field) {                                           \
-            if (auto it = set.find(prefix + name); it != set.end()) field = it->second;          \
-        };                                                                                       \
-        LIST(BLOCKFUSE_KNOB_FROM_SET)                                                            \
-        return k;                                                                                \
+#define BLOCKFUSE_DEFINE_KNOBS_FROM(fn, Type, LIST)                                                                    \
+    inline Type fn(const std::map<std::string, int> &set, const std::string &prefix = "") {                            \
+        Type k;                                                                                                        \
+        auto get = [&](const char *name, int &field) {                                                                 \
+            if (auto it = set.find(prefix + name); it != set.end()) field = it->second;                                \
+        };                                                                                                             \
+        LIST(BLOCKFUSE_KNOB_FROM_SET)                                                                                  \
+        return k;                                                                                                      \
     }

@@ -11,9 +11,7 @@ using namespace Halide;
 using namespace Halide::Internal;
 
 bool is_ldmatrix(const std::string &n) { return n == mma::kLdmatrixX4 || n == mma::kLdmatrixX2; }
-bool is_warp_instruction(const std::string &n) {
-    return is_ldmatrix(n) || n == mma::kMmaF16 || n == mma::kMmaBf16;
-}
+bool is_warp_instruction(const std::string &n) { return is_ldmatrix(n) || n == mma::kMmaF16 || n == mma::kMmaBf16; }
 
 // An expression with the let-bound variables in `lets` replaced by their values, recursively: indices
 // in terms of loop variables and constants only.
@@ -97,9 +95,9 @@ private:
     std::vector<std::string> striped_funcs;
     Scope<Expr> lets;
     Scope<MemoryType> memory;
-    std::vector<ThreadLoop> threads;  // enclosing gpu_threads loops
-    std::vector<ThreadLoop> lanes;    // enclosing gpu_lanes loops
-    std::vector<Expr> conditions;     // enclosing if conditions
+    std::vector<ThreadLoop> threads;         // enclosing gpu_threads loops
+    std::vector<ThreadLoop> lanes;           // enclosing gpu_lanes loops
+    std::vector<Expr> conditions;            // enclosing if conditions
     std::map<std::string, int> stripe_size;  // striped allocation -> values each thread keeps
 
     [[noreturn]] void fail(const std::string &msg) const {
@@ -163,8 +161,9 @@ private:
             if (t.extent <= 0) fail("thread loop " + t.name + " has no constant extent");
             warps *= t.extent;
         }
-        if (size % warps) fail("accumulator " + op->name + " (" + std::to_string(size) + " values) does not split over " +
-                               std::to_string(warps) + " warps");
+        if (size % warps)
+            fail("accumulator " + op->name + " (" + std::to_string(size) + " values) does not split over " +
+                 std::to_string(warps) + " warps");
         const int slice = size / warps;
         CollectAccesses acc(op->name, lets);
         op->body.accept(&acc);
@@ -182,8 +181,8 @@ private:
             Expr d = simplify(base - own);
             if (!offset.defined()) offset = d;
             else if (!equal(d, offset) && !can_prove(d == offset))
-                fail("accumulator " + op->name + " is accessed by warp at " + text(d) + " and at " +
-                     text(offset) + ": not one slice per warp");
+                fail("accumulator " + op->name + " is accessed by warp at " + text(d) + " and at " + text(offset) +
+                     ": not one slice per warp");
         }
         // The slice starts of the warps: 0, slice, 2 * slice, ... each once.
         std::set<int64_t> starts;
@@ -204,9 +203,7 @@ private:
                               op->free_function, op->padding);
     }
 
-    Expr own_slice_index(const Expr &index) const {
-        return simplify(substitute(thread_zero(), expand(index, lets)));
-    }
+    Expr own_slice_index(const Expr &index) const { return simplify(substitute(thread_zero(), expand(index, lets))); }
 
     Expr visit(const Load *op) override {
         if (!stripe_size.count(op->name)) return IRMutator::visit(op);
@@ -254,7 +251,8 @@ private:
         if (!is_warp_instruction(op->name)) return IRMutator::visit(op);
         check_converged(op->name);
         if (!is_ldmatrix(op->name)) return IRMutator::visit(op);
-        if (op->args.size() != 3) fail(op->name + " with " + std::to_string(op->args.size()) + " arguments (expected 3)");
+        if (op->args.size() != 3)
+            fail(op->name + " with " + std::to_string(op->args.size()) + " arguments (expected 3)");
         const Load *first = shared_load(op->args[1], "row start"), *last = shared_load(op->args[2], "row end");
         if (first->name != last->name) fail("ldmatrix row spans two allocations");
         Expr start = expand(first->index, lets);

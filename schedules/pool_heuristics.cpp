@@ -49,7 +49,8 @@ ScheduleChoice pool_heuristic(const PoolWorkload &w, Device device) {
         if (R >= 2 && w.kernel[R - 2] > w.stride[R - 2] && out_y >= 2) tile_y = 2;
         // Elements of the register window (storage type), at most ~80 registers of 32 bits.
         auto window = [&](int tx, int ty) {
-            long long rows = 1LL * (ty - 1) * (R >= 2 ? w.stride[R - 2] : 1) + (R >= 2 ? 1LL * (w.kernel[R - 2] - 1) * w.dil[R - 2] : 0) + 1;
+            long long rows = 1LL * (ty - 1) * (R >= 2 ? w.stride[R - 2] : 1) +
+                             (R >= 2 ? 1LL * (w.kernel[R - 2] - 1) * w.dil[R - 2] : 0) + 1;
             long long depth = R >= 3 ? 1LL * (w.kernel[0] - 1) * w.dil[0] + 1 : 1;
             long long span = 1LL * (tx - 1) * w.stride[X] + 1LL * (w.kernel[X] - 1) * w.dil[X] + 1;
             return rows * depth * (ceil_div(span, vec) + (vec > 1 ? 1 : 0)) * vec;
@@ -61,7 +62,8 @@ ScheduleChoice pool_heuristic(const PoolWorkload &w, Device device) {
     } else {
         s.knobs["stage"] = 0;
     }
-    const long long tiles = 1LL * w.n * w.c * (R >= 3 ? w.out(0) : 1) * ceil_div(out_y, tile_y) * ceil_div(out_x, tile_x);
+    const long long tiles =
+        1LL * w.n * w.c * (R >= 3 ? w.out(0) : 1) * ceil_div(out_y, tile_y) * ceil_div(out_x, tile_x);
     s.knobs["vec"] = vec;
     s.knobs["tile_x"] = tile_x;
     s.knobs["tile_y"] = tile_y;

@@ -5,15 +5,15 @@
 
 // GPU (CUDA, OpenCL): every output tile of tile_x x tile_y outputs is one thread; the tiles, flattened
 // x fastest, are cut into blocks of `threads` threads. CPU: vectors of cpu_vec outputs along x.
-#define BLOCKFUSE_POOL_KNOBS(X)                                                                              \
-    X(threads, 128, (32, 64, 128, 256, 512), "GPU: threads per block over the flattened output tiles")        \
-    X(tile_x, 1, (1, 2, 4, 8, 16), "outputs per thread along x, unrolled (mean pooling: along d, a vector)")  \
-    X(tile_y, 1, (1, 2, 4), "outputs per thread along y, unrolled")                                            \
-    X(stage, 1, (0, 1),                                                                                        \
-      "GPU, windowed pooling: the thread's input window loaded into registers once (0: each tap where it "     \
-      "is used)")                                                                                              \
-    X(vec, 1, (1, 2, 4, 8), "input elements per load of the staged window: an aligned vector (1: scalar)")   \
-    X(unroll, 4, (1, 2, 4, 8), "mean pooling: tokens per unrolled step of a chunk")                           \
+#define BLOCKFUSE_POOL_KNOBS(X)                                                                                        \
+    X(threads, 128, (32, 64, 128, 256, 512), "GPU: threads per block over the flattened output tiles")                 \
+    X(tile_x, 1, (1, 2, 4, 8, 16), "outputs per thread along x, unrolled (mean pooling: along d, a vector)")           \
+    X(tile_y, 1, (1, 2, 4), "outputs per thread along y, unrolled")                                                    \
+    X(stage, 1, (0, 1),                                                                                                \
+      "GPU, windowed pooling: the thread's input window loaded into registers once (0: each tap where it "             \
+      "is used)")                                                                                                      \
+    X(vec, 1, (1, 2, 4, 8), "input elements per load of the staged window: an aligned vector (1: scalar)")             \
+    X(unroll, 4, (1, 2, 4, 8), "mean pooling: tokens per unrolled step of a chunk")                                    \
     X(cpu_vec, 8, (4, 8, 16), "CPU: vector lanes along x (mean pooling: along d)")
 
 namespace blockfuse {

@@ -59,7 +59,13 @@ void schedule_pool(const PoolFuncs &f, Func out, int rank, const PoolGeometry &g
             red.compute_at(out, ft).store_in(MemoryType::Register);
             red.bound_extent(ra[0], kn.tile_x).bound_extent(ra[1], tile_y);
             red.unroll(ra[0]).unroll(ra[1]);
-            red.update().reorder(ra[0], ra[1], r.x, r.y, r.z).unroll(ra[0]).unroll(ra[1]).unroll(r.x).unroll(r.y).unroll(r.z);
+            red.update()
+                .reorder(ra[0], ra[1], r.x, r.y, r.z)
+                .unroll(ra[0])
+                .unroll(ra[1])
+                .unroll(r.x)
+                .unroll(r.y)
+                .unroll(r.z);
         }
         if (kn.stage && !g.adaptive) {
             Func blocks = f.blocks;

@@ -22,9 +22,8 @@ void schedule_stem(StemFuncs f, int K, StemStrategy s, const StemKnobs &kn, bool
             // Depth-first: the block's conv tile (2*tile + 1 per side) in shared memory, one
             // (channel, pixel) per thread on the pool's thread shape.
             conv.compute_at(pool, xo);
-            accumulate_in_register(acc, conv,
-                                   spread_over_block(conv, (K + kn.vec_k - 1) / kn.vec_k, kn.tile_x, kn.conv_vec),
-                                   kn.conv_vec);
+            accumulate_in_register(
+                acc, conv, spread_over_block(conv, (K + kn.vec_k - 1) / kn.vec_k, kn.tile_x, kn.conv_vec), kn.conv_vec);
         }
     } else {
         pool.tile(x, y, xo, yo, xi, yi, kn.tile_x, kn.tile_y, guard).fuse(yo, n, t).parallel(t).vectorize(k, 8, guard);

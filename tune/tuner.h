@@ -32,8 +32,8 @@ struct TuneOptions {
     int jobs = 0;                         // parallel builds (0: every core)
     std::string search = "evolutionary";  // or random
     unsigned long long seed = 1;
-    int batch = 0;          // candidates per round (0: 8)
-    double timeout_s = 60;  // per candidate measurement (the data and reference: their own)
+    int batch = 0;                 // candidates per round (0: 8)
+    double timeout_s = 60;         // per candidate measurement (the data and reference: their own)
     double build_timeout_s = 120;  // per candidate build: past it, a build failure (nothing cached)
     int shard = 0, shards = 1;
     std::string plan_out, measure_plan;

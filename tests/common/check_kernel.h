@@ -34,7 +34,8 @@ inline std::vector<BuildOutcome> build_kernels(const std::vector<const KernelVar
 // bound Halide proved wrong at compile time: only a warning there, and a GPU kernel ignores the assert);
 // then `check` on each, unless the run only fills the cache.
 template <class Check>
-void for_each_kernel(Device d, const std::vector<std::string> &keys, Check &&check, const std::string &strategy = "direct") {
+void for_each_kernel(Device d, const std::vector<std::string> &keys, Check &&check,
+                     const std::string &strategy = "direct") {
     std::vector<const KernelVariant *> kernels;
     for (const auto &k : keys) kernels.push_back(dispatch(k, strategy, d, nullptr).variant);
     const auto built = build_kernels(kernels);

@@ -120,7 +120,6 @@ inline void require_all_exercised(const std::string &family, Device device, cons
     }
 }
 
-
 // Every kernel of every workload (each in every dtype) on `device` against the float64 reference
 // (check_kernel: fresh random tensors, a poisoned output, every output compared). Then every prebuilt
 // variant of `family` for that device and those dtypes (and in scope) must have run: a variant no

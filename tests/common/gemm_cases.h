@@ -20,9 +20,9 @@ inline std::vector<std::string> gemm_shapes() {
         "gemm:m=3,n=1,k=24",
         "gemm:m=17,n=9,k=13,bias=1",
         "gemm:m=129,n=127,k=40,act=relu",
-        "gemm:m=128,n=128,k=32",                   // whole tiles
-        "gemm:m=256,n=256,k=64,bias=1,act=gelu",   // whole tiles, two per axis, two K steps of 32
-        "gemm:m=65,n=200,k=72,bias=1,act=silu",    // K a multiple of 8, not of the K step
+        "gemm:m=128,n=128,k=32",                  // whole tiles
+        "gemm:m=256,n=256,k=64,bias=1,act=gelu",  // whole tiles, two per axis, two K steps of 32
+        "gemm:m=65,n=200,k=72,bias=1,act=silu",   // K a multiple of 8, not of the K step
         "gemm:m=130,n=41,k=100,act=sigmoid",
         "gemm:m=40,n=257,k=8,bias=1,act=relu6",
     };
@@ -89,7 +89,8 @@ inline std::vector<const KernelVariant *> gemm_test_kernels(Device device, const
             add(&v);
     if (!prebuilt_only)
         for (DType d : dtypes)
-            for (const auto &shape : gemm_shapes()) add(dispatch(to_key(gemm_case(shape, d)), "direct", device, nullptr).variant);
+            for (const auto &shape : gemm_shapes())
+                add(dispatch(to_key(gemm_case(shape, d)), "direct", device, nullptr).variant);
     return out;
 }
 

@@ -56,7 +56,8 @@ inline std::string as_f32(const std::string &key) {
 }
 
 // family: avgpool1d ... adaptive_maxpool2d, mean_pooling.
-inline std::string random_pool_key(std::mt19937_64 &rng, const std::string &family, const std::vector<std::string> &dtypes) {
+inline std::string random_pool_key(std::mt19937_64 &rng, const std::string &family,
+                                   const std::vector<std::string> &dtypes) {
     for (;;) {  // draw until valid (an output size PyTorch would refuse is redrawn)
         const std::string dtype = one_of(rng, dtypes);
         std::string key;
@@ -77,25 +78,33 @@ inline std::string random_pool_key(std::mt19937_64 &rng, const std::string &fami
                    ",out_dtype=" + (dtype == "f32" ? "f32" : one_of<std::string>(rng, {dtype, "f32"}));
         } else {
             const bool adaptive = family.rfind("adaptive", 0) == 0, avg = family.find("avg") != std::string::npos;
-            const int rank = family.find("1d") != std::string::npos ? 1 : family.find("3d") != std::string::npos ? 3 : 2;
+            const int rank = family.find("1d") != std::string::npos   ? 1
+                             : family.find("3d") != std::string::npos ? 3
+                                                                      : 2;
             const char *names[3][3] = {{"l"}, {"h", "w"}, {"d", "h", "w"}};
             key = family + ":";
             if (uniform(rng, 0, 4)) key += "n=" + std::to_string(uniform(rng, 1, 2)) + ",";  // else unbatched
             key += "c=" + std::to_string(uniform(rng, 1, 3));
             for (int a = 0; a < rank; ++a)
                 key += std::string(",") + names[rank - 1][a] + "=" +
-                       std::to_string(uniform(rng, 0, 5) ? uniform(rng, 1, rank == 1 ? 40 : rank == 2 ? 19 : 9) : 1);
+                       std::to_string(uniform(rng, 0, 5) ? uniform(rng, 1,
+                                                                   rank == 1   ? 40
+                                                                   : rank == 2 ? 19
+                                                                               : 9)
+                                                         : 1);
             auto axis = [&](const std::string &field, int lo, int hi) {
                 if (rank == 1 || uniform(rng, 0, 2)) return "," + field + "=" + std::to_string(uniform(rng, lo, hi));
                 std::string s;
-                for (int a = 0; a < rank; ++a) s += "," + field + "_" + names[rank - 1][a] + "=" + std::to_string(uniform(rng, lo, hi));
+                for (int a = 0; a < rank; ++a)
+                    s += "," + field + "_" + names[rank - 1][a] + "=" + std::to_string(uniform(rng, lo, hi));
                 return s;
             };
             if (adaptive) {
                 key += axis("out", 1, 7);
             } else {
                 const int k = uniform(rng, 1, 5);
-                key += ",kernel=" + std::to_string(k) + axis("stride", 1, 3) + ",pad=" + std::to_string(uniform(rng, 0, k / 2));
+                key += ",kernel=" + std::to_string(k) + axis("stride", 1, 3) +
+                       ",pad=" + std::to_string(uniform(rng, 0, k / 2));
                 if (!avg && uniform(rng, 0, 2) == 0) key += axis("dil", 1, 3);
                 if (uniform(rng, 0, 1)) key += ",ceil=1";
                 if (avg && uniform(rng, 0, 1)) key += ",count_include_pad=0";
@@ -106,14 +115,14 @@ inline std::string random_pool_key(std::mt19937_64 &rng, const std::string &fami
         }
         try {
             return canonical_key(key);
-        } catch (const WorkloadError &) {
-        }
+        } catch (const WorkloadError &) {}
     }
 }
 
 inline const std::vector<std::string> &pool_families() {
-    static const std::vector<std::string> f{"avgpool1d", "avgpool2d", "avgpool3d", "maxpool1d", "maxpool2d",
-                                            "maxpool3d", "adaptive_avgpool2d", "adaptive_maxpool2d", "mean_pooling"};
+    static const std::vector<std::string> f{"avgpool1d",          "avgpool2d",          "avgpool3d",
+                                            "maxpool1d",          "maxpool2d",          "maxpool3d",
+                                            "adaptive_avgpool2d", "adaptive_maxpool2d", "mean_pooling"};
     return f;
 }
 

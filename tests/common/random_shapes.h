@@ -19,7 +19,8 @@ inline std::string random_conv2d_key(std::mt19937_64 &rng, const std::vector<std
     for (;;) {  // draw until the key is valid (a window larger than the padded image is not)
         const std::string kind = one_of<std::string>(rng, {"general", "pointwise", "depthwise", "grouped"});
         int c = uniform(rng, 1, 40), k = uniform(rng, 1, 40), groups = 1;
-        int r = one_of(rng, std::vector<int>{1, 3, 5}), s = uniform(rng, 0, 3) ? r : one_of(rng, std::vector<int>{1, 3});
+        int r = one_of(rng, std::vector<int>{1, 3, 5}),
+            s = uniform(rng, 0, 3) ? r : one_of(rng, std::vector<int>{1, 3});
         if (kind == "pointwise") r = s = 1;
         if (kind == "depthwise") {
             groups = c = uniform(rng, 2, 48);
@@ -48,8 +49,7 @@ inline std::string random_conv2d_key(std::mt19937_64 &rng, const std::vector<std
                ",dtype=" + one_of(rng, dtypes);
         try {
             return canonical_key(key);
-        } catch (const WorkloadError &) {
-        }
+        } catch (const WorkloadError &) {}
     }
 }
 
@@ -66,13 +66,13 @@ inline std::string random_block_key(std::mt19937_64 &rng, const std::string &fam
                    ",stride=" + std::to_string(stage || uniform(rng, 0, 2) ? 1 : 2);
         if (stage) key += ",blocks=" + std::to_string(uniform(rng, 2, 3));
         if (family == "mbconv" && !stage && uniform(rng, 0, 2) == 0) key += ",se=1";
-        key += ",act=" + (family == "convfirst" ? std::string("relu")
-                                                : one_of<std::string>(rng, {"relu", "relu6", "silu", "gelu", "sigmoid"}));
+        key +=
+            ",act=" + (family == "convfirst" ? std::string("relu")
+                                             : one_of<std::string>(rng, {"relu", "relu6", "silu", "gelu", "sigmoid"}));
         key += ",dtype=" + one_of(rng, dtypes);
         try {
             return canonical_key(key);
-        } catch (const WorkloadError &) {
-        }
+        } catch (const WorkloadError &) {}
     }
 }
 

@@ -62,7 +62,8 @@ int run_on_test_devices(Run &&run) {
         cuda::install_halide_hooks();
         cuda::make_current();
     }
-    if (std::find(devices.begin(), devices.end(), Device::opencl) != devices.end() && !std::getenv("HL_OCL_DEVICE_TYPE"))
+    if (std::find(devices.begin(), devices.end(), Device::opencl) != devices.end() &&
+        !std::getenv("HL_OCL_DEVICE_TYPE"))
         halide_opencl_set_device_type("cpu");
     const int rc = run();
     if (cuda && !fill_only()) cuda::release_halide_allocation_cache();

@@ -23,7 +23,8 @@ const char *kRewriteFixture =
 bool build_all(const std::vector<const KernelVariant *> &kernels) {
     std::vector<KernelRequest> reqs;
     for (const KernelVariant *v : kernels) reqs.push_back(v->request());
-    const auto built = ensure_built_all(reqs, kernel_cache_dir(), int(std::max(1u, std::thread::hardware_concurrency())));
+    const auto built =
+        ensure_built_all(reqs, kernel_cache_dir(), int(std::max(1u, std::thread::hardware_concurrency())));
     for (size_t i = 0; i < kernels.size(); ++i) {
         INFO(kernels[i]->name << ": " << built[i].message);
         CHECK(built[i].ok);
@@ -32,9 +33,9 @@ bool build_all(const std::vector<const KernelVariant *> &kernels) {
 }
 
 const std::vector<std::string> &large_gemm_keys() {
-    static const std::vector<std::string> keys{"gemm:m=4096,n=4096,k=4096,dtype=f16", "gemm:m=25088,n=256,k=1024,dtype=bf16",
-                                               "gemm:m=25088,n=1024,k=256,dtype=f16",
-                                               "gemm:m=1000,n=1000,k=1000,bias=1,act=gelu,dtype=f16"};
+    static const std::vector<std::string> keys{
+        "gemm:m=4096,n=4096,k=4096,dtype=f16", "gemm:m=25088,n=256,k=1024,dtype=bf16",
+        "gemm:m=25088,n=1024,k=256,dtype=f16", "gemm:m=1000,n=1000,k=1000,bias=1,act=gelu,dtype=f16"};
     return keys;
 }
 

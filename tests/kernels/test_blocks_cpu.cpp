@@ -36,8 +36,9 @@ TEST_CASE("stem keys round-trip, bad ones name the field, accounting drops the i
     CHECK(lbl[0].bytes + lbl[1].bytes - df[0].bytes == Approx(2 * mid));
     CHECK(df[0].flops == Approx(2.0 * 128 * 64 * 112 * 112 * 27));
     // Launch limits: the default depth-first tile fits (64 x 17 x 9 x 2 B), a 16x16 pool tile does not.
-    KernelVariant v = make_variant("stem", "synthetic", Device::cuda, DType::f16,
-                                   {{"strategy", "depth_first"}, {"channels", "3"}, {"out_channels", "64"}}, {}, 0, "test");
+    KernelVariant v =
+        make_variant("stem", "synthetic", Device::cuda, DType::f16,
+                     {{"strategy", "depth_first"}, {"channels", "3"}, {"out_channels", "64"}}, {}, 0, "test");
     CHECK_NOTHROW(check_stem_launch(v, w));
     v.knobs["tile_x"] = 16;
     v.knobs["tile_y"] = 16;
@@ -150,10 +151,12 @@ KernelVariant synthetic_cuda_block(const std::string &family, const std::string 
 }
 }  // namespace
 
-TEST_CASE("block launches beyond threads or shared memory are rejected, naming block, strategy and limit", "[blocks][launch]") {
+TEST_CASE("block launches beyond threads or shared memory are rejected, naming block, strategy and limit",
+          "[blocks][launch]") {
     BlockWorkload w = parse_block("mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16");
-    KernelVariant v = synthetic_cuda_block("mbconv", "fused",
-                                           {{"channels", 24}, {"expansion", 6}, {"vec_k", 4}, {"tile_x", 8}, {"tile_y", 4}, {"chunk", 8}});
+    KernelVariant v = synthetic_cuda_block(
+        "mbconv", "fused",
+        {{"channels", 24}, {"expansion", 6}, {"vec_k", 4}, {"tile_x", 8}, {"tile_y", 4}, {"chunk", 8}});
     CHECK_NOTHROW(check_block_launch(v, w));
     v.knobs["tile_x"] = 64;  // 6 x 64 = 384 threads; accumulator 24 x 64 x 32 x 4 B = 196 KB
     v.knobs["tile_y"] = 32;
@@ -170,14 +173,16 @@ TEST_CASE("block launches beyond threads or shared memory are rejected, naming b
     // (64 x 8 x 3 x 3).
     CHECK(fused_block_shared_bytes(w.spec(), 8, 4, 8, 2, 1, 2) == fused_block_shared_bytes(w.spec(), 8, 4, 8, 2, 1, 1));
     const BlockSpec cf = parse_block("convfirst:n=1,c=64,h=56,w=56,e=4,k=3,stride=1,act=relu,dtype=f16").spec();
-    CHECK(fused_block_shared_bytes(cf, 16, 4, 32, 2, 1, 2) == fused_block_shared_bytes(cf, 16, 4, 32, 2, 1, 1) + 4LL * 64 * 8 * 9);
+    CHECK(fused_block_shared_bytes(cf, 16, 4, 32, 2, 1, 2) ==
+          fused_block_shared_bytes(cf, 16, 4, 32, 2, 1, 1) + 4LL * 64 * 8 * 9);
     // stage_padded stores both hidden chunks (expand on the tile + halo, depthwise on the tile) as f32.
     CHECK(fused_block_shared_bytes(w.spec(), 8, 4, 8, 2, 1, false, true) ==
           4LL * 24 * 8 * 4 + 8LL * 10 * 6 * 4 + 8LL * 8 * 4 * 4);
     // ...which the launch check counts: an FFN c=256 chunk 32 stages 2 x 32 x 256 x 4 B = 64 KB of weights.
     BlockWorkload ffn = parse_block("ffn:n=1,c=256,h=14,w=14,e=4,act=relu,dtype=f16");
-    KernelVariant f = synthetic_cuda_block("ffn", "fused", {{"channels", 256}, {"expansion", 4}, {"vec_k", 8}, {"tile_x", 7},
-                                                             {"tile_y", 2}, {"chunk", 32}});
+    KernelVariant f = synthetic_cuda_block(
+        "ffn", "fused",
+        {{"channels", 256}, {"expansion", 4}, {"vec_k", 8}, {"tile_x", 7}, {"tile_y", 2}, {"chunk", 32}});
     CHECK_NOTHROW(check_block_launch(f, ffn));
     f.knobs["stage_weights"] = 1;
     CHECK_THROWS_WITH(check_block_launch(f, ffn), Catch::Contains("bytes of shared memory per block exceed"));
@@ -212,17 +217,17 @@ TEST_CASE("layer-by-layer block threads: the larger of the 1x1 layers' mapping a
     CHECK(v.threads_per_block() == 256);
     CHECK_NOTHROW(check_block_launch(v, w));
     v.knobs["pw_threads_k"] = 128;  // 128 x 16 = 2048 threads
-    CHECK_THROWS_WITH(check_block_launch(v, w), Catch::Contains("2048 threads per block exceed") &&
-                                                    Catch::Contains("strategy layer_by_layer"));
+    CHECK_THROWS_WITH(check_block_launch(v, w),
+                      Catch::Contains("2048 threads per block exceed") && Catch::Contains("strategy layer_by_layer"));
 }
 
 TEST_CASE("layer-by-layer mappings: which layer takes which knobs, threads and the dense layers' shared tile",
           "[blocks][launch]") {
     CHECK(layer_mapping(1, 1) == LayerMapping::pointwise);
-    CHECK(layer_mapping(3, 1) == LayerMapping::full);     // FusedMBConv's expand
-    CHECK(layer_mapping(7, 96) == LayerMapping::layer);   // depthwise
-    CHECK(layer_mapping(3, 8) == LayerMapping::layer);    // ConvFirst's grouped conv
-    CHECK(layer_mapping(1, 4) == LayerMapping::layer);    // grouped 1x1: not the dense pointwise mapping
+    CHECK(layer_mapping(3, 1) == LayerMapping::full);    // FusedMBConv's expand
+    CHECK(layer_mapping(7, 96) == LayerMapping::layer);  // depthwise
+    CHECK(layer_mapping(3, 8) == LayerMapping::layer);   // ConvFirst's grouped conv
+    CHECK(layer_mapping(1, 4) == LayerMapping::layer);   // grouped 1x1: not the dense pointwise mapping
     BlockWorkload w = parse_block("fused_mbconv:n=1,c=48,h=56,w=56,e=4,k=3,stride=1,act=silu,dtype=f16");
     KernelVariant v = synthetic_cuda_block("fused_mbconv", "layer_by_layer", {{"channels", 48}, {"expansion", 4}});
     v.knobs["full_threads_k"] = 32;
@@ -250,8 +255,9 @@ TEST_CASE("the dispatcher: a named variant the data marks default, else a kernel
         ++defaults;
         const std::string key = std::string(v.param("family")) + ":n=1,c=" + std::to_string(v.knob("channels")) +
                                 ",h=31,w=29,e=" + std::to_string(v.knob("expansion")) +
-                                (v.param("family") == "ffn" ? "" : ",k=" + std::to_string(v.knob("kernel_size")) +
-                                                                       ",stride=" + std::to_string(v.knob("stride"))) +
+                                (v.param("family") == "ffn" ? ""
+                                                            : ",k=" + std::to_string(v.knob("kernel_size")) +
+                                                                  ",stride=" + std::to_string(v.knob("stride"))) +
                                 (v.knob("blocks") > 1 ? ",blocks=" + std::to_string(v.knob("blocks")) : "") +
                                 (v.knob("se") ? ",se=1" : "") + ",act=" + activation_name(Activation(v.knob("act"))) +
                                 ",dtype=" + dtype_name(v.dtype);
@@ -275,7 +281,8 @@ TEST_CASE("the dispatcher: a named variant the data marks default, else a kernel
     CHECK(g.variant->why.rfind("heuristic", 0) == 0);
     CHECK_THROWS_WITH(dispatch("mbconv:n=1,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16", "depth_first",
                                Device::cuda, nullptr),
-                      Catch::Contains("strategy 'depth_first' does not apply") && Catch::Contains("layer_by_layer, fused"));
+                      Catch::Contains("strategy 'depth_first' does not apply") &&
+                          Catch::Contains("layer_by_layer, fused"));
 }
 
 TEST_CASE("flat-mapped 1x1 layers are offered only where every 1x1 output holds one tile", "[blocks][launch]") {
@@ -284,15 +291,16 @@ TEST_CASE("flat-mapped 1x1 layers are offered only where every 1x1 output holds 
             if (v->knob("pw_flat_threads", 0) > 0) return true;
         return false;
     };
-    CHECK(has_flat("ffn:n=1,c=12,h=5,w=7,e=4,act=relu,dtype=f32"));   // tile 7x1: fits
-    CHECK(has_flat("ffn:n=1,c=12,h=1,w=9,e=4,act=relu,dtype=f32"));   // the last tile shifts inwards
+    CHECK(has_flat("ffn:n=1,c=12,h=5,w=7,e=4,act=relu,dtype=f32"));  // tile 7x1: fits
+    CHECK(has_flat("ffn:n=1,c=12,h=1,w=9,e=4,act=relu,dtype=f32"));  // the last tile shifts inwards
     CHECK_FALSE(has_flat("ffn:n=1,c=12,h=5,w=6,e=4,act=relu,dtype=f32"));
     CHECK_FALSE(has_flat("convfirst:n=2,c=16,h=5,w=5,e=2,k=3,stride=1,act=relu,dtype=f32"));
     // The non-flat variants of the same shape are still offered.
     CHECK_FALSE(block_candidates(parse_block("ffn:n=1,c=12,h=5,w=6,e=4,act=relu,dtype=f32"), Device::opencl).empty());
 }
 
-TEST_CASE("stage accounting: per-block fusion writes every block output, depth-first only the last", "[blocks][model]") {
+TEST_CASE("stage accounting: per-block fusion writes every block output, depth-first only the last",
+          "[blocks][model]") {
     BlockWorkload one = parse_block("mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16");
     BlockWorkload w = parse_block("mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16");
     auto lbl = block_costs(w, "layer_by_layer"), fused = block_costs(w, "fused"), df = block_costs(w, "depth_first");
@@ -335,8 +343,9 @@ TEST_CASE("Squeeze-Excitation accounting: the kernels as launched, split around 
     CHECK(fused[0].name == "se_pool");
     CHECK(fused[1].name == "block");
     const double P = 2.0 * 56 * 56, C = 24, E = 144, R = 6;
-    const double partials = 4 * 2 * E * (56 / 16 + 1) * (56 / 4);  // f32 per channel, image and 16x4 tile (4 x 14 tiles)
-    CHECK(fused[0].flops == 0);  // expand and depthwise recomputed there, counted once (in "block")
+    const double partials =
+        4 * 2 * E * (56 / 16 + 1) * (56 / 4);  // f32 per channel, image and 16x4 tile (4 x 14 tiles)
+    CHECK(fused[0].flops == 0);                // expand and depthwise recomputed there, counted once (in "block")
     // Block input, expand and depthwise weights (f16) and biases (f32), the partial sums written.
     CHECK(fused[0].bytes == Approx(2 * P * C + 2 * (C * E + E * 9) + 4 * (E + E) + partials));
     // The block: the plain block's flops plus reduce and gate, its bytes plus the partial sums read
@@ -433,7 +442,8 @@ TEST_CASE("BLOCKFUSE_TEST_VARIANTS narrows the variant tests to names containing
 
 // The knob space the tuner searches (schedules/block_knobs.h) must contain every hand-written GPU block
 // mapping of the variant data (the f16 CUDA variants), so a search can start from each of them.
-TEST_CASE("every fused and depth-first CUDA block mapping of the variant data lies in the declared knob space", "[blocks]") {
+TEST_CASE("every fused and depth-first CUDA block mapping of the variant data lies in the declared knob space",
+          "[blocks]") {
     int checked = 0;
     for (const auto &v : data_variants()) {
         if (v.family != "block" || v.device != Device::cuda || v.dtype != DType::f16 ||

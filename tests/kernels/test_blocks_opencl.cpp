@@ -12,8 +12,9 @@ TEST_CASE("every OpenCL block variant matches the float64 reference on PoCL", "[
     test::check_all_block_variants(Device::opencl, {DType::f32});
 }
 
-TEST_CASE("every OpenCL stage variant (layer-by-layer, per-block fused, depth-first) matches the float64 reference on PoCL",
-          "[stages][opencl]") {
+TEST_CASE(
+    "every OpenCL stage variant (layer-by-layer, per-block fused, depth-first) matches the float64 reference on PoCL",
+    "[stages][opencl]") {
     if (!std::getenv("HL_OCL_DEVICE_TYPE")) halide_opencl_set_device_type("cpu");
     test::check_all_block_variants(Device::opencl, {DType::f32}, true);
 }

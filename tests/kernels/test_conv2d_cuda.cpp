@@ -22,7 +22,7 @@ int main(int argc, char **argv) {
     cuda::install_halide_hooks();
     cuda::make_current();
     int rc = Catch::Session().run(argc, argv);
-    cuda::release_halide_allocation_cache();  // so memcheck's leak check sees only real leaks
+    cuda::release_halide_allocation_cache();     // so memcheck's leak check sees only real leaks
     if (test::narrowed_run_matched_nothing()) {  // a typo in the filter would otherwise pass with nothing tested
         std::cerr << "error: BLOCKFUSE_TEST_VARIANTS=" << std::getenv("BLOCKFUSE_TEST_VARIANTS")
                   << " matched no variant of the selected test cases: nothing was checked\n";

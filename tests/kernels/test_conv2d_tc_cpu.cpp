@@ -63,7 +63,8 @@ TEST_CASE("the tensor-core strategy: dense f16/bf16 convolutions only, weights l
     CHECK(std::find(knobs.begin(), knobs.end(), "k_step") != knobs.end());
 }
 
-TEST_CASE("the tuner's space of the tensor-core strategy: the GEMM knobs, register caps the rewrite honours", "[conv2d_tc]") {
+TEST_CASE("the tuner's space of the tensor-core strategy: the GEMM knobs, register caps the rewrite honours",
+          "[conv2d_tc]") {
     const auto op = parse_op("conv2d:n=1,c=64,h=28,w=28,k=128,r=3,s=3,pad=1,dtype=f16");
     const SearchSpace space(*op, kTensorCores, Device::cuda, LaunchLimits{1024, 227 * 1024});
     std::set<std::string> names;
@@ -72,5 +73,6 @@ TEST_CASE("the tuner's space of the tensor-core strategy: the GEMM knobs, regist
         if (d.name == "max_registers")
             for (int r : d.values) CHECK((r == 0 || r >= mma_ptx::kMinRegisters));
     }
-    for (const char *k : {"warp_m", "warp_n", "warps_m", "warps_n", "k_step", "max_registers"}) CHECK(names.count(k) == 1);
+    for (const char *k : {"warp_m", "warp_n", "warps_m", "warps_n", "k_step", "max_registers"})
+        CHECK(names.count(k) == 1);
 }

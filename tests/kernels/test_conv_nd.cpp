@@ -70,15 +70,15 @@ std::string random_key(std::mt19937_64 &r, bool three_d, const std::vector<std::
         };
         if (three_d)
             for (const char *a : {"d", "h", "w"}) key += std::string(",") + a + "=" + std::to_string(uniform(r, 1, 7));
-        else
-            key += ",l=" + std::to_string(uniform(r, 1, 40));
-        key += ",k=" + std::to_string(k) + axis("kernel", 1, three_d ? 3 : 7) + axis("stride", 1, 3) + axis("pad", 0, 2);
+        else key += ",l=" + std::to_string(uniform(r, 1, 40));
+        key +=
+            ",k=" + std::to_string(k) + axis("kernel", 1, three_d ? 3 : 7) + axis("stride", 1, 3) + axis("pad", 0, 2);
         if (uniform(r, 0, 2) == 0) key += axis("dil", 1, 2);
-        key += ",groups=" + std::to_string(groups) + (uniform(r, 0, 1) ? ",bias=1" : "") + ",dtype=" + one_of(r, dtypes);
+        key +=
+            ",groups=" + std::to_string(groups) + (uniform(r, 0, 1) ? ",bias=1" : "") + ",dtype=" + one_of(r, dtypes);
         try {
             return canonical_key(key);
-        } catch (const WorkloadError &) {
-        }
+        } catch (const WorkloadError &) {}
     }
 }
 
@@ -104,12 +104,14 @@ TEST_CASE("conv1d and conv3d keys round-trip and map onto conv2d", "[conv_nd][ke
              "conv1d:n=2,c=8,l=33,k=4,kernel=3,stride=2,pad=2,dil=2,groups=2,dtype=f32",
              "conv3d:n=1,c=256,d=8,h=16,w=16,k=256,kernel=3,stride=1,pad=6,dil=6,groups=1,dtype=f16",
              "conv3d:n=1,c=64,d=8,h=28,w=28,k=128,kernel=3,stride=1,pad=1,groups=32,bias=1,dtype=f16",
-             "conv3d:n=2,c=4,d=5,h=6,w=7,k=6,kernel_d=1,kernel_h=3,kernel_w=2,stride_d=2,stride_h=1,stride_w=3,pad=0,groups=2,dtype=bf16",
+             "conv3d:n=2,c=4,d=5,h=6,w=7,k=6,kernel_d=1,kernel_h=3,kernel_w=2,stride_d=2,stride_h=1,stride_w=3,pad=0,"
+             "groups=2,dtype=bf16",
          }) {
         INFO(key);
         CHECK(canonical_key(key) == key);
     }
-    const Conv3dWorkload w = parse_conv3d("conv3d:n=2,c=6,d=9,h=10,w=11,k=4,kernel_d=3,kernel_h=3,kernel_w=1,stride_d=2,pad_d=1,groups=2");
+    const Conv3dWorkload w =
+        parse_conv3d("conv3d:n=2,c=6,d=9,h=10,w=11,k=4,kernel_d=3,kernel_h=3,kernel_w=1,stride_d=2,pad_d=1,groups=2");
     CHECK(w.out(0) == 5);
     CHECK(to_key(w.as_conv2d()) == "conv2d:n=10,c=18,h=10,w=11,k=4,r=3,s=1,stride=1,pad=0,groups=2,dtype=f32");
     CHECK(to_key(parse_conv1d("conv1d:n=1,c=4,l=9,k=2,kernel=3,stride=2").as_conv2d()) ==
@@ -169,7 +171,8 @@ TEST_CASE("the conv3d check fails on misplaced depth taps", "[conv_nd][compare]"
         const std::vector<double> v5 = to_doubles(t.weights5, w.dtype);
         const size_t per_tap = v5.size() / size_t(w.kernel[0]);
         for (size_t i = 0; i < v5.size(); ++i)
-            store_from_double(swapped.weights5.data(), w.dtype, i, v5[(w.kernel[0] - 1 - i / per_tap) * per_tap + i % per_tap]);
+            store_from_double(swapped.weights5.data(), w.dtype, i,
+                              v5[(w.kernel[0] - 1 - i / per_tap) * per_tap + i % per_tap]);
         pack_conv3d_weights(swapped, w);
         run_conv2d(v, w.as_conv2d(), swapped);
         std::vector<double> in = to_doubles(t.input, w.dtype), out = to_doubles(swapped.output, w.dtype);
@@ -178,8 +181,8 @@ TEST_CASE("the conv3d check fails on misplaced depth taps", "[conv_nd][compare]"
         for (size_t o = 0; o < out.size(); ++o) {
             double sc;
             const int K = w.k, OW = w.out(2), OH = w.out(1);
-            const double ref = conv3d_reference_point(w, in, v5, bias, int(o % K), int(o / K % OW), int(o / K / OW % OH),
-                                                      int(o / K / OW / OH), 0, &sc);
+            const double ref = conv3d_reference_point(w, in, v5, bias, int(o % K), int(o / K % OW),
+                                                      int(o / K / OW % OH), int(o / K / OW / OH), 0, &sc);
             bad += std::abs(ref - out[o]) > 1e-3 * (sc + 1);
         }
         CHECK(bad > out.size() / 4);

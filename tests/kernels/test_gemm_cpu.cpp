@@ -121,8 +121,7 @@ TEST_CASE("gemm launch checks reject what the device cannot run, naming the kern
             // Without a GPU the limits are 1024 threads and 48 KB (the H200 opts in to 227 KB).
             if (gemm_launch(v, w).shape.shared_bytes <= launch_limits(Device::cuda).max_shared)
                 REQUIRE_NOTHROW(check_gemm_launch(v, w));
-            else
-                REQUIRE_THROWS_WITH(check_gemm_launch(v, w), Catch::Contains("bytes of shared memory exceed"));
+            else REQUIRE_THROWS_WITH(check_gemm_launch(v, w), Catch::Contains("bytes of shared memory exceed"));
             REQUIRE(gemm_launch(v, w).registers >= 168);  // the tensor-core floor of runtime/mma_ptx.h
             REQUIRE(v.threads_per_block() == 32 * v.knob("warps_m") * v.knob("warps_n"));
         }

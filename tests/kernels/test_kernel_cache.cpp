@@ -130,13 +130,14 @@ TEST_CASE("Halide's CPU autoschedulers schedule conv2d and blocks through the ca
             CHECK(kernel_provider(v) == "halide-autoscheduler-" + name);
             const auto &p = v.request().params;
             CHECK(std::find(p.begin(), p.end(), "autoscheduler=" + name) != p.end());  // a cache entry of its own
-            auto data = op->data(rng)->with_fresh_output();  // output poisoned
+            auto data = op->data(rng)->with_fresh_output();                            // output poisoned
             data->run(v);
             const Comparison c = data->check();
             CHECK(c.ok());
         }
-    CHECK_THROWS_WITH(autoscheduled_kernel(*parse_op("conv2d:n=1,c=4,h=3,w=3,k=4,r=1,s=1"), "Anderson2021", Device::cpu),
-                      Catch::Contains("schedules GPUs only"));
+    CHECK_THROWS_WITH(
+        autoscheduled_kernel(*parse_op("conv2d:n=1,c=4,h=3,w=3,k=4,r=1,s=1"), "Anderson2021", Device::cpu),
+        Catch::Contains("schedules GPUs only"));
     CHECK_THROWS_WITH(autoscheduled_kernel(*parse_op("conv2d:n=1,c=4,h=3,w=3,k=4,r=1,s=1"), "Adams2019", Device::cuda),
                       Catch::Contains("schedules CPUs only"));
     if (previous.empty()) unsetenv("BLOCKFUSE_KERNEL_CACHE");

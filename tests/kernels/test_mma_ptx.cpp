@@ -48,7 +48,8 @@ std::string replace_in_block(std::string ptx, int n, const std::string &from, co
     return ptx.replace(a, b - a, blk);
 }
 std::string replace_all(std::string s, const std::string &from, const std::string &to) {
-    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+        s.replace(at, from.size(), to);
     return s;
 }
 
@@ -114,8 +115,18 @@ TEST_CASE("the fixture has the callseq shape the current build emits", "[mma_ptx
     REQUIRE(!generator_dir().empty());
     const std::string dir = BLOCKFUSE_TEST_TMP "/mma_ptx_emitted";
     std::filesystem::create_directories(dir);
-    std::vector<std::string> cmd{generator_dir() + "/gemm.generator", "-g", "gemm", "-e", "device_code", "-o", dir,
-                                 "-n", "gemm_a", "-f", "gemm_a", "target=" + r.target + "-no_runtime"};
+    std::vector<std::string> cmd{generator_dir() + "/gemm.generator",
+                                 "-g",
+                                 "gemm",
+                                 "-e",
+                                 "device_code",
+                                 "-o",
+                                 dir,
+                                 "-n",
+                                 "gemm_a",
+                                 "-f",
+                                 "gemm_a",
+                                 "target=" + r.target + "-no_runtime"};
     cmd.insert(cmd.end(), r.params.begin(), r.params.end());
     const ProcessResult pr = run_process(cmd, dir + "/generate.log", 600);
     INFO("see " << dir << "/generate.log");
@@ -132,19 +143,24 @@ TEST_CASE("the fixture has the callseq shape the current build emits", "[mma_ptx
         CHECK(built.count(s) == 1);
     }
     // The declarations, as emitted.
-    for (const std::string decl : {".extern .func  (.param .b32 func_retval0) blockfuse_ldmatrix_x4\n(\n\t.param .b32 "
-                                   "blockfuse_ldmatrix_x4_param_0,\n\t.param .b32 blockfuse_ldmatrix_x4_param_1\n)\n;\n",
-                                   ".extern .func  (.param .b32 func_retval0) blockfuse_mma_m16n8k16_f32_f16\n(\n"})
+    for (const std::string decl :
+         {".extern .func  (.param .b32 func_retval0) blockfuse_ldmatrix_x4\n(\n\t.param .b32 "
+          "blockfuse_ldmatrix_x4_param_0,\n\t.param .b32 blockfuse_ldmatrix_x4_param_1\n)\n;\n",
+          ".extern .func  (.param .b32 func_retval0) blockfuse_mma_m16n8k16_f32_f16\n(\n"})
         CHECK(ptx.find(decl) != std::string::npos);
 }
 
 TEST_CASE("malformed groups are refused with an error naming the kernel", "[mma_ptx]") {
     const std::string f = fixture();
-    SECTION("a label inside a group") { require_refused(insert_after_block(f, 9, "$L__BB0_7:"), "is split by '$L__BB0_7:'"); }
+    SECTION("a label inside a group") {
+        require_refused(insert_after_block(f, 9, "$L__BB0_7:"), "is split by '$L__BB0_7:'");
+    }
     SECTION("a branch inside a group") {
         require_refused(insert_after_block(f, 9, "\t@%p1 bra \t$L__BB0_7;"), "is split by '@%p1 bra");
     }
-    SECTION("a barrier inside a group") { require_refused(insert_after_block(f, 1, "\tbar.sync \t0;"), "is split by 'bar.sync"); }
+    SECTION("a barrier inside a group") {
+        require_refused(insert_after_block(f, 1, "\tbar.sync \t0;"), "is split by 'bar.sync");
+    }
     SECTION("a store inside a group") {
         require_refused(insert_after_block(f, 10, "\tst.shared.b32 \t[%r1], %r20;"), "is split by 'st.shared.b32");
     }
@@ -162,13 +178,15 @@ TEST_CASE("malformed groups are refused with an error naming the kernel", "[mma_
         require_refused(replace_in_block(f, 10, "[param1], %r10", "[param1], %r19"), "lacks register 2");
     }
     SECTION("a register index that is not a constant") {
-        require_refused(replace_in_block(f, 10, "[param0], 2", "[param0], %r3"), "register index '%r3' is not a constant");
+        require_refused(replace_in_block(f, 10, "[param0], 2", "[param0], %r3"),
+                        "register index '%r3' is not a constant");
     }
     SECTION("a register index out of range") {
         require_refused(replace_in_block(f, 3, "[param0], 3", "[param0], 4"), "register index 4 out of range 0..3");
     }
     SECTION("a member reading another member's result") {
-        require_refused(replace_in_block(f, 9, "[param7], %r21", "[param7], %r20"), "reads another member's result %r20");
+        require_refused(replace_in_block(f, 9, "[param7], %r21", "[param7], %r20"),
+                        "reads another member's result %r20");
     }
     SECTION("an unknown blockfuse extern") {
         require_refused(replace_all(f, "blockfuse_mma_m16n8k16_f32_f16", "blockfuse_mma_m16n8k8_f32_f16"),

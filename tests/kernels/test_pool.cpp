@@ -49,8 +49,10 @@ std::mt19937_64 &rng() {
 TEST_CASE("pooling keys round-trip; defaults follow PyTorch", "[pool][keys]") {
     for (const char *key : {
              "avgpool1d:n=4,c=128,l=4096,kernel=3,stride=2,pad=1,layout=ncl,dtype=f16",
-             "avgpool2d:n=3,c=96,h=55,w=57,kernel_h=3,kernel_w=5,stride=2,pad_h=1,pad_w=2,ceil=1,count_include_pad=0,divisor=7,layout=nchw,dtype=bf16",
-             "maxpool3d:n=8,c=64,d=16,h=112,w=112,kernel_d=1,kernel_h=2,kernel_w=2,stride_d=1,stride_h=2,stride_w=2,pad=0,layout=ncdhw,dtype=f16",
+             "avgpool2d:n=3,c=96,h=55,w=57,kernel_h=3,kernel_w=5,stride=2,pad_h=1,pad_w=2,ceil=1,count_include_pad=0,"
+             "divisor=7,layout=nchw,dtype=bf16",
+             "maxpool3d:n=8,c=64,d=16,h=112,w=112,kernel_d=1,kernel_h=2,kernel_w=2,stride_d=1,stride_h=2,stride_w=2,"
+             "pad=0,layout=ncdhw,dtype=f16",
              "maxpool1d:n=16,c=128,l=2048,kernel=5,stride=2,pad=2,dil=2,ceil=1,return_indices=1,layout=ncl,dtype=bf16",
              "adaptive_maxpool2d:c=2048,h=7,w=7,out=1,return_indices=1,layout=nchw,dtype=f16",
              "adaptive_avgpool2d:n=2,c=64,h=55,w=57,out_h=7,out_w=5,layout=nchw,dtype=bf16",
@@ -93,7 +95,8 @@ TEST_CASE("bad pooling keys get one message naming the field and the value", "[p
         {"avgpool2d:n=1,c=3,h=9,w=9,kernel=3,return_indices=1", "unknown field 'return_indices'"},
         {"maxpool2d:n=65536,c=65536,h=1,w=1,kernel=1", "input tensor has more than 2^31 elements"},
         {"mean_pooling:b=1,s=10,h=1,d=1,chunk=4,seq_lens=3+4", "field 'seq_lens' = '3+4' sums to 7, not s = 10"},
-        {"mean_pooling:b=1,s=10,h=1,d=1,chunk=4,seq_lens=5+x2", "field 'seq_lens' = '5+x2': term 'x2' is not LEN or LENxCOUNT"},
+        {"mean_pooling:b=1,s=10,h=1,d=1,chunk=4,seq_lens=5+x2",
+         "field 'seq_lens' = '5+x2': term 'x2' is not LEN or LENxCOUNT"},
         {"mean_pooling:b=1,s=10,h=1,d=1,chunk=0", "field 'chunk' = 0 must be positive"},
         {"mean_pooling:b=1,s=10,h=1,d=1,chunk=2,out_dtype=f64", "field 'out_dtype' = 'f64' is not supported"},
         {"maxpool4d:n=1,c=1,h=1,w=1,kernel=1", "family 'maxpool4d' is not 'conv2d'"},
@@ -168,7 +171,8 @@ TEST_CASE("max pooling on ties, NaN and -inf windows: values and PyTorch's argma
         });
 }
 
-TEST_CASE("the pooling comparison fails on a changed value, a changed index and an unwritten output", "[pool][compare]") {
+TEST_CASE("the pooling comparison fails on a changed value, a changed index and an unwritten output",
+          "[pool][compare]") {
     install_halide_error_handler();
     const std::string key = "maxpool2d:n=1,c=2,h=9,w=11,kernel=3,stride=2,pad=1,return_indices=1,dtype=f32";
     const std::string avg = "avgpool2d:n=1,c=2,h=9,w=11,kernel=3,stride=2,pad=1,dtype=f16";
@@ -195,7 +199,8 @@ TEST_CASE("the pooling comparison fails on a changed value, a changed index and 
     });
 }
 
-TEST_CASE("pooling launches beyond the device's limits or the output's size are rejected before running", "[pool][launch]") {
+TEST_CASE("pooling launches beyond the device's limits or the output's size are rejected before running",
+          "[pool][launch]") {
     const std::string key = "maxpool2d:n=1,c=2,h=9,w=11,kernel=3,stride=2,pad=1,dtype=f32";
     const PoolWorkload w = parse_pool(key);
     PoolTensors t = make_pool_tensors(w);

@@ -15,11 +15,11 @@ using namespace blockfuse;
 
 TEST_CASE("f16 and bf16 conversions round to nearest even and keep specials", "[dtype]") {
     CHECK(f16_to_f32(f32_to_f16(1.0f)) == 1.0f);
-    CHECK(f32_to_f16(65504.0f) == 0x7bff);              // largest finite
-    CHECK(f32_to_f16(65520.0f) == 0x7c00);              // rounds to inf
+    CHECK(f32_to_f16(65504.0f) == 0x7bff);               // largest finite
+    CHECK(f32_to_f16(65520.0f) == 0x7c00);               // rounds to inf
     CHECK(f32_to_f16(std::ldexp(1.0f, -24)) == 0x0001);  // smallest subnormal
     CHECK(f16_to_f32(0x0001) == std::ldexp(1.0f, -24));
-    CHECK(f32_to_f16(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);   // tie -> even (down)
+    CHECK(f32_to_f16(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);      // tie -> even (down)
     CHECK(f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);  // tie -> even (up)
     CHECK(std::isnan(f16_to_f32(f32_to_f16(std::nanf("")))));
     CHECK(std::isinf(f16_to_f32(f32_to_f16(-INFINITY))));
@@ -92,8 +92,8 @@ TEST_CASE("launches beyond device limits are rejected before running, naming the
     CHECK_NOTHROW(check_launch(v, small));
     // A shared-memory staged tile too large for a block (36*8 ch x 66 x 10 px x 4 B = 760 KB).
     KernelVariant shared = v;
-    shared.knobs = {{"stage_input", 2}, {"kernel_size", 3}, {"static_stride", 1}, {"static_dilation", 1},
-                    {"vec_k", 8}, {"threads_k", 36}, {"threads_x", 16}, {"tile_x", 4}, {"tile_y", 8}};
+    shared.knobs = {{"stage_input", 2}, {"kernel_size", 3}, {"static_stride", 1}, {"static_dilation", 1}, {"vec_k", 8},
+                    {"threads_k", 36},  {"threads_x", 16},  {"tile_x", 4},        {"tile_y", 8}};
     CHECK_THROWS_WITH(check_launch(shared, small), Catch::Contains("bytes of shared memory exceed"));
 }
 

@@ -20,8 +20,7 @@ std::string write_temp(const std::string &name, const std::string &text) {
 const char *kConv = "conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3,pad=1";
 
 std::string record_line(const std::string &workload, const std::string &strategy, const std::string &family,
-                        const std::string &knobs, const std::string &target, double ms,
-                        const std::string &extra = "") {
+                        const std::string &knobs, const std::string &target, double ms, const std::string &extra = "") {
     return R"({"version": 2, "workload": ")" + workload + R"(", "strategy": ")" + strategy + R"(", "family": ")" +
            family + R"(", "knobs": )" + knobs + R"(, "target": ")" + target + R"(", "halide_version": ")" +
            BLOCKFUSE_HALIDE_VERSION + R"(", "median_ms": )" + std::to_string(ms) + extra + "}\n";
@@ -81,11 +80,11 @@ TEST_CASE("the dispatcher rebuilds a record's kernel from its knobs; without one
           "[records][dispatch]") {
     const char *block = "mbconv:n=1,c=10,h=9,w=7,e=3,k=3,stride=1,act=relu6,dtype=f32";
     const std::string cpu = record_target(Device::cpu);
-    const std::string p = write_temp(
-        "records_dispatch.jsonl",
-        record_line(block, "fused", "block", R"({"tile_x": 4, "tile_y": 2, "chunk": 6})", cpu, 0.02) +
-            record_line(block, "layer_by_layer", "block", "{}", cpu, 0.05) +
-            record_line(block, "fused", "block", R"({"tile_x": 16})", "cpu:another-machine", 0.001));
+    const std::string p =
+        write_temp("records_dispatch.jsonl",
+                   record_line(block, "fused", "block", R"({"tile_x": 4, "tile_y": 2, "chunk": 6})", cpu, 0.02) +
+                       record_line(block, "layer_by_layer", "block", "{}", cpu, 0.05) +
+                       record_line(block, "fused", "block", R"({"tile_x": 16})", "cpu:another-machine", 0.001));
     const TuningRecords recs = TuningRecords::load({p});
     const Pick f = dispatch(block, "fused", Device::cpu, &recs);
     CHECK(f.source == "tuning record");
@@ -127,6 +126,7 @@ TEST_CASE("records from a bench results.json: every row with its knobs, failed c
     CHECK(r[0].failure.empty());
     CHECK(r[0].halide_version == "21.0.0");
     CHECK(r[1].failure == "wrong_answer");
-    CHECK_THROWS_WITH(records_from_results(write_temp("not_results.json", "{}")), Catch::Contains("not a blockfuse results"));
+    CHECK_THROWS_WITH(records_from_results(write_temp("not_results.json", "{}")),
+                      Catch::Contains("not a blockfuse results"));
     std::remove(p.c_str());
 }

@@ -13,7 +13,8 @@ using namespace blockfuse;
 TEST_CASE("canonical keys round-trip through parse and print", "[workload]") {
     for (const char *key : {
              "conv2d:n=2,c=64,h=56,w=56,k=64,r=3,s=3,stride=1,pad=1,groups=1,dtype=f16",
-             "conv2d:n=1,c=3,h=7,w=13,k=1,r=3,s=3,stride_h=2,stride_w=1,pad_t=0,pad_b=2,pad_l=1,pad_r=0,dil=2,groups=1,bias=1,act=gelu,dtype=bf16",
+             "conv2d:n=1,c=3,h=7,w=13,k=1,r=3,s=3,stride_h=2,stride_w=1,pad_t=0,pad_b=2,pad_l=1,pad_r=0,dil=2,groups=1,"
+             "bias=1,act=gelu,dtype=bf16",
              "conv2d:n=1,c=2048,h=32,w=32,k=256,r=3,s=3,stride=1,pad=12,dil=12,groups=1,dtype=f16",
              "conv2d:n=1,c=128,h=28,w=28,k=256,r=3,s=3,stride=1,pad=1,dil_h=1,dil_w=3,groups=32,act=relu6,dtype=f32",
          }) {
@@ -38,7 +39,7 @@ TEST_CASE("defaults and field values are read as written", "[workload]") {
     CHECK(w.pad_r == 0);
     CHECK(w.groups == 1);
     CHECK(w.dtype == DType::f16);
-    CHECK(w.out_h() == 7);                    // (9 - 3) / 1 + 1
+    CHECK(w.out_h() == 7);                     // (9 - 3) / 1 + 1
     CHECK(w.out_w() == (11 + 3 - 5) / 2 + 1);  // 5
 }
 
@@ -98,16 +99,16 @@ TEST_CASE("the CUDA register cap follows the block size unless a fixed cap is as
         return register_cap(v);
     };
     set_register_policy(0);
-    CHECK(cap_for(32, 4) == 255);    // 128 threads: 512 would fit, the ISA stops at 255
-    CHECK(cap_for(32, 12) == 168);   // 384 threads: 65536 / 384 = 170.7, down to a multiple of 8
-    CHECK(cap_for(32, 16) == 128);   // 512 threads
-    CHECK(cap_for(32, 32) == 64);    // 1024 threads: Halide's own default is the most that fits
-    CHECK(cap_for(20, 17) == 168);   // 340 threads = 11 warps, allocated as 12: 65536 / 384 = 170.7 -> 168
-    CHECK(cap_for(36, 8) == 168);    // 288 threads = 9 warps, allocated as 12 (224 failed its launch on the H200)
-    CHECK(cap_for(36, 4) == 255);    // 144 threads = 5 warps, allocated as 8: 256 -> the ISA's 255
-    v.max_registers = 64;  // the variant's own cap (variant data or tuning record)
+    CHECK(cap_for(32, 4) == 255);   // 128 threads: 512 would fit, the ISA stops at 255
+    CHECK(cap_for(32, 12) == 168);  // 384 threads: 65536 / 384 = 170.7, down to a multiple of 8
+    CHECK(cap_for(32, 16) == 128);  // 512 threads
+    CHECK(cap_for(32, 32) == 64);   // 1024 threads: Halide's own default is the most that fits
+    CHECK(cap_for(20, 17) == 168);  // 340 threads = 11 warps, allocated as 12: 65536 / 384 = 170.7 -> 168
+    CHECK(cap_for(36, 8) == 168);   // 288 threads = 9 warps, allocated as 12 (224 failed its launch on the H200)
+    CHECK(cap_for(36, 4) == 255);   // 144 threads = 5 warps, allocated as 8: 256 -> the ISA's 255
+    v.max_registers = 64;           // the variant's own cap (variant data or tuning record)
     CHECK(register_cap(v) == 64);
-    set_register_policy(96);         // --max-registers wins over the knob
+    set_register_policy(96);  // --max-registers wins over the knob
     CHECK(register_cap(v) == 96);
     CHECK(cap_for(32, 4) == 96);
     set_register_policy(0);
