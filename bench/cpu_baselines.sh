@@ -4,8 +4,11 @@
 # REPEATS times (CPU timings on a shared machine are noisy: the table takes the median of the runs'
 # medians and shows their spread), then the table (bench/merge_results.py --by-provider).
 #   usage: bench/cpu_baselines.sh [OUT] [REPEATS]     (default bench/results/cpu/baselines, 3)
-#   BLOCK_AUTOSCHEDULERS: the autoschedulers of the block workloads (default the three; Adams2019's beam
-#   search over a two-block MBConv stage had not finished after 12 minutes on the loaded 2-core machine)
+#   AUTOSCHEDULERS: those of the conv2d workloads (default the three; empty: none); BLOCK_AUTOSCHEDULERS: those of
+#   the block workloads (default AUTOSCHEDULERS; Adams2019's beam search over a two-block MBConv stage had not
+#   finished after 12 minutes on the loaded 2-core machine)
+#   TUNING_RECORDS=FILE: also blockfuse dispatched by these records (`blockfuse tune --device cpu`) in each repeat,
+#   and a second table of them (table_tuned.{md,csv}) against the same ONNX Runtime runs
 # Needs the build (./run build) and ONNX Runtime (./run install --anchors).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,18 +18,25 @@ bf="${BLOCKFUSE_BIN:-$here/build/bench/blockfuse}"
 py="$here/.venv/bin/python"
 suite="$here/bench/results/cpu/baselines/suite.txt"    # conv2d
 blocks="$here/bench/results/cpu/baselines/blocks.txt"
-block_as="${BLOCK_AUTOSCHEDULERS:-Mullapudi2016,Adams2019,Li2018}"
+conv_as="${AUTOSCHEDULERS-Mullapudi2016,Adams2019,Li2018}"
+block_as="${BLOCK_AUTOSCHEDULERS-$conv_as}"
+records="${TUNING_RECORDS:-}"
 [ -x "$bf" ] || { echo "error: $bf not found: ./run build first" >&2; exit 2; }
 "$py" -c 'import onnxruntime' 2>/dev/null || { echo "error: onnxruntime missing: ./run install --anchors" >&2; exit 2; }
 mkdir -p "$out"
 { lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|L1d|L2|L3|Flags)'; echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"; } > "$out/cpu.txt"
-ours=() ort=()
+ours=() tuned=() ort=()
 for i in $(seq 1 "$repeats"); do
     for part in conv2d blocks; do
-        if [ "$part" = conv2d ]; then list="$suite"; as=Mullapudi2016,Adams2019,Li2018; else list="$blocks"; as="$block_as"; fi
+        if [ "$part" = conv2d ]; then list="$suite"; as="$conv_as"; else list="$blocks"; as="$block_as"; fi
         "$bf" bench --device cpu --suite "$list" --variants default --no-tuning-records \
-            --autoscheduler "$as" --min-seconds 0.3 --out "$out/run$i-$part" > "$out/run$i-$part.log" 2>&1
+            ${as:+--autoscheduler "$as"} --min-seconds 0.3 --out "$out/run$i-$part" > "$out/run$i-$part.log" 2>&1
         ours+=("$out/run$i-$part/results.json")
+        if [ -n "$records" ]; then
+            "$bf" bench --device cpu --suite "$list" --variants default --tuning-records "$records" --min-seconds 0.3 \
+                --out "$out/run$i-$part-tuned" > "$out/run$i-$part-tuned.log" 2>&1
+            tuned+=("$out/run$i-$part-tuned/results.json")
+        fi
     done
     cat "$suite" "$blocks" > "$out/all.txt"
     "$py" "$here/bench/onnxruntime_baseline.py" --suite "$out/all.txt" --min-seconds 0.3 \
@@ -36,3 +46,7 @@ done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/cpu.txt"
 "$py" "$here/bench/merge_results.py" --by-provider --ours "${ours[@]}" --baseline "${ort[@]}" \
     --out-md "$out/table.md" --out-csv "$out/table.csv"
+if [ -n "$records" ]; then
+    "$py" "$here/bench/merge_results.py" --by-provider --ours "${tuned[@]}" --baseline "${ort[@]}" \
+        --out-md "$out/table_tuned.md" --out-csv "$out/table_tuned.csv"
+fi
