@@ -355,9 +355,16 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
         s.why = "heuristic: the CPU defaults, each layer's register tile from its shape";
         return s;
     }
-    if (strategy != "layer_by_layer")
-        return fused_gpu(w, strategy == "depth_first" ? w.blocks : 1,
-                         device == Device::opencl ? kOpenClSharedBytes : kHeuristicSharedBytes);
+    if (strategy != "layer_by_layer") {
+        ScheduleChoice s = fused_gpu(w, strategy == "depth_first" ? w.blocks : 1,
+                                     device == Device::opencl ? kOpenClSharedBytes : kHeuristicSharedBytes);
+        // OpenCL (PoCL's CPU device): an SE block's kernels with staged weights gave wrong sums that differ run to
+        // run (MBConv c=2 e=5 k=7 SE GELU, every output beyond tolerance; unstaged, every run passes): a race not
+        // yet found (docs/correctness.md). The weights are read where used there.
+        if (device == Device::opencl && w.spec().has_se() && s.knobs.erase("stage_weights"))
+            s.why += ", weights not staged (SE on OpenCL)";
+        return s;
+    }
     ScheduleChoice s;
     std::vector<Conv2dWorkload> pointwise;
     int depthwise_k = 0;
