@@ -446,9 +446,10 @@ int run_bench(const BenchOptions &opt) {
         throw WorkloadError("--variants '" + opt.variants + "' is not one of all, default");
     for (const auto &a : opt.autoschedulers) check_autoscheduler_name(a);
     for (const auto &s : opt.strategies)
-        if (s != "layer_by_layer" && s != "fused" && s != "depth_first" && s != "direct" && s != "tensor_cores")
+        if (s != "layer_by_layer" && s != "fused" && s != "depth_first" && s != "direct" && s != "tensor_cores" &&
+            s != "layer_by_layer_tc")
             throw WorkloadError("--strategies '" + s +
-                                "' is not one of layer_by_layer, fused, depth_first, direct, "
+                                "' is not one of layer_by_layer, fused, depth_first, layer_by_layer_tc, direct, "
                                 "tensor_cores");
     DType dfilter{};
     if (!opt.dtype.empty() && !parse_dtype(opt.dtype, &dfilter))

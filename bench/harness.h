@@ -16,15 +16,14 @@
 namespace blockfuse {
 
 struct BenchOptions {
-    std::string suite;              // name (workloads/NAME.txt) or path
-    std::vector<std::string> keys;  // or explicit workload keys
-    std::string device = "auto";    // auto | cpu | cuda | opencl
-    std::string variants = "all";   // all | default
-    std::vector<std::string> only;  // run only these kernel variants (names), if given
-    std::vector<std::string>
-        strategies;  // run only these strategies (layer_by_layer, fused, depth_first, direct, tensor_cores), if given
-    std::string dtype;    // keep only workloads of this dtype (empty: all)
-    std::string out_dir;  // write results.json / results.csv here
+    std::string suite;                    // name (workloads/NAME.txt) or path
+    std::vector<std::string> keys;        // or explicit workload keys
+    std::string device = "auto";          // auto | cpu | cuda | opencl
+    std::string variants = "all";         // all | default
+    std::vector<std::string> only;        // run only these kernel variants (names), if given
+    std::vector<std::string> strategies;  // run only these strategies (as bench --strategies lists them), if given
+    std::string dtype;                    // keep only workloads of this dtype (empty: all)
+    std::string out_dir;                  // write results.json / results.csv here
     int min_samples = 10;
     double min_seconds = 0.5;
     bool ceilings = true;
@@ -44,7 +43,7 @@ struct BenchOptions {
 
 struct Row {
     std::string workload, key, strategy, variant, dtype, check;
-    std::string strategy_name;  // layer_by_layer | fused | depth_first | direct (strategy: its label)
+    std::string strategy_name;  // layer_by_layer | fused | depth_first | layer_by_layer_tc | direct | tensor_cores
     std::string family, origin, pick_source, why;  // the generator; prebuilt | cache | generated; why this kernel
     std::string provider = "blockfuse";            // who scheduled it: blockfuse | halide-autoscheduler-<NAME>
     std::map<std::string, int> knobs;              // its schedule knobs

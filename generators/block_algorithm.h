@@ -5,7 +5,10 @@
 #include "generators/activation.h"
 #include "generators/block_spec.h"
 #include "generators/conv2d_algorithm.h"
+#include "generators/gemm_algorithm.h"
 #include "generators/storage.h"
+#include <functional>
+#include <optional>
 #include <vector>
 
 namespace blockfuse {
@@ -31,8 +34,10 @@ struct SEFuncs {
 
 struct BlockFuncs {
     std::vector<Conv2dFuncs> layers;  // layers.back().output is the block output
-    std::vector<NormFuncs> norms;     // norms[i]: after layers[i], if its spec asks for one
-    SEFuncs se;                       // after layers[spec.se_after], if any
+    // tensor_core[i]: layer i as an implicit GEMM on mma.sync fragments (layers[i] then holds its output only).
+    std::vector<std::optional<GemmFuncs>> tensor_core;
+    std::vector<NormFuncs> norms;  // norms[i]: after layers[i], if its spec asks for one
+    SEFuncs se;                    // after layers[spec.se_after], if any
 };
 
 // se_weights: reduce (R, E, 1, 1) and expand (E, R, 1, 1) in the storage type; se_biases f32.
@@ -76,13 +81,20 @@ inline NormFuncs layer_norm(const Halide::Func &h, int channels, const Halide::T
     return f;
 }
 
+// Which layers run on the tensor cores, and how: given layer i, its input and the residual to add (undefined but
+// for the last layer of a residual block), the layer's implicit GEMM (generators/conv2d_tc_algorithm.h), or
+// nothing for the CUDA-core convolution.
+using TensorCoreLayer =
+    std::function<std::optional<GemmFuncs>(size_t layer, const Halide::Func &in, const Halide::Func &residual)>;
+
 // input: (c, x, y, n); weights[i]: (k, cg, kx, ky); biases[i]: (k) f32. W, H: input extents.
 // se_weights / se_biases: Squeeze-Excitation's reduce and expand, when spec.has_se().
 inline BlockFuncs block_algorithm(const Halide::Func &input, const std::vector<Halide::Func> &weights,
                                   const std::vector<Halide::Func> &biases, const BlockSpec &spec, const Halide::Expr &W,
                                   const Halide::Expr &H, const Halide::Type &storage, const std::string &prefix = "",
                                   const std::vector<Halide::Func> &se_weights = {},
-                                  const std::vector<Halide::Func> &se_biases = {}) {
+                                  const std::vector<Halide::Func> &se_biases = {},
+                                  const TensorCoreLayer &tensor_core = {}) {
     using namespace Halide;
     BlockFuncs b;
     Func x = input;
@@ -114,7 +126,14 @@ inline BlockFuncs block_algorithm(const Halide::Func &input, const std::vector<H
             if (last && residual) r += to_f32(block_in(v[0], clamp(v[1], 0, W0 - 1), clamp(v[2], 0, H0 - 1), v[3]));
             return r;
         };
-        b.layers.push_back(conv2d(x, weights[i], biases[i], g, epi, storage, prefix + "layer" + std::to_string(i)));
+        std::optional<GemmFuncs> tc;
+        if (tensor_core) tc = tensor_core(i, x, last && spec.residual ? input : Func());
+        if (tc) {
+            b.layers.emplace_back().output = tc->output;
+        } else {
+            b.layers.push_back(conv2d(x, weights[i], biases[i], g, epi, storage, prefix + "layer" + std::to_string(i)));
+        }
+        b.tensor_core.push_back(tc);
         x = b.layers.back().output;
         b.norms.emplace_back();
         if (L.norm_after) {

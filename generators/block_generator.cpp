@@ -3,7 +3,9 @@
 // blocks > 1: a stage of that many identical blocks, each block's input the previous one's output.
 #include "Halide.h"
 #include "generators/block_algorithm.h"
+#include "generators/conv2d_tc_algorithm.h"
 #include "schedules/block_schedule.h"
+#include "schedules/gemm_schedule.h"
 
 namespace {
 using namespace Halide;
@@ -23,7 +25,8 @@ public:
                                            BlockStrategy::fused,
                                            {{"layer_by_layer", BlockStrategy::layer_by_layer},
                                             {"fused", BlockStrategy::fused},
-                                            {"depth_first", BlockStrategy::depth_first}}};
+                                            {"depth_first", BlockStrategy::depth_first},
+                                            {"layer_by_layer_tc", BlockStrategy::layer_by_layer_tc}}};
     GeneratorParam<int> blocks{"blocks", 1};
     GeneratorParam<int> se{"se", 0};  // mbconv: Squeeze-Excitation after the depthwise layer
     GeneratorParam<int> channels{"channels", 24};
@@ -35,6 +38,8 @@ public:
     // The batch and image size, for Halide's autoschedulers only (autoscheduler=NAME,
     // runtime/autoscheduler.h): the estimates they plan for; the channels are static already.
     GeneratorParam<int> est_n{"est_n", 0}, est_h{"est_h", 0}, est_w{"est_w", 0};
+    // layer_by_layer_tc: the input image's size, static (the implicit GEMMs index pixels by constant divisions).
+    GeneratorParam<int> height{"height", 0}, width{"width", 0};
     // Schedule knobs, one GeneratorParam each, from their declaration (schedules/block_knobs.h): the
     // block-level ones, and the conv2d mapping of each kind of layer (layer by layer), prefixed.
     BLOCKFUSE_BLOCK_KNOBS(BLOCKFUSE_KNOB_GENERATOR_PARAM)
@@ -47,6 +52,14 @@ public:
     BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_PW_PARAM)
     BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_FULL_PARAM)
     BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_LAYER_PARAM)
+    // layer_by_layer_tc: dense layer i's implicit-GEMM tiling (schedules/gemm_knobs.h), prefixed tc<i>_.
+#define BLOCKFUSE_TC0_PARAM(...) BLOCKFUSE_KNOB_GENERATOR_PARAM_PREFIXED(tc0_, __VA_ARGS__)
+#define BLOCKFUSE_TC1_PARAM(...) BLOCKFUSE_KNOB_GENERATOR_PARAM_PREFIXED(tc1_, __VA_ARGS__)
+#define BLOCKFUSE_TC2_PARAM(...) BLOCKFUSE_KNOB_GENERATOR_PARAM_PREFIXED(tc2_, __VA_ARGS__)
+    BLOCKFUSE_GEMM_KNOBS(BLOCKFUSE_TC0_PARAM)
+    BLOCKFUSE_GEMM_KNOBS(BLOCKFUSE_TC1_PARAM)
+    BLOCKFUSE_GEMM_KNOBS(BLOCKFUSE_TC2_PARAM)
+    static_assert(blockfuse::kMaxBlockLayers == 3, "one tc<i>_ knob set per layer");
 
     // Arguments, in ABI order: input, then (weights_i, bias_i) per layer of each block, then
     // output. Added in configure() because the number of layers depends on the family.
@@ -61,12 +74,20 @@ public:
                                ": a stage needs blocks that keep their shape");
         if (spec.has_se() && (blocks > 1 || strategy == BlockStrategy::depth_first))
             throw CompileError("se = 1 is built for single blocks (layer_by_layer or fused)");
+        if (strategy == BlockStrategy::layer_by_layer_tc) {
+            if (!(Type(storage) == Float(16) || Type(storage) == BFloat(16)))
+                throw CompileError("strategy layer_by_layer_tc: storage must be float16 or bfloat16 (mma.sync)");
+            if (height <= 0 || width <= 0)
+                throw CompileError("strategy layer_by_layer_tc needs the image size: height and width > 0");
+        }
         input = add_input<Buffer<>>("input", Type(storage), 4);  // (c, x, y, n)
         for (int blk = 0; blk < blocks; ++blk) {
             const std::string pre = blocks > 1 ? "b" + std::to_string(blk) + "_" : "";
             for (size_t i = 0; i < spec.layers.size(); ++i) {
-                weights.push_back(
-                    add_input<Buffer<>>(pre + "weights" + std::to_string(i), Type(storage), 4));  // (k, cg, kx, ky)
+                const std::string name = pre + "weights" + std::to_string(i);
+                if (on_tensor_cores(spec, i))  // (kr, k) bits, as runtime/conv2d_tc.h lays them out
+                    weights.push_back(add_input<Buffer<>>(name, UInt(16), 2));
+                else weights.push_back(add_input<Buffer<>>(name, Type(storage), 4));  // (k, cg, kx, ky)
                 biases.push_back(add_input<Buffer<>>(pre + "bias" + std::to_string(i), Float(32), 1));
             }
         }
@@ -80,11 +101,70 @@ public:
     blockfuse::BlockSpec make_spec() const {
         return blockfuse::make_block_spec(family, channels, expansion, kernel_size, stride, act, se != 0);
     }
+    bool on_tensor_cores(const blockfuse::BlockSpec &spec, size_t layer) const {
+        return strategy == BlockStrategy::layer_by_layer_tc && blockfuse::tensor_core_layer(spec.layers[layer]);
+    }
+
+    // layer_by_layer_tc: layer i of block blk as an implicit GEMM, its input image of iw x ih (static).
+    std::optional<blockfuse::GemmFuncs> implicit_gemm_layer(const blockfuse::BlockSpec &spec,
+                                                            const blockfuse::BlockKnobs &kn, int blk, size_t i, int iw,
+                                                            int ih, const Func &in, const Func &residual) {
+        if (!on_tensor_cores(spec, i)) return std::nullopt;
+        const blockfuse::LayerSpec &L = spec.layers[i];
+        const int pad = L.ks / 2;
+        const blockfuse::ConvTcShape cs{L.in_ch,  ih, iw, L.out_ch, L.ks, L.ks, L.stride,
+                                        L.stride, 1,  1,  pad,      pad,  pad,  pad};
+        const auto elem = Type(storage) == Float(16) ? blockfuse::mma::Elem::f16 : blockfuse::mma::Elem::bf16;
+        const size_t j = blk * spec.layers.size() + i;
+        return blockfuse::conv2d_tc(in, Func(*weights[j]), Func(*biases[j]), cs, input->dim(3).extent(), Expr(L.act),
+                                    blockfuse::gemm_tiling(kn.tensor_core[i]), elem, get_target(), 0, Type(storage),
+                                    residual, "b" + std::to_string(blk) + "_layer" + std::to_string(i) + "_");
+    }
+
+    blockfuse::BlockKnobs knobs() const {
+        blockfuse::BlockKnobs kn;
+        BLOCKFUSE_BLOCK_KNOBS(BLOCKFUSE_KNOB_COPY)
+#define BLOCKFUSE_COPY_MAPPING(field, prefix, name) kn.field.name = prefix##name;
+#define BLOCKFUSE_COPY_PW(name, ...) BLOCKFUSE_COPY_MAPPING(pointwise_gpu, pw_, name)
+#define BLOCKFUSE_COPY_FULL(name, ...) BLOCKFUSE_COPY_MAPPING(full_gpu, full_, name)
+#define BLOCKFUSE_COPY_LAYER(name, ...) BLOCKFUSE_COPY_MAPPING(layer_gpu, layer_, name)
+        BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_PW)
+        BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_FULL)
+        BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_LAYER)
+#define BLOCKFUSE_COPY_PW_CPU(name, ...) BLOCKFUSE_COPY_MAPPING(pointwise_cpu, pw_, name)
+#define BLOCKFUSE_COPY_FULL_CPU(name, ...) BLOCKFUSE_COPY_MAPPING(full_cpu, full_, name)
+#define BLOCKFUSE_COPY_LAYER_CPU(name, ...) BLOCKFUSE_COPY_MAPPING(layer_cpu, layer_, name)
+        BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_COPY_PW_CPU)
+        BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_COPY_FULL_CPU)
+        BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_COPY_LAYER_CPU)
+#define BLOCKFUSE_COPY_TC0(name, ...) BLOCKFUSE_COPY_MAPPING(tensor_core[0], tc0_, name)
+#define BLOCKFUSE_COPY_TC1(name, ...) BLOCKFUSE_COPY_MAPPING(tensor_core[1], tc1_, name)
+#define BLOCKFUSE_COPY_TC2(name, ...) BLOCKFUSE_COPY_MAPPING(tensor_core[2], tc2_, name)
+        BLOCKFUSE_GEMM_KNOBS(BLOCKFUSE_COPY_TC0)
+        BLOCKFUSE_GEMM_KNOBS(BLOCKFUSE_COPY_TC1)
+        BLOCKFUSE_GEMM_KNOBS(BLOCKFUSE_COPY_TC2)
+        // The chunk must divide the hidden width: a partial last chunk made the GPU schedule's
+        // hidden layers read weights past the end (seen on PoCL with hidden 30, chunk 8), so the
+        // largest divisor of the hidden width not above the requested chunk is used.
+        kn.chunk = blockfuse::effective_chunk(make_spec().hidden, chunk);
+        return kn;
+    }
 
     void generate() {
         auto spec = make_spec();
         const size_t L = spec.layers.size();
+        const blockfuse::BlockKnobs kn = knobs();
+        if (strategy == BlockStrategy::layer_by_layer_tc && using_autoscheduler())
+            throw CompileError("strategy layer_by_layer_tc is scheduled by its own schedule (the mma.sync fragments "
+                               "need it), not by an autoscheduler");
+        const char *strategy_name = blockfuse::block_strategy_name(strategy);
+        if (!using_autoscheduler())
+            if (const std::string why =
+                    blockfuse::block_knobs_error(spec, strategy_name, kn, get_target().has_gpu_feature());
+                !why.empty())
+                throw CompileError(why);
         std::vector<blockfuse::BlockFuncs> stage;
+        std::vector<blockfuse::GemmFuncs> gemms;  // the tensor-core layers, for their lowering pass
         Func x = *input;
         for (int blk = 0; blk < blocks; ++blk) {
             std::vector<Func> w, b;
@@ -97,44 +177,37 @@ public:
                 sw.push_back(*se_weights[i]);
                 sb.push_back(*se_biases[i]);
             }
+            blockfuse::TensorCoreLayer tc;
+            if (strategy == BlockStrategy::layer_by_layer_tc)
+                tc = [&, blk](size_t i, const Func &in, const Func &residual) {
+                    int iw = width, ih = height;  // layer i's input image (same padding)
+                    for (size_t j = 0; j < i; ++j)
+                        iw = (iw - 1) / spec.layers[j].stride + 1, ih = (ih - 1) / spec.layers[j].stride + 1;
+                    auto g = implicit_gemm_layer(spec, kn, blk, i, iw, ih, in, residual);
+                    if (g) gemms.push_back(*g);
+                    return g;
+                };
             stage.push_back(blockfuse::block_algorithm(x, w, b, spec, input->dim(1).extent(), input->dim(2).extent(),
-                                                       storage, "b" + std::to_string(blk) + "_", sw, sb));
+                                                       storage, "b" + std::to_string(blk) + "_", sw, sb, tc));
             x = stage.back().layers.back().output;
         }
-        Func last = x, out = *output;
-        out(last.args()) = last(last.args());
+        if (stage.back().tensor_core.back()) {
+            // The last layer's GEMM is the output itself (its scatter store cannot be inlined into a copy).
+            *output = x;
+        } else {
+            Func last = x, out = *output;
+            out(last.args()) = last(last.args());
+            if (!using_autoscheduler()) {
+                last.compute_inline();
+                stage.back().layers.back().output = out;
+            }
+        }
         if (using_autoscheduler()) {  // the algorithm and its estimates only: the autoscheduler schedules it
             set_estimates(spec);
         } else {
-            last.compute_inline();
-            stage.back().layers.back().output = out;
-            blockfuse::BlockKnobs kn;
-            BLOCKFUSE_BLOCK_KNOBS(BLOCKFUSE_KNOB_COPY)
-#define BLOCKFUSE_COPY_MAPPING(field, prefix, name) kn.field.name = prefix##name;
-#define BLOCKFUSE_COPY_PW(name, ...) BLOCKFUSE_COPY_MAPPING(pointwise_gpu, pw_, name)
-#define BLOCKFUSE_COPY_FULL(name, ...) BLOCKFUSE_COPY_MAPPING(full_gpu, full_, name)
-#define BLOCKFUSE_COPY_LAYER(name, ...) BLOCKFUSE_COPY_MAPPING(layer_gpu, layer_, name)
-            BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_PW)
-            BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_FULL)
-            BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_COPY_LAYER)
-#define BLOCKFUSE_COPY_PW_CPU(name, ...) BLOCKFUSE_COPY_MAPPING(pointwise_cpu, pw_, name)
-#define BLOCKFUSE_COPY_FULL_CPU(name, ...) BLOCKFUSE_COPY_MAPPING(full_cpu, full_, name)
-#define BLOCKFUSE_COPY_LAYER_CPU(name, ...) BLOCKFUSE_COPY_MAPPING(layer_cpu, layer_, name)
-            BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_COPY_PW_CPU)
-            BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_COPY_FULL_CPU)
-            BLOCKFUSE_CONV2D_CPU_KNOBS(BLOCKFUSE_COPY_LAYER_CPU)
-            // The chunk must divide the hidden width: a partial last chunk made the GPU schedule's
-            // hidden layers read weights past the end (seen on PoCL with hidden 30, chunk 8), so the
-            // largest divisor of the hidden width not above the requested chunk is used.
-            kn.chunk = blockfuse::effective_chunk(spec.hidden, chunk);
-            const char *strategy_name = strategy == blockfuse::BlockStrategy::layer_by_layer ? "layer_by_layer"
-                                        : strategy == blockfuse::BlockStrategy::fused        ? "fused"
-                                                                                             : "depth_first";
-            if (const std::string why =
-                    blockfuse::block_knobs_error(spec, strategy_name, kn, get_target().has_gpu_feature());
-                !why.empty())
-                throw CompileError(why);
-            blockfuse::schedule_stage(stage, spec, strategy, kn, get_target().has_gpu_feature());
+            blockfuse::schedule_stage(stage, spec, strategy, kn, get_target());
+            blockfuse::add_mma_lowering(get_pipeline(), get_target(), "block (" + std::string(strategy_name) + ")",
+                                        gemms);
         }
         // Static channel counts: the runtime passes matching buffers (checked by Halide too).
         // Dense NHWC / (k, cg, kx, ky) buffers with static channel counts: every channel vector
@@ -147,7 +220,17 @@ public:
             for (int d = 2; d < b.dimensions(); ++d) b.dim(d).set_stride(b.dim(d - 1).stride() * b.dim(d - 1).extent());
         };
         dense(*input, spec.c);
-        for (size_t i = 0; i < weights.size(); ++i) dense(*weights[i], spec.layers[i % L].out_ch);
+        for (size_t i = 0; i < weights.size(); ++i) {
+            const blockfuse::LayerSpec &l = spec.layers[i % L];
+            if (!on_tensor_cores(spec, i % L)) {
+                dense(*weights[i], l.out_ch);
+                continue;
+            }
+            const int kr = l.ks * l.ks * ((l.in_ch + 7) / 8 * 8);  // ConvTcShape::reduction()
+            weights[i]->set_host_alignment(16);
+            weights[i]->dim(0).set_bounds(0, kr).set_stride(1);
+            weights[i]->dim(1).set_bounds(0, l.out_ch).set_stride(kr);
+        }
         for (size_t i = 0; i < se_weights.size(); ++i)
             dense(*se_weights[i], i == 0 ? spec.se_ch : spec.layers[spec.se_after].out_ch);
         output->set_host_alignment(16);

@@ -35,6 +35,9 @@ inline const char *knob_prefix(LayerMapping m) {
     return "";
 }
 
+// The most layers a block has (MBConv, ConvFirst, ConvNeXt: 3): per-layer knobs are declared for this many.
+constexpr size_t kMaxBlockLayers = 3;
+
 // LayerNorm epsilon of the ConvNeXt block (kernels and reference read this one constant).
 constexpr double kLayerNormEps = 1e-6;
 

@@ -12,6 +12,7 @@
 // (k, x, y, b) bits.
 #pragma once
 #include "generators/gemm_algorithm.h"
+#include "generators/storage.h"
 
 namespace blockfuse {
 
@@ -26,11 +27,13 @@ struct ConvTcShape {
 };
 
 // `images`: the batch (a run-time extent); `storage`: the input's and output's type. See gemm() for the tiling
-// and fragment_mutation.
+// and fragment_mutation. `residual` (optional, storage type, the output's shape and coordinates) is added after
+// the activation; `prefix` names the Funcs (several convolutions in one pipeline).
 inline GemmFuncs conv2d_tc(const Halide::Func &input, const Halide::Func &weights, const Halide::Func &bias,
                            const ConvTcShape &cs, const Halide::Expr &images, const Halide::Expr &activation,
                            const GemmTiling &t, mma::Elem elem, const Halide::Target &target, int fragment_mutation,
-                           const Halide::Type &storage) {
+                           const Halide::Type &storage, const Halide::Func &residual = Halide::Func(),
+                           const std::string &prefix = "") {
     using namespace Halide;
     const int OW = cs.out_w(), OH = cs.out_h(), Cp = cs.c_padded(), groups_per_tap = Cp / 8;
     GemmShape s{images * (OW * OH), Expr(cs.k), Expr(cs.reduction()), Expr(cs.reduction())};
@@ -55,6 +58,8 @@ inline GemmFuncs conv2d_tc(const Halide::Func &input, const Halide::Func &weight
     };
     io.c_dims = 4;
     io.c_type = storage;
+    io.prefix = prefix;
+    if (residual.defined()) io.residual = [residual](const std::vector<Expr> &c) { return to_f32(residual(c)); };
     return gemm(Func(), weights, bias, s, activation, t, elem, target, fragment_mutation, io);
 }
 

@@ -44,10 +44,8 @@ public:
         auto f = blockfuse::conv2d_tc(input, weights, bias, cs, input.dim(3).extent(), activation,
                                       blockfuse::gemm_tiling(kn), e, get_target(), fragment_mutation, et);
         output = f.output;
-        const Target t = get_target();
-        if (t.has_feature(Target::CUDA)) blockfuse::schedule_gemm_cuda(f, kn, get_pipeline());
-        else if (t.has_feature(Target::OpenCL)) blockfuse::schedule_gemm_opencl(f, kn);
-        else blockfuse::schedule_gemm_cpu(f, kn);
+        blockfuse::schedule_gemm(f, kn, get_target());
+        blockfuse::add_mma_lowering(get_pipeline(), get_target(), "gemm", {f});
         // Dense NHWC tensors, 16-byte aligned: with C a multiple of 8 a group of 8 channels is one aligned vector.
         input.dim(0).set_min(0).set_extent(cs.c).set_stride(1);
         input.dim(1).set_min(0).set_extent(cs.w).set_stride(cs.c);

@@ -82,9 +82,11 @@ inline Halide::Expr zero_filled(const Halide::Func &x, const Halide::Expr &ke, c
 // kernel needs two code paths, piecewise-linear (none, relu, relu6) and smooth, not six (schedules branch on
 // smooth_activation(); with six, the epilogue copies were most of a kernel's code and compile time).
 inline Halide::Expr smooth_activation(const Halide::Expr &activation) { return activation >= int(Activation::silu); }
+// A constant activation (a block's layer: static) is applied as it is, gelu_erf included.
 inline Halide::Expr gemm_epilogue(const Halide::Expr &acc, const Halide::Expr &bias, const Halide::Expr &activation) {
     using namespace Halide;
     Expr x = acc + bias;
+    if (auto id = Internal::as_const_int(activation)) return apply_activation(x, Activation(*id));
     Expr piecewise = select(activation == int(Activation::relu), max(x, 0.0f), activation == int(Activation::relu6),
                             clamp(x, 0.0f, 6.0f), x);
     Expr z = select(activation == int(Activation::gelu), 1.5957691216057308f * (x + 0.044715f * x * x * x), x);
@@ -105,6 +107,9 @@ struct GemmIo {
     std::function<std::vector<Halide::Expr>(const Halide::Expr &n, const Halide::Expr &m)> c_coords;
     int c_dims = 2;
     Halide::Type c_type = Halide::UInt(16);  // C's type: the bits, or the storage type they are (reinterpreted)
+    // Added to C after the activation, at C's coordinates (a residual connection), in f32; none if undefined.
+    std::function<Halide::Expr(const std::vector<Halide::Expr> &coords)> residual;
+    std::string prefix;  // of every Func's name: several GEMMs in one pipeline (a block's layers)
 };
 
 // fragment_mutation = 1 (tests only): A registers 1 and 2 swapped, a wrong layout the checks must catch.
@@ -126,14 +131,14 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
         };
     if (!io.c_coords) io.c_coords = [](const Expr &cn, const Expr &cm) { return std::vector<Expr>{cn, cm}; };
 
-    f.a_panel = Func("a_panel");
+    f.a_panel = Func(io.prefix + "a_panel");
     f.a_panel(f.ke, f.kg, m) = io.a_element(f.ke, f.kg, m, f.exact);
-    f.b_panel = Func("b_panel");
+    f.b_panel = Func(io.prefix + "b_panel");
     f.b_panel(f.ke, f.kg, n) = zero_filled(B, f.ke, f.kg, n, s.N, s, f.exact);
 
     // A: one ldmatrix.x4 per instruction tile and K step; rows mt * 16 of the warp's rows.
     Expr a_reg = fragment_mutation == 1 ? select(r == 1, 2, r == 2, 1, r) : Expr(r);
-    f.a_frag = Func("a_frag");
+    f.a_frag = Func(io.prefix + "a_frag");
     f.a_frag(r, lane, f.mt, f.wm, f.bm, f.kt) = ldmatrix(
         4, a_reg, lane, [&](const Expr &kk, const Expr &row) { return f.a_panel(kk % 8, kk / 8, row); },
         [&](const Expr &l) {
@@ -144,7 +149,7 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     // B: two n-tiles per ldmatrix.x4 (one with x2 where the warp has an odd number of n-tiles).
     f.b_pairs = NT % 2 == 0;
     const int tiles_per_load = f.b_pairs ? 2 : 1;
-    f.b_frag = Func("b_frag");
+    f.b_frag = Func(io.prefix + "b_frag");
     f.b_frag(r, lane, f.np, f.wn, f.bn, f.kt) = ldmatrix(
         2 * tiles_per_load, r, lane, [&](const Expr &kk, const Expr &col) { return f.b_panel(kk % 8, kk / 8, col); },
         [&](const Expr &l) {
@@ -155,14 +160,14 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
         native);
 
     // (K steps of 16 within a panel, panels): whole panels, so the panel loop needs no tail.
-    f.rk = RDom(0, t.kt_per_step(), 0, (s.K + t.k_step - 1) / t.k_step, "rk");
+    f.rk = RDom(0, t.kt_per_step(), 0, (s.K + t.k_step - 1) / t.k_step, io.prefix + "rk");
     Expr kt = f.rk.y * t.kt_per_step() + f.rk.x;
     auto a_at = [&](const Expr &reg, const Expr &l) { return f.a_frag(reg, l, f.mt, f.wm, f.bm, kt); };
     auto b_at = [&](const Expr &reg, const Expr &l) {
         if (!f.b_pairs) return f.b_frag(reg, l, f.nt, f.wn, f.bn, kt);
         return f.b_frag(2 * (f.nt % 2) + reg, l, f.nt / 2, f.wn, f.bn, kt);
     };
-    f.acc = Func("acc");
+    f.acc = Func(io.prefix + "acc");
     std::vector<Var> acc_args{f.q, lane, f.nt, f.mt, f.wn, f.wm, f.bn, f.bm};
     f.acc(acc_args) = 0.0f;
     f.acc(acc_args) = mma::mma(elem, f.q, lane, a_at, b_at, f.acc(acc_args), native);
@@ -181,7 +186,7 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
                        {0, t.warps_m},
                        {0, (s.N + BN - 1) / BN},
                        {0, (s.M + BM - 1) / BM}},
-                "rc");
+                io.prefix + "rc");
     Expr q0 = f.rc[0], mh = f.rc[1], cnt = f.rc[2], cmt = f.rc[3], cl = f.rc[4], cwn = f.rc[5], cwm = f.rc[6],
          cbn = f.rc[7], cbm = f.rc[8];
     Expr cn = cbn * BN + cwn * t.warp_n + cnt * kTileN + c_col(q0, cl);
@@ -189,18 +194,21 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     f.rc.where(f.exact || (cn < s.N && cm < s.M));  // whole tiles: no guard at all
     // The epilogue in fragment space: a schedule can compute it per thread and specialize it on the
     // activation (a uniform branch) without touching the accumulator.
-    f.epilogue = Func("epilogue");
+    f.epilogue = Func(io.prefix + "epilogue");
     std::vector<Var> c_args{f.q, lane, f.nt, f.mt, f.wn, f.wm, f.bn, f.bm};
     Expr col_n = f.bn * BN + f.wn * t.warp_n + f.nt * kTileN + c_col(Expr(f.q), Expr(lane));
     f.epilogue(c_args) = gemm_epilogue(f.acc(c_args), bias(min(col_n, s.N - 1)), activation);
-    f.output = Func("gemm");
+    f.output = Func(io.prefix + "gemm");
     std::vector<Var> out_vars;
     for (int d = 0; d < io.c_dims; ++d) out_vars.push_back(d == 0 ? n : d == 1 ? m : Var("c" + std::to_string(d)));
     f.output(out_vars) = undef(io.c_type);
     // Bounds inference does not see the `where`: the promise gives it the stored range (which the
     // predicate guarantees) and costs no code.
-    f.output(io.c_coords(unsafe_promise_clamped(cn, 0, s.N - 1), unsafe_promise_clamped(cm, 0, s.M - 1))) =
-        reinterpret(io.c_type, f32_to_b16(f.epilogue(2 * mh + q0, cl, cnt, cmt, cwn, cwm, cbn, cbm), elem));
+    const std::vector<Expr> coords =
+        io.c_coords(unsafe_promise_clamped(cn, 0, s.N - 1), unsafe_promise_clamped(cm, 0, s.M - 1));
+    Expr value = f.epilogue(2 * mh + q0, cl, cnt, cmt, cwn, cwm, cbn, cbm);
+    if (io.residual) value += io.residual(coords);
+    f.output(coords) = reinterpret(io.c_type, f32_to_b16(value, elem));
     return f;
 }
 

@@ -32,10 +32,8 @@ public:
         auto f =
             blockfuse::gemm(a, b, bias, s, activation, blockfuse::gemm_tiling(kn), e, get_target(), fragment_mutation);
         output = f.output;
-        const Target t = get_target();
-        if (t.has_feature(Target::CUDA)) blockfuse::schedule_gemm_cuda(f, kn, get_pipeline());
-        else if (t.has_feature(Target::OpenCL)) blockfuse::schedule_gemm_opencl(f, kn);
-        else blockfuse::schedule_gemm_cpu(f, kn);
+        blockfuse::schedule_gemm(f, kn, get_target());
+        blockfuse::add_mma_lowering(get_pipeline(), get_target(), "gemm", {f});
         // Rows start on 16-byte boundaries and hold whole 8-element groups (extents and row strides
         // multiples of 8, aligned bases), so a panel row's groups are aligned vector loads; runtime/gemm.cpp
         // lays its tensors out so.

@@ -1,4 +1,5 @@
 #include "runtime/block.h"
+#include "runtime/conv2d_tc.h"
 #include "schedules/block_knobs.h"
 #include "schedules/heuristics.h"
 #include <fmt/format.h>
@@ -161,6 +162,11 @@ void randomize(BlockTensors &t, const BlockWorkload &w, std::mt19937_64 &rng) {
         t.biases[j].for_each_value([&](float &b) { b = d(rng); });
         t.biases[j].set_host_dirty();
     }
+    const BlockSpec spec = w.spec();
+    t.weights_tc.assign(t.weights.size(), {});
+    for (size_t j = 0; j < size_t(w.blocks) * layers.size() && w.dtype != DType::f32; ++j)
+        if (tensor_core_layer(spec.layers[j % layers.size()]))
+            t.weights_tc[j] = tensor_core_weights(t.weights[j], layers[j % layers.size()]);
     poison(t.output, w.dtype);
 }
 
@@ -198,6 +204,8 @@ KernelVariant block_kernel_for(const BlockWorkload &w, const std::string &strate
         {"kernel_size", std::to_string(w.k)},    {"stride", std::to_string(w.stride)},
         {"act", std::to_string(int(w.act))},     {"se", std::to_string(int(w.se))},
         {"blocks", std::to_string(w.blocks)}};
+    std::map<std::string, std::string> params = p;
+    if (strategy == kLayerByLayerTc) params["height"] = std::to_string(w.h), params["width"] = std::to_string(w.w);
     std::string shape = fmt::format("{}_c{}e{}", block_family_name(w.family), w.c, w.e);
     if (w.family != BlockFamily::ffn) shape += fmt::format("k{}s{}", w.k, w.stride);
     if (w.se) shape += "se";
@@ -205,10 +213,26 @@ KernelVariant block_kernel_for(const BlockWorkload &w, const std::string &strate
     KernelVariant v = make_variant("block",
                                    fmt::format("{}_{}_{}_{}_{}", shape, activation_name(w.act), strategy,
                                                dtype_name(w.dtype), device_name(device)),
-                                   device, w.dtype, p, s.knobs, s.max_registers, s.why);
+                                   device, w.dtype, params, s.knobs, s.max_registers, s.why);
+    if (strategy == kLayerByLayerTc) v.name += fmt::format("_{}x{}", w.h, w.w);
     v.name += "@" + v.request().hash().substr(0, 8);
     return v;
 }
+
+namespace {
+// layer_by_layer_tc: why dense layer i's implicit GEMM cannot launch ("" if it can), from its tc<i>_ knobs.
+std::string tensor_core_layer_launch_error(const KernelVariant &v, const BlockWorkload &w, size_t i,
+                                           const LaunchLimits &limits) {
+    KernelVariant g = v;  // the layer's tiling under the GEMM's own knob names
+    g.knobs.clear();
+    const std::string prefix = tensor_core_prefix(i);
+    for (const auto &[name, value] : v.knobs)
+        if (name.rfind(prefix, 0) == 0) g.knobs[name.substr(prefix.size())] = value;
+    const GemmWorkload gemm = implicit_gemm_of(w.layers()[i]);
+    const std::string why = tensor_core_launch_error(g, gemm.m, gemm.n, limits);
+    return why.empty() ? "" : "layer " + std::to_string(i) + " (" + prefix + "): " + why;
+}
+}  // namespace
 
 void check_block_launch(const KernelVariant &v, const BlockWorkload &w) {
     check_block_launch(v, w, launch_limits(v.device));
@@ -225,7 +249,13 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
         throw KernelError(what() + std::to_string(v.threads_per_block()) +
                           " threads per block exceed the device limit of " + std::to_string(max_threads));
     long long shared = 0;
-    if (v.param("strategy") != "layer_by_layer") {
+    if (v.param("strategy") == kLayerByLayerTc) {
+        const BlockSpec spec = w.spec();
+        for (size_t i = 0; i < spec.layers.size(); ++i)
+            if (tensor_core_layer(spec.layers[i]))
+                if (const std::string why = tensor_core_layer_launch_error(v, w, i, limits); !why.empty())
+                    throw KernelError(what() + why);
+    } else if (v.param("strategy") != "layer_by_layer") {
         shared = fused_block_shared_bytes(w.spec(), v.knob("tile_x"), v.knob("tile_y"), v.knob("chunk"),
                                           dtype_bytes(w.dtype), v.param("strategy") == "depth_first" ? w.blocks : 1,
                                           v.knob("stage_weights"), v.knob("stage_padded") != 0);
@@ -250,6 +280,17 @@ void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t) 
         args.push_back(t.biases[j].raw_buffer());
     }
     args.push_back(t.output.raw_buffer());
+    if (v.param("strategy") == kLayerByLayerTc) {  // the dense layers read their tensor-core layout
+        for (size_t j = 0; j < t.weights_tc.size() && j < t.weights.size(); ++j)
+            if (t.weights_tc[j].data()) args[1 + 2 * j] = t.weights_tc[j].raw_buffer();
+        const size_t L = w.layers().size();
+        for (size_t j = 0; j < size_t(w.blocks) * L; ++j)
+            if (tensor_core_layer(w.spec().layers[j % L]) && (j >= t.weights_tc.size() || !t.weights_tc[j].data()))
+                throw KernelError("kernel " + v.name + " reads the tensor-core weight layout of layer " +
+                                  std::to_string(j % L) + ": randomize() did not lay it out for " + to_key(w));
+        call_tensor_core_kernel(v, args.data(), to_key(w));
+        return;
+    }
     const LoadedKernel &k = v.load();
     clear_halide_error();
     const int rc = k.argv(args.data());
@@ -380,13 +421,14 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
     const BlockSpec spec = w.spec();
     const double block_io = e * double(w.n) * w.c * w.h * w.w;  // a block's input (and, in a stage, output)
     auto block_name = [&](int blk) { return w.blocks > 1 ? "b" + std::to_string(blk) + "_" : std::string(); };
-    if (strategy == "layer_by_layer") {
+    if (strategy == "layer_by_layer" || strategy == kLayerByLayerTc) {
         for (int blk = 0; blk < w.blocks; ++blk) {
             double prev_out = blk > 0 ? block_io : 0;  // the tensor the previous kernel wrote (0: the run's input)
             for (size_t i = 0; i < layers.size(); ++i) {
                 const std::string pre = block_name(blk), li = std::to_string(i);
                 const double in = e * double(w.n) * layers[i].c * layers[i].h * layers[i].w;
                 KernelCost c{pre + "layer" + li, conv2d_flops(layers[i]), conv2d_bytes(layers[i])};
+                c.tensor_cores = strategy == kLayerByLayerTc && tensor_core_layer(spec.layers[i]);
                 if (prev_out > 0) c.rereads.push_back(in);
                 if (i + 1 == layers.size() && spec.residual) {
                     c.bytes += block_io;
@@ -522,8 +564,10 @@ public:
     std::string generator() const override { return "block"; }
     DType dtype() const override { return w_.dtype; }
     std::vector<std::string> strategies() const override {
-        if (w_.blocks > 1) return {"layer_by_layer", "fused", "depth_first"};
-        return {"layer_by_layer", "fused"};
+        std::vector<std::string> out{"layer_by_layer", "fused"};
+        if (w_.blocks > 1) out.push_back("depth_first");
+        if (w_.dtype != DType::f32) out.push_back(kLayerByLayerTc);  // mma.sync takes f16 and bf16
+        return out;
     }
     ScheduleChoice heuristic(const std::string &s, Device d) const override { return block_heuristic(w_, s, d); }
     KernelVariant kernel_for(const std::string &st, Device d, const ScheduleChoice &s) const override {
@@ -558,12 +602,19 @@ public:
     std::vector<std::string> tunable_knobs(const std::string &strategy, Device d) const override {
         const BlockSpec spec = w_.spec();
         std::vector<std::string> out;
-        if (d == Device::cpu && strategy != "layer_by_layer")  // the CPU's fused and depth-first read these only
+        const bool tc = strategy == kLayerByLayerTc;
+        if (d == Device::cpu && strategy != "layer_by_layer" && !tc)  // the CPU's fused and depth-first read these
             return {"tile_x", "tile_y", "chunk"};
-        if (strategy == "layer_by_layer") {                   // the conv2d knobs of each mapping its layers use
+        if (strategy == "layer_by_layer" || tc) {             // the knobs of each mapping its layers use
             std::map<std::string, std::set<ConvKind>> kinds;  // by prefix
-            for (const LayerSpec &l : spec.layers)
+            for (size_t i = 0; i < spec.layers.size(); ++i) {
+                const LayerSpec &l = spec.layers[i];
+                if (tc && tensor_core_layer(l)) {  // its implicit GEMM's tiling
+                    for (const KnobDecl &k : gemm_knob_table().knobs) out.push_back(tensor_core_prefix(i) + k.name);
+                    continue;
+                }
                 kinds[knob_prefix(layer_mapping(l.ks, l.groups))].insert(layer_conv_kind(l));
+            }
             for (const auto &[p, ks] : kinds)
                 for (const KnobDecl &k : (d == Device::cpu ? conv2d_cpu_knobs() : conv2d_gpu_knobs()).knobs)
                     if (d != Device::cpu || std::any_of(ks.begin(), ks.end(),
@@ -589,8 +640,9 @@ public:
         if (v.device == Device::cpu) return "";
         for (const Conv2dWorkload &l : w_.layers()) {
             const std::string p = knob_prefix(layer_mapping(l.r, l.groups));
-            if (strategy == "layer_by_layer" && !flat_tiles_fit(v.knob(p + "flat_threads"), v.knob(p + "tile_x"),
-                                                                v.knob(p + "tile_y"), l.out_w(), l.out_h()))
+            const bool mapped = strategy == "layer_by_layer" || (strategy == kLayerByLayerTc && l.groups > 1);
+            if (mapped && !flat_tiles_fit(v.knob(p + "flat_threads"), v.knob(p + "tile_x"), v.knob(p + "tile_y"),
+                                          l.out_w(), l.out_h()))
                 return p + " mapping: the flat mapping's tile exceeds a layer's output";
         }
         try {

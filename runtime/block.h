@@ -41,10 +41,13 @@ struct BlockTensors {
     Tensor input, output;
     std::vector<Tensor> weights;  // layer i of block b at [b * layers + i]; then SE's reduce, expand
     std::vector<Halide::Runtime::Buffer<float>> biases;
+    // [b * layers + i]: the weights of a dense f16/bf16 layer as layer_by_layer_tc's implicit GEMMs read them
+    // (runtime/conv2d_tc.h), laid out by randomize(); empty for the other layers.
+    std::vector<Halide::Runtime::Buffer<uint16_t>> weights_tc;
 };
 BlockTensors make_block_tensors(const BlockWorkload &w);
 // Fresh random data (weights scaled by 1/sqrt(fan-in) so activations stay O(1) in f16), output
-// poisoned with NaN.
+// poisoned with NaN; the tensor-core weight layout made from the weights.
 void randomize(BlockTensors &t, const BlockWorkload &w, std::mt19937_64 &rng);
 
 // The named variants (variant data) of this block's configuration on `device`, every strategy: the one

@@ -17,19 +17,23 @@ GemmWorkload implicit_gemm_of(const Conv2dWorkload &w) {
     return g;
 }
 
-void lay_out_tensor_core_weights(Conv2dTensors &t, const Conv2dWorkload &w) {
-    if (!tensor_cores_apply(w)) return;
+Halide::Runtime::Buffer<uint16_t> tensor_core_weights(const Tensor &weights, const Conv2dWorkload &w) {
     const int cp = (w.c + 7) / 8 * 8;
-    t.weights_tc = Halide::Runtime::Buffer<uint16_t>(w.r * w.s * cp, w.k);
-    t.weights_tc.fill(0);
+    Halide::Runtime::Buffer<uint16_t> out(w.r * w.s * cp, w.k);
+    out.fill(0);
     // Storage bits: the weights tensor is (k, c, kx, ky), dense.
-    const uint16_t *src = static_cast<const uint16_t *>(t.weights.data());
+    const uint16_t *src = static_cast<const uint16_t *>(weights.data());
     for (int ky = 0; ky < w.r; ++ky)
         for (int kx = 0; kx < w.s; ++kx)
             for (int c = 0; c < w.c; ++c)
                 for (int k = 0; k < w.k; ++k)
-                    t.weights_tc((ky * w.s + kx) * cp + c, k) = src[((size_t(ky) * w.s + kx) * w.c + c) * w.k + k];
-    t.weights_tc.set_host_dirty();
+                    out((ky * w.s + kx) * cp + c, k) = src[((size_t(ky) * w.s + kx) * w.c + c) * w.k + k];
+    out.set_host_dirty();
+    return out;
+}
+
+void lay_out_tensor_core_weights(Conv2dTensors &t, const Conv2dWorkload &w) {
+    if (tensor_cores_apply(w)) t.weights_tc = tensor_core_weights(t.weights, w);
 }
 
 KernelVariant conv2d_tc_kernel_for(const Conv2dWorkload &w, Device device, const ScheduleChoice &s) {

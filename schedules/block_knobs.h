@@ -2,10 +2,12 @@
 // The fused and depth-first strategies read the block-level knobs; layer by layer schedules each
 // layer with the conv2d knobs of its mapping, prefixed: pw_ (1x1 layers), full_ (dense k x k),
 // layer_ (depthwise and grouped); the GPU schedules' (pw_vec_k...) on a GPU, the CPU schedule's
-// (pw_cpu_vec_k...) on the CPU.
+// (pw_cpu_vec_k...) on the CPU. Layer by layer on the tensor cores (layer_by_layer_tc) gives each dense layer i
+// its implicit GEMM's tiling, tc<i>_ (schedules/gemm_knobs.h), and the other layers the layer_ mapping.
 #pragma once
 #include "generators/block_spec.h"
 #include "schedules/conv2d_knobs.h"
+#include "schedules/gemm_knobs.h"
 #include <algorithm>
 
 #define BLOCKFUSE_BLOCK_KNOBS(X)                                                                                       \
@@ -34,7 +36,15 @@ struct BlockKnobs {
     Conv2dGpuKnobs full_gpu;                            //  ... the dense k x k layers (full_*)
     Conv2dGpuKnobs layer_gpu;                           //  ... the depthwise and grouped layers (layer_*)
     Conv2dCpuKnobs pointwise_cpu, full_cpu, layer_cpu;  // the same on the CPU (pw_cpu_*, full_cpu_*, layer_cpu_*)
+    GemmKnobs tensor_core[kMaxBlockLayers];             // layer_by_layer_tc: dense layer i's tiling (tc<i>_*)
 };
+
+// The strategy whose dense layers run on the tensor cores, and the prefix of layer i's tiling knobs.
+constexpr const char *kLayerByLayerTc = "layer_by_layer_tc";
+inline std::string tensor_core_prefix(size_t layer) { return "tc" + std::to_string(layer) + "_"; }
+// Which layers of layer_by_layer_tc are implicit GEMMs: the dense ones (one group); depthwise and grouped
+// layers keep the CUDA-core layer_ mapping.
+inline bool tensor_core_layer(const LayerSpec &l) { return l.groups == 1; }
 
 inline const KnobTable &block_fused_knobs() {
     static const KnobTable t{{BLOCKFUSE_BLOCK_KNOBS(BLOCKFUSE_KNOB_DECL)}};
@@ -44,7 +54,11 @@ inline const KnobTable &block_fused_knobs() {
 // mappings of that device's conv2d schedule.
 inline const KnobTable &block_knobs(bool gpu) {
     auto make = [](const KnobTable &conv) {
-        return concat({block_fused_knobs(), prefixed(conv, "pw_"), prefixed(conv, "full_"), prefixed(conv, "layer_")});
+        std::vector<KnobTable> parts{block_fused_knobs(), prefixed(conv, "pw_"), prefixed(conv, "full_"),
+                                     prefixed(conv, "layer_")};
+        for (size_t i = 0; i < kMaxBlockLayers; ++i)
+            parts.push_back(prefixed(gemm_knob_table(), tensor_core_prefix(i)));
+        return concat(parts);
     };
     static const KnobTable g = make(conv2d_gpu_knobs()), c = make(conv2d_cpu_knobs());
     return gpu ? g : c;
@@ -60,6 +74,7 @@ inline BlockKnobs block_knobs_from(const std::map<std::string, int> &set) {
     k.pointwise_cpu = conv2d_cpu_knobs_from(set, "pw_");
     k.full_cpu = conv2d_cpu_knobs_from(set, "full_");
     k.layer_cpu = conv2d_cpu_knobs_from(set, "layer_");
+    for (size_t i = 0; i < kMaxBlockLayers; ++i) k.tensor_core[i] = gemm_knobs_from(set, tensor_core_prefix(i));
     return k;
 }
 
@@ -69,6 +84,13 @@ inline int block_threads_per_block(const BlockSpec &spec, const std::string &str
     if (strategy == "layer_by_layer")
         return std::max(
             {kn.layer_gpu.threads_per_block(), kn.pointwise_gpu.threads_per_block(), kn.full_gpu.threads_per_block()});
+    if (strategy == kLayerByLayerTc) {
+        int threads = 0;
+        for (size_t i = 0; i < spec.layers.size(); ++i)
+            threads = std::max(threads, tensor_core_layer(spec.layers[i]) ? kn.tensor_core[i].threads_per_block()
+                                                                          : kn.layer_gpu.threads_per_block());
+        return threads;
+    }
     return fused_kernel_threads(spec.cout, kn.vec_k, kn.tile_x, spec.has_se(), effective_chunk(spec.hidden, kn.chunk));
 }
 
@@ -99,9 +121,15 @@ inline std::string block_knobs_error(const BlockSpec &spec, const std::string &s
         if (!spec.layers[i].hidden && (kn.full_vec < 1 || spec.layers[i].out_ch % kn.full_vec))
             return "full_vec = " + n(kn.full_vec) + " must divide the channels (" + n(spec.layers[i].out_ch) +
                    ") of every full-width layer before the last";
+    if (strategy == kLayerByLayerTc)
+        for (size_t i = 0; i < spec.layers.size(); ++i)
+            if (tensor_core_layer(spec.layers[i]))
+                if (const std::string why = gemm_knobs_error(kn.tensor_core[i]); !why.empty())
+                    return "layer " + std::to_string(i) + " (" + tensor_core_prefix(i) + "): " + why;
     if (!gpu) {
-        if (strategy == "layer_by_layer")
+        if (strategy == "layer_by_layer" || strategy == kLayerByLayerTc)
             for (const LayerSpec &l : spec.layers) {
+                if (strategy == kLayerByLayerTc && tensor_core_layer(l)) continue;
                 const LayerMapping m = layer_mapping(l.ks, l.groups);
                 const Conv2dCpuKnobs &k = m == LayerMapping::pointwise ? kn.pointwise_cpu
                                           : m == LayerMapping::full    ? kn.full_cpu
@@ -113,11 +141,13 @@ inline std::string block_knobs_error(const BlockSpec &spec, const std::string &s
     }
     if (const int threads = block_threads_per_block(spec, strategy, kn); threads > kMaxThreadsPerBlock)
         return n(threads) + " threads per block (the largest kernel of this mapping" +
-               std::string(spec.has_se() && strategy != "layer_by_layer" ? ", with SE's partial sums chunk x tile_x"
-                                                                         : "") +
+               std::string(spec.has_se() && (strategy == "fused" || strategy == "depth_first")
+                               ? ", with SE's partial sums chunk x tile_x"
+                               : "") +
                ") exceed " + n(kMaxThreadsPerBlock);
-    if (strategy == "layer_by_layer")  // each layer on its mapping (the block's windows are static)
+    if (strategy == "layer_by_layer" || strategy == kLayerByLayerTc)  // each layer on its mapping (static windows)
         for (const LayerSpec &l : spec.layers) {
+            if (strategy == kLayerByLayerTc && tensor_core_layer(l)) continue;
             const LayerMapping m = layer_mapping(l.ks, l.groups);
             const Conv2dGpuKnobs &k = m == LayerMapping::pointwise ? kn.pointwise_gpu
                                       : m == LayerMapping::full    ? kn.full_gpu

@@ -1,4 +1,5 @@
 #include "schedules/block_schedule.h"
+#include "schedules/gemm_schedule.h"
 #include "schedules/gpu_mapping.h"
 #include <algorithm>
 
@@ -90,11 +91,19 @@ void se_layer_by_layer(SEFuncs se, bool gpu) {
 // flat mapping (layer_*, no spills): 2.68 ms against 3.34 (bench/results/h200/convnext-sd/). MBConv with the flat 1x1
 // mappings in 32-thread blocks and the flat depthwise one ("sfyd", "sfqd"; bench/results/h200/mbconv-lbl-flat/): c=24
 // 56x56 0.322 ms (1.212 on the default), c=16 0.601 (2.58 on "u"), c=40 0.255, c=80 0.205; 28-32% of FFMA.
-void layer_by_layer(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, bool gpu) {
+// Layer by layer on the tensor cores (layer_by_layer_tc): the dense layers are implicit GEMMs
+// (BlockFuncs::tensor_core) on the GEMM's schedule with their own tiling (tc<i>_), the others as above.
+void layer_by_layer(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, const Target &target) {
+    const bool gpu = target.has_gpu_feature();
     for (size_t i = 0; i < f.layers.size(); ++i) {
         Conv2dFuncs &L = f.layers[i];
         const LayerSpec &s = spec.layers[i];
         if (i + 1 < f.layers.size()) L.output.compute_root();
+        if (f.tensor_core[i]) {
+            schedule_gemm(*f.tensor_core[i], kn.tensor_core[i], target);
+            if (f.norms[i].defined()) layer_norm_own_kernels(f.norms[i], gpu);
+            continue;
+        }
         const LayerMapping m = layer_mapping(s.ks, s.groups);
         if (gpu) {
             const Conv2dGpuKnobs &lk = m == LayerMapping::pointwise ? kn.pointwise_gpu
@@ -412,8 +421,19 @@ void se_partial_sums(BlockFuncs f, const BlockSpec &spec, const BlockKnobs &kn, 
 
 }  // namespace
 
+const char *block_strategy_name(BlockStrategy s) {
+    switch (s) {
+    case BlockStrategy::layer_by_layer: return "layer_by_layer";
+    case BlockStrategy::fused: return "fused";
+    case BlockStrategy::depth_first: return "depth_first";
+    case BlockStrategy::layer_by_layer_tc: return kLayerByLayerTc;
+    }
+    return "?";
+}
+
 void schedule_stage(const std::vector<BlockFuncs> &stage, const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn,
-                    bool gpu) {
+                    const Target &target) {
+    const bool gpu = target.has_gpu_feature();
     const size_t B = stage.size();
     if (s == BlockStrategy::depth_first) {
         // The last block fused as usual; the earlier ones inside its tiles, last to first.
@@ -436,8 +456,8 @@ void schedule_stage(const std::vector<BlockFuncs> &stage, const BlockSpec &spec,
     // Layer by layer, or one fused kernel per block: every block's output goes through memory.
     for (size_t b = 0; b < B; ++b) {
         if (b + 1 < B) Func(stage[b].layers.back().output).compute_root();
-        if (s == BlockStrategy::layer_by_layer) {
-            layer_by_layer(stage[b], spec, kn, gpu);
+        if (s == BlockStrategy::layer_by_layer || s == BlockStrategy::layer_by_layer_tc) {
+            layer_by_layer(stage[b], spec, kn, target);
         } else {
             // SE's partial sums first: their clones must be made before the originals get their schedules.
             const bool se = stage[b].se.defined();

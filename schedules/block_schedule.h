@@ -12,12 +12,16 @@ namespace blockfuse {
 
 // depth_first: a stage of blocks in one kernel, the earlier blocks computed per tile of the last
 // with overlapping halos (their outputs never reach memory).
-enum class BlockStrategy { layer_by_layer, fused, depth_first };
+// layer_by_layer_tc: layer by layer with the dense layers as implicit GEMMs on the tensor cores
+// (BlockFuncs::tensor_core; schedules/gemm_schedule.h).
+enum class BlockStrategy { layer_by_layer, fused, depth_first, layer_by_layer_tc };
+const char *block_strategy_name(BlockStrategy s);
 
-// gpu: CUDA/OpenCL schedule, else CPU. out_channels etc. are static in the spec. A stage is a
+// target: CUDA/OpenCL schedules, else CPU. out_channels etc. are static in the spec. A stage is a
 // chain of identical blocks (one block: a stage of one); layer_by_layer and fused put every
-// block's output in memory, depth_first computes the stage in one kernel.
+// block's output in memory, depth_first computes the stage in one kernel. The tensor-core layers'
+// lowering pass is the generator's to add (add_mma_lowering), once for all of them.
 void schedule_stage(const std::vector<BlockFuncs> &stage, const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn,
-                    bool gpu);
+                    const Halide::Target &target);
 
 }  // namespace blockfuse

@@ -40,14 +40,5 @@ inline std::string gemm_knobs_error(const GemmKnobs &kn) {
     return "";
 }
 // A knob struct from a knob set (missing names keep their defaults); `prefix` as conv2d_gpu_knobs_from.
-inline GemmKnobs gemm_knobs_from(const std::map<std::string, int> &set, const std::string &prefix = "") {
-    GemmKnobs k;
-    auto get = [&](const char *name, int &field) {
-        if (auto it = set.find(prefix + name); it != set.end()) field = it->second;
-    };
-#define BLOCKFUSE_KNOB_FROM_SET(name, dflt, values, meaning) get(#name, k.name);
-    BLOCKFUSE_GEMM_KNOBS(BLOCKFUSE_KNOB_FROM_SET)
-#undef BLOCKFUSE_KNOB_FROM_SET
-    return k;
-}
+BLOCKFUSE_DEFINE_KNOBS_FROM(gemm_knobs_from, GemmKnobs, BLOCKFUSE_GEMM_KNOBS)
 }  // namespace blockfuse

@@ -40,7 +40,6 @@ void map_output(GemmFuncs &f, Mapping mapping) {
     Stage whole = st.specialize(f.exact);
     if (mapping != Mapping::opencl) whole.vectorize(rc[0]);
 }
-}  // namespace
 
 // Per block: for each K step, the A and B panels loaded into shared memory by every thread (16-byte
 // vectors), a barrier, then each warp's instruction tiles from ldmatrix fragments into mma.sync on
@@ -49,7 +48,7 @@ void map_output(GemmFuncs &f, Mapping mapping) {
 // 32; tests/tensor_core_sass.py): 214 registers, no spill, a K loop of 128 instructions per K step: 64
 // HMMA.16816.F32, 16 LDSM.16.M88.4, 16 LDG.E.64, 8 STS.128, 2 BAR. On the H200 the K steps of 64 are faster (269 of
 // 600 TFLOP/s at 4096^3, f16; bench/results/h200/tensor-cores/): one panel stage per K step leaves the loads exposed.
-void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn, Pipeline p) {
+void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn) {
     const GemmTiling t = gemm_tiling(kn);
     map_output(f, Mapping::cuda);
     Func acc = f.acc;
@@ -95,17 +94,15 @@ void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn, Pipeline p) {
     Func epi = f.epilogue;
     epi.compute_at(f.output, f.rc[3]);
     for (Var v : epi.args()) epi.unroll(v);
-    epi.specialize(smooth_activation(f.activation));
+    if (!Internal::as_const_int(f.activation)) epi.specialize(smooth_activation(f.activation));
     // Fragments: per lane, in registers, loaded at each K step of 16.
     f.a_frag.compute_at(acc, rki).unroll(f.r).unroll(f.mt);
     f.b_frag.compute_at(acc, rki).unroll(f.r).unroll(f.np);
-    p.add_custom_lowering_pass(make_mma_lowering_pass("gemm", {f.acc.name()}));
 }
 
 // The emulated instructions read other lanes' registers, so fragments and accumulators live where every
 // lane of a block can read them: shared memory on OpenCL, the block's own arrays on the CPU. The loop
 // structure is the CUDA one: panels per K step, fragments per K step of 16, one block per output tile.
-namespace {
 void schedule_emulated(GemmFuncs &f, const GemmKnobs &kn, bool gpu) {
     map_output(f, gpu ? Mapping::opencl : Mapping::cpu);
     RDom rc = f.rc;
@@ -141,7 +138,17 @@ void schedule_emulated(GemmFuncs &f, const GemmKnobs &kn, bool gpu) {
 }
 }  // namespace
 
-void schedule_gemm_opencl(GemmFuncs &f, const GemmKnobs &kn) { schedule_emulated(f, kn, true); }
-void schedule_gemm_cpu(GemmFuncs &f, const GemmKnobs &kn) { schedule_emulated(f, kn, false); }
+void schedule_gemm(GemmFuncs &f, const GemmKnobs &kn, const Target &target) {
+    if (target.has_feature(Target::CUDA)) schedule_gemm_cuda(f, kn);
+    else schedule_emulated(f, kn, target.has_feature(Target::OpenCL));
+}
+
+void add_mma_lowering(Pipeline p, const Target &target, const std::string &kernel,
+                      const std::vector<GemmFuncs> &gemms) {
+    if (!target.has_feature(Target::CUDA) || gemms.empty()) return;
+    std::vector<std::string> accumulators;
+    for (const GemmFuncs &g : gemms) accumulators.push_back(g.acc.name());
+    p.add_custom_lowering_pass(make_mma_lowering_pass(kernel, accumulators));
+}
 
 }  // namespace blockfuse

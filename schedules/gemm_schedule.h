@@ -4,6 +4,8 @@
 #include "Halide.h"
 #include "generators/gemm_algorithm.h"
 #include "schedules/gemm_knobs.h"
+#include <string>
+#include <vector>
 
 namespace blockfuse {
 
@@ -14,9 +16,12 @@ inline GemmTiling gemm_tiling(const GemmKnobs &kn) {
 // Throws Halide::CompileError naming the knob when the knobs cannot make a kernel.
 void check_gemm_knobs(const GemmKnobs &kn);
 
-void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn, Halide::Pipeline p);
-// OpenCL: the CUDA block and thread mapping with the emulated instructions (fragments in shared memory).
-void schedule_gemm_opencl(GemmFuncs &f, const GemmKnobs &kn);
-void schedule_gemm_cpu(GemmFuncs &f, const GemmKnobs &kn);
+// The GEMM's schedule on `target`: the mma.sync path on CUDA; on OpenCL the CUDA block and thread mapping with the
+// emulated instructions (fragments in shared memory); on the CPU the same loops with block arrays.
+void schedule_gemm(GemmFuncs &f, const GemmKnobs &kn, const Halide::Target &target);
+// On CUDA, the lowering pass of schedules/mma_lowering.h for every GEMM of the pipeline, once (the pass rewrites
+// each ldmatrix it meets: a second pass would find them rewritten). `kernel` names the kernel in its errors.
+void add_mma_lowering(Halide::Pipeline p, const Halide::Target &target, const std::string &kernel,
+                      const std::vector<GemmFuncs> &gemms);
 
 }  // namespace blockfuse

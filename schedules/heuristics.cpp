@@ -336,9 +336,32 @@ ScheduleChoice fused_gpu(const BlockWorkload &w, int blocks, long long shared_bu
 
 }  // namespace
 
+namespace {
+std::map<std::string, int> tensor_core_tiling(long long M, long long N, long long K, Device device);
+}  // namespace
+
 ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strategy, Device device) {
     if (strategy == "depth_first" && w.blocks < 2)
         throw WorkloadError("depth_first needs a stage (blocks >= 2): " + to_key(w));
+    if (strategy == kLayerByLayerTc) {
+        if (w.dtype == DType::f32)
+            throw WorkloadError(std::string(kLayerByLayerTc) + " needs f16 or bf16: " + to_key(w));
+        ScheduleChoice s;
+        const BlockSpec spec = w.spec();
+        const auto layers = w.layers();
+        for (size_t i = 0; i < layers.size(); ++i) {
+            if (!tensor_core_layer(spec.layers[i])) {  // depthwise, grouped: their CUDA-core mapping
+                set_mapping(s, "layer_",
+                            device == Device::cpu ? cpu_mapping(layers[i]) : layer_mapping_for(layers[i], w.dtype));
+                continue;
+            }
+            const GemmWorkload g = implicit_gemm_of(layers[i]);
+            for (const auto &[k, v] : tensor_core_tiling(g.m, g.n, g.k, device)) s.knobs[tensor_core_prefix(i) + k] = v;
+        }
+        s.why = "heuristic: each dense layer's tensor-core tiling from its implicit GEMM, the others' mapping from "
+                "their shape";
+        return s;
+    }
     if (device == Device::cpu) {
         // fused and depth-first on the CPU read tile_x, tile_y and chunk; layer by layer each layer's CPU
         // mapping by its shape (the 1x1 layers share one: that of the layer with the most flops)

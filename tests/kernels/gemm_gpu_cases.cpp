@@ -1,10 +1,11 @@
 // [gemm][gpu] The tensor-core GEMM kernels (mma.sync through the load-time PTX rewrite) on CUDA, from a cache
 // filled where Halide is (BLOCKFUSE_TEST_FILL_ONLY=1 there, tests/common/test_env.h): every named CUDA variant and
 // the dispatcher's pick for every table shape, f16 and bf16, against the float64 reference (odd sizes, tails,
-// whole tiles) and bit-exact on small integers; large shapes at sampled outputs; a module whose rewrite fails
+// whole tiles) and bit-exact on small integers; the blocks layer by layer on tensor cores (the block table); large shapes at sampled outputs; a module whose rewrite fails
 // refused with the rewrite's message. Part of test_generated (its main: exit 77, skipped, without a CUDA
 // device); with BLOCKFUSE_TEST_DEVICES not naming cuda these cases do nothing.
 #include "runtime/cuda_driver.h"
+#include "tests/common/block_tc_cases.h"
 #include "tests/common/conv2d_tc_cases.h"
 #include "tests/common/gemm_cases.h"
 #include "tests/common/test_env.h"
@@ -80,6 +81,14 @@ TEST_CASE("every tensor-core conv2d shape (implicit GEMM on mma.sync) matches th
     std::vector<const KernelVariant *> kernels;
     for (const auto &key : test::conv2d_tc_shapes()) kernels.push_back(test::conv2d_tc_kernel(key, Device::cuda));
     if (build_all(kernels)) test::check_conv2d_tc_shapes(Device::cuda);
+}
+
+TEST_CASE("every block shape layer by layer on the tensor cores (mma.sync) matches the float64 reference",
+          "[gemm][gpu]") {
+    if (!test::testing_device(Device::cuda)) return;
+    std::vector<const KernelVariant *> kernels;
+    for (const auto &key : test::block_tc_shapes()) kernels.push_back(test::block_tc_kernel(key, Device::cuda));
+    if (build_all(kernels)) test::check_block_tc_shapes(Device::cuda);
 }
 
 TEST_CASE("a tensor-core module whose rewrite fails is refused with a message naming the kernel", "[gemm][gpu]") {

@@ -12,8 +12,12 @@ warp_n/8 LDSM.16.M88.2 for B when warp_n/8 is odd): whole K steps in the functio
 spill, no 64-bit register stored as a narrower value. Prints registers, spills and each K loop's length and instruction mix.
 
     tensor_core_sass.py MMA_PTX_TOOL BLOCKFUSE_CLI GEMM_GENERATOR KERNEL
+    tensor_core_sass.py MMA_PTX_TOOL BLOCKFUSE_CLI --workload KEY --strategy STRATEGY
 
-KERNEL: a CUDA variant of schedules/variants/gemm.json (its knobs and dtype are read there).
+KERNEL: a CUDA variant of schedules/variants/gemm.json (its knobs and dtype are read there). --workload: the
+kernel the dispatcher generates for KEY with STRATEGY (`blockfuse generate`, e.g. a block on layer_by_layer_tc):
+each of its GEMM entries (b<blk>_layer<i>_gemm) is held to layer i's tiling (its tc<i>_ knobs), the module's
+other kernels (CUDA cores) to having no HMMA; the JIT cap is runtime/kernel_registry.cpp's for its threads.
 Exit 0: as expected; 1: not; 77: no ptxas here (ctest reports it skipped); 2: bad usage.
 """
 import glob
@@ -56,24 +60,121 @@ def variant(kernel):
     raise KeyError(kernel)
 
 
+def expected_counts(knobs):
+    """(HMMA, LDSM.x4, LDSM.x2, m-tiles x K/16) per K step of a tiling, and the K step."""
+    mt, nt, kt = int(knobs["warp_m"]) // 16, int(knobs["warp_n"]) // 8, int(knobs["k_step"]) // 16
+    return ((kt * mt * nt, kt * (mt + (nt // 2 if nt % 2 == 0 else 0)), kt * (nt if nt % 2 else 0), kt * mt),
+            int(knobs["k_step"]))
+
+
+def steps_of(counts, want, static_n):
+    """K steps a (HMMA, LDSM.x4, LDSM.x2) count holds, or 0 if it is not whole K steps of `want`. static_n: the
+    GEMM's N is static (a block's layer), so ptxas drops the HMMA of n-tiles past N that no lane stores (their
+    accumulators are dead): the LDSM count gives the steps and the HMMA are whole m-tile rows of them."""
+    hmma, x4, x2 = counts
+    if not static_n:
+        steps = hmma // want[0] if want[0] else 0
+        return steps if steps >= 1 and list(counts) == [steps * w for w in want[:3]] else 0
+    steps = (x4 + x2) // (want[1] + want[2]) if want[1] + want[2] else 0
+    rows = want[3] * steps  # m-tiles x K steps of 16: the HMMA of one n-tile
+    ok = steps >= 1 and [x4, x2] == [steps * want[1], steps * want[2]] and 0 < hmma <= steps * want[0]
+    return steps if ok and hmma % rows == 0 else 0
+
+
+def check_entry(name, func, usage, cap, knobs, static_n=False):
+    """Prints one entry's registers and K loops; returns what is wrong with it (knobs None: no HMMA expected).
+    static_n: a generated kernel's layer, whose N and K are static (dead n-tiles dropped; one K step needs no loop)."""
+    u = usage.get(name, {})
+    spill = u.get("spill", (0, 0))
+    ops = [op for _, op, _ in sass_mix.instructions(func)]
+    hmma = sum(op.startswith("HMMA.16816.F32") for op in ops)
+    x4 = sum(op.startswith("LDSM.16.M88.4") for op in ops)
+    x2 = sum(op.startswith("LDSM.16.M88.2") for op in ops)
+    calls = sum(op.startswith("CALL") for op in ops)
+    print(f"{name}: {u.get('regs', '?')} registers (cap {cap}), spill {spill[0]}/{spill[1]} B, stack "
+          f"{u.get('stack', '?')} B; per function HMMA {hmma}, LDSM.x4 {x4}, LDSM.x2 {x2}, CALL {calls} "
+          f"(ptxas' own subroutines: the epilogue's IEEE division slow path)")
+    if knobs is None:
+        return [f"{hmma} HMMA in a kernel without tensor-core layers"] if hmma or x4 or x2 else []
+    want, k_step = expected_counts(knobs)
+    bad = []
+    k_loops = [(s, e, o) for s, e, o in sass_mix.loops(func) if any(x.startswith("HMMA") for x in o)]
+    for s, e, o in k_loops:
+        c, mix = sass_mix.opcode_mix(o, 12)
+        n = [sum(x.startswith(p) for x in o) for p in ("HMMA.16816.F32", "LDSM.16.M88.4", "LDSM.16.M88.2")]
+        steps = steps_of(n, want, static_n)
+        print(f"  K loop 0x{s:04x}-0x{e:04x}: {len(o)} instructions for {steps} K step(s) of {k_step}: {mix}")
+        if not steps:
+            bad.append(f"K loop HMMA/LDSM.x4/LDSM.x2 {n}, not whole K steps of {want[:3]}")
+        if c.get("CALL", 0):
+            bad.append("a CALL in the K loop")
+    if spill != (0, 0) or u.get("stack", 0):
+        bad.append("spills")
+    # ptxas may unroll the K loop and peel steps off it: the function holds whole K steps.
+    steps = steps_of((hmma, x4, x2), want, static_n)
+    if not k_loops and not (static_n and steps == 1):  # a static K of one step has no loop
+        bad.append("no K loop with HMMA")
+    if not steps:
+        bad.append(f"HMMA/LDSM.x4/LDSM.x2 ({hmma}, {x4}, {x2}) not whole K steps of {want[:3]}")
+    return bad
+
+
+def gemm_kernel_ptx(cli, generator, kernel, work):
+    """(PTX file, JIT cap, entry -> tiling knobs, expected entries) of a named gemm variant, or an error."""
+    try:
+        knobs, storage = variant(kernel)  # the rest at the generator's defaults (schedules/gemm_knobs.h)
+    except KeyError:
+        return f"{kernel} is not a CUDA variant of schedules/variants/gemm.json"
+    if not all(k in knobs for k in ("warp_m", "warp_n", "k_step")):
+        return f"{kernel} must give warp_m, warp_n and k_step (the counts expected follow them)"
+    info = subprocess.run([cli, "info"], capture_output=True, text=True).stdout
+    m = re.search(rf"^{re.escape(kernel)}\s.*regs=(\d+)", info, re.M)
+    target = re.search(r"^CUDA target: (\S+)", info, re.M)
+    if not m or not target:
+        return f"{kernel} (or the CUDA target) is not in `blockfuse info`"
+    params = [f"{k}={v}" for k, v in sorted(knobs.items())] + [f"storage={storage}"]
+    g = subprocess.run([generator, "-g", "gemm", "-e", "device_code", "-o", work, "-n", kernel, "-f", kernel,
+                        f"target={target.group(1)}-no_runtime"] + params, capture_output=True, text=True)
+    code = os.path.join(work, kernel + ".device_code")
+    if g.returncode or not os.path.exists(code):
+        return f"generating {kernel}: {g.stderr.strip()[-2000:]}"
+    return code, max(int(m.group(1)), MIN_REGISTERS), lambda name: knobs, 2
+
+
+def generated_kernel_ptx(cli, key, strategy, work):
+    """The same for the kernel `blockfuse generate` makes for a workload and strategy."""
+    g = subprocess.run([cli, "generate", key, "--strategy", strategy, "--device", "cuda", "--out", work],
+                       capture_output=True, text=True)
+    ptx = glob.glob(os.path.join(work, "*", "*.ptx"))
+    desc = glob.glob(os.path.join(work, "*", "*.json"))
+    if g.returncode or len(ptx) != 1 or len(desc) != 1:
+        return f"blockfuse generate {key} --strategy {strategy}: {(g.stderr or g.stdout).strip()[-2000:]}"
+    d = json.load(open(desc[0]))
+    # runtime/kernel_registry.cpp register_cap: the variant's cap, else 64K registers over the block's warps
+    # allocated in groups of 4; runtime/mma_ptx.h raises it to its floor.
+    warps = max(1, (int(d["threads_per_block"]) + 31) // 32)
+    cap = int(d["max_registers"]) or min(255, max(16, 65536 // (((warps + 3) // 4 * 4) * 32) // 8 * 8))
+    knobs = d["knobs"]
+
+    def tiling(name):
+        m = re.search(r"_layer(\d+)_gemm", name)
+        if not m:
+            return None
+        p = f"tc{m.group(1)}_"
+        return {k[len(p):]: v for k, v in knobs.items() if k.startswith(p)}
+
+    return ptx[0], max(cap, MIN_REGISTERS), tiling, None
+
+
 def main(argv):
-    if len(argv) != 5:
+    if len(argv) == 7 and argv[3] == "--workload" and argv[5] == "--strategy":
+        mode = "generated"
+    elif len(argv) == 5:
+        mode = "gemm"
+    else:
         print(__doc__, file=sys.stderr)
         return 2
-    rewriter, cli, generator, kernel = argv[1:]
-    try:
-        given, storage = variant(kernel)
-    except KeyError:
-        print(f"error: {kernel} is not a CUDA variant of schedules/variants/gemm.json", file=sys.stderr)
-        return 2
-    knobs = given  # the rest at the generator's defaults, which are the knob declaration's (schedules/gemm_knobs.h)
-    if not all(k in knobs for k in ("warp_m", "warp_n", "k_step")):
-        print(f"error: {kernel} must give warp_m, warp_n and k_step (the counts expected follow them)", file=sys.stderr)
-        return 2
-    mt, nt, kt = int(knobs["warp_m"]) // 16, int(knobs["warp_n"]) // 8, int(knobs["k_step"]) // 16
-    want_hmma = kt * mt * nt
-    want_x4 = kt * (mt + (nt // 2 if nt % 2 == 0 else 0))
-    want_x2 = kt * (nt if nt % 2 else 0)
+    rewriter, cli = argv[1:3]
     ptxas = tool("ptxas")
     if not ptxas:
         print("SKIP: ptxas not found (PATH, /usr/local/cuda/bin): the tensor-core SASS is not checked")
@@ -83,21 +184,13 @@ def main(argv):
         print("error: nvdisasm not found and not installable (cuobjdump -sass needs it)", file=sys.stderr)
         return 1
     cuobjdump = tool("cuobjdump", install="nvidia-cuda-cuobjdump")
-    info = subprocess.run([cli, "info"], capture_output=True, text=True).stdout
-    m = re.search(rf"^{re.escape(kernel)}\s.*regs=(\d+)", info, re.M)
-    target = re.search(r"^CUDA target: (\S+)", info, re.M)
-    if not m or not target:
-        print(f"error: {kernel} (or the CUDA target) is not in `blockfuse info`", file=sys.stderr)
-        return 1
-    cap = max(int(m.group(1)), MIN_REGISTERS)
     work = tempfile.mkdtemp(prefix="tc_sass_")
-    params = [f"{k}={v}" for k, v in sorted(knobs.items())] + [f"storage={storage}"]
-    g = subprocess.run([generator, "-g", "gemm", "-e", "device_code", "-o", work, "-n", kernel, "-f", kernel,
-                        f"target={target.group(1)}-no_runtime"] + params, capture_output=True, text=True)
-    code = os.path.join(work, kernel + ".device_code")
-    if g.returncode or not os.path.exists(code):
-        print(f"error: generating {kernel}: {g.stderr.strip()[-2000:]}", file=sys.stderr)
-        return 1
+    got = (gemm_kernel_ptx(cli, argv[3], argv[4], work) if mode == "gemm"
+           else generated_kernel_ptx(cli, argv[4], argv[6], work))
+    if isinstance(got, str):
+        print(f"error: {got}", file=sys.stderr)
+        return 2 if mode == "gemm" and "is not a CUDA variant" in got else 1
+    code, cap, tiling, entries = got
     r = subprocess.run([rewriter, code, work], capture_output=True, text=True)
     print(r.stdout.strip())
     if r.returncode or not os.path.exists(os.path.join(work, "module0.ptx")):
@@ -111,42 +204,15 @@ def main(argv):
         return 1
     sass = subprocess.run([cuobjdump, "-sass", os.path.join(work, "k.cubin")], capture_output=True, text=True).stdout
     funcs = re.split(r"\n\s*Function : ", sass)[1:]
-    ok = len(funcs) == 2
+    ok = entries is None or len(funcs) == entries
     if not ok:
-        print(f"FAIL: {len(funcs)} entries (expected 2: whole tiles and the general one)")
+        print(f"FAIL: {len(funcs)} entries (expected {entries}: whole tiles and the general one)")
+    if not any(tiling(f.split("\n")[0].strip()) is not None for f in funcs):
+        print("FAIL: no tensor-core entry in the module")
+        ok = False
     for func in funcs:
         name = func.split("\n")[0].strip()
-        u = usage.get(name, {})
-        spill = u.get("spill", (0, 0))
-        ops = [op for _, op, _ in sass_mix.instructions(func)]
-        hmma = sum(op.startswith("HMMA.16816.F32") for op in ops)
-        x4 = sum(op.startswith("LDSM.16.M88.4") for op in ops)
-        x2 = sum(op.startswith("LDSM.16.M88.2") for op in ops)
-        calls = sum(op.startswith("CALL") for op in ops)
-        k_loops = [(s, e, o) for s, e, o in sass_mix.loops(func) if any(x.startswith("HMMA") for x in o)]
-        print(f"{name}: {u.get('regs', '?')} registers (cap {cap}), spill {spill[0]}/{spill[1]} B, stack "
-              f"{u.get('stack', '?')} B; per function HMMA {hmma}, LDSM.x4 {x4}, LDSM.x2 {x2}, CALL {calls} "
-              f"(ptxas' own subroutines: the epilogue's IEEE division slow path)")
-        bad = []
-        for s, e, o in k_loops:
-            c, mix = sass_mix.opcode_mix(o, 12)
-            n = [sum(x.startswith(p) for x in o) for p in ("HMMA.16816.F32", "LDSM.16.M88.4", "LDSM.16.M88.2")]
-            steps = n[0] // want_hmma if want_hmma else 0
-            print(f"  K loop 0x{s:04x}-0x{e:04x}: {len(o)} instructions for {steps} K step(s) of "
-                  f"{int(knobs['k_step'])}: {mix}")
-            if steps < 1 or n != [steps * want_hmma, steps * want_x4, steps * want_x2]:
-                bad.append(f"K loop HMMA/LDSM.x4/LDSM.x2 {n}, not a multiple of ({want_hmma}, {want_x4}, {want_x2}) per K step")
-            if c.get("CALL", 0):
-                bad.append("a CALL in the K loop")
-        if spill != (0, 0) or u.get("stack", 0):
-            bad.append("spills")
-        if not k_loops:
-            bad.append("no K loop with HMMA")
-        # ptxas may unroll the K loop and peel steps off it: the function holds whole K steps.
-        steps = hmma // want_hmma if want_hmma else 0
-        if steps < 1 or [hmma, x4, x2] != [steps * want_hmma, steps * want_x4, steps * want_x2]:
-            bad.append(f"HMMA/LDSM.x4/LDSM.x2 ({hmma}, {x4}, {x2}) not whole K steps of "
-                       f"({want_hmma}, {want_x4}, {want_x2})")
+        bad = check_entry(name, func, usage, cap, tiling(name), static_n=mode == "generated")
         if bad:
             print(f"FAIL: {name}: {'; '.join(bad)}")
             ok = False

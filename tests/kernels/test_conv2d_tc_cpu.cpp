@@ -1,8 +1,9 @@
 // The tensor-core conv2d (an implicit GEMM of mma.sync fragments) without a GPU: the same kernels with the
 // instructions emulated from the PTX ISA tables, on the CPU, against the float64 reference; a wrong fragment
-// layout caught; the strategy's dispatch and weight layout.
+// layout caught; the strategy's dispatch and weight layout. The blocks layer by layer on those GEMMs too.
 #define CATCH_CONFIG_MAIN
 #include "runtime/mma_ptx.h"
+#include "tests/common/block_tc_cases.h"
 #include "tests/common/conv2d_tc_cases.h"
 #include "tune/space.h"
 
@@ -10,6 +11,42 @@ using namespace blockfuse;
 
 TEST_CASE("every tensor-core conv2d shape (emulated mma.sync) matches the float64 reference", "[conv2d_tc][cpu]") {
     test::check_conv2d_tc_shapes(Device::cpu);
+}
+
+TEST_CASE("every block shape layer by layer on the tensor cores (emulated mma.sync) matches the float64 reference",
+          "[blocks][conv2d_tc][cpu]") {
+    test::check_block_tc_shapes(Device::cpu);
+}
+
+TEST_CASE("layer_by_layer_tc reads the tensor-core weight layout: the plain one fails the check, none is refused",
+          "[blocks][conv2d_tc][cpu]") {
+    install_halide_error_handler();
+    const std::string key = "ffn:n=1,c=16,h=5,w=7,e=4,act=relu,dtype=f16";
+    const BlockWorkload w = parse_block(key);
+    const KernelVariant *v = test::block_tc_kernel(key, Device::cpu);
+    const uint64_t seed = std::random_device{}();
+    INFO("seed " << seed);
+    std::mt19937_64 rng(seed);
+    BlockTensors t = make_block_tensors(w);
+    randomize(t, w, rng);
+    run_block(*v, w, t);
+    REQUIRE(check_block(w, t).ok());
+    // The expand layer's bits as (k, c) -- the CUDA-core layout, the same size here (c = 16) -- not (c, k).
+    Halide::Runtime::Buffer<uint16_t> plain(static_cast<uint16_t *>(t.weights[0].data()),
+                                            t.weights_tc[0].dim(0).extent(), t.weights_tc[0].dim(1).extent());
+    t.weights_tc[0] = plain.copy();
+    t.weights_tc[0].set_host_dirty();
+    poison(t.output, w.dtype);
+    run_block(*v, w, t);
+    const Comparison bad = check_block(w, t);
+    INFO(bad.summary());
+    CHECK_FALSE(bad.ok());
+    t.weights_tc[1] = {};
+    CHECK_THROWS_WITH(run_block(*v, w, t), Catch::Contains("reads the tensor-core weight layout of layer 1"));
+    // f32 blocks have no such strategy; f16 ones list it last.
+    CHECK(strategies_of("ffn:n=1,c=16,h=5,w=7,e=4,act=relu,dtype=f32") ==
+          std::vector<std::string>{"layer_by_layer", "fused"});
+    CHECK(strategies_of(key) == std::vector<std::string>{"layer_by_layer", "fused", kLayerByLayerTc});
 }
 
 TEST_CASE("a tensor-core conv2d with A registers 1 and 2 swapped fails the reference check", "[conv2d_tc][cpu]") {
