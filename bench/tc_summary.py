@@ -2,9 +2,13 @@
 """The tensor-core run's figures in one Markdown table set, from the tensor-cores recipe's folder
 (bench/recipes/tensor-cores.txt): per GEMM workload the fastest passing kernel's TFLOP/s against the mma.sync
 ceiling measured in the same run and PyTorch's F.linear; per conv2d row the tensor-core kernel against PyTorch eager,
-torch.compile (best of the two) and the seed library's own time, with the geomean of best-PyTorch / ours.
+torch.compile (best of the two) and the seed library's own time, with the geomean of best-PyTorch / ours. With
+--blocks, the blocks-tc recipe's folder instead (bench/recipes/blocks-tc.txt): per workload the fastest passing
+kernel of each strategy (layer by layer on CUDA cores and on tensor cores, fused, depth-first, the tensor-core
+conv2d), the tensor-core row's share of the mma.sync ceiling and its waterline, PyTorch eager and torch.compile.
 
     python3 bench/tc_summary.py DIR [--seed-library CSV] > summary.md
+    python3 bench/tc_summary.py --blocks DIR > summary.md
 """
 import argparse
 import csv
@@ -37,11 +41,57 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+TC_STRATEGIES = ("layer_by_layer_tc", "tensor_cores")
+
+
+def blocks_table(folder):
+    """The blocks-tc recipe's table (Markdown lines)."""
+    res = load(os.path.join(folder, "blocks", "results.json"))
+    ceil = res["context"].get("ceilings", {})
+    torch = {}
+    for r in load(os.path.join(folder, "pytorch_blocks.json"))["results"]:
+        if r.get("check_ok"):
+            torch[(r["workload"], r["provider"])] = r["runtime_ms"]
+    best = {}  # (workload, strategy) -> fastest passing row
+    order = []
+    for r in res["results"]:
+        if r["workload"] not in order:
+            order.append(r["workload"])
+        k = (r["workload"], r["strategy"])
+        if r.get("check_ok") and (k not in best or r["runtime_ms"] < best[k]["runtime_ms"]):
+            best[k] = r
+    out = [f"Ceilings measured at the start of the bench: mma.sync f16 {ceil.get('mma_f16_tflops', float('nan')):.1f} "
+           f"TFLOP/s; FFMA {ceil.get('ffma_f32_tflops', float('nan')):.1f} TFLOP/s; copy "
+           f"{ceil.get('copy_gbps', float('nan')):.0f} GB/s. Times in ms (median, device time); TC = the tensor-core "
+           "row (layer_by_layer_tc, or conv2d's tensor_cores); floor = its waterline (Eq. 12, the mma.sync roof for its "
+           "GEMM kernels).\n",
+           "| workload | layer_by_layer | fused | depth_first | TC | TC % of mma.sync | TC floor | TC / floor | "
+           "eager | torch.compile | TC vs layer_by_layer | compile / TC | eager / TC |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    fmt = lambda x, d=4: f"{x:.{d}f}" if x else "-"  # noqa: E731
+    for w in order:
+        row = {s: best.get((w, s)) for s in ("layer_by_layer", "fused", "depth_first")}
+        tc = next((best[(w, s)] for s in TC_STRATEGIES if (w, s) in best), None)
+        ms = {s: r["runtime_ms"] if r else None for s, r in row.items()}
+        e, c = torch.get((w, "pytorch-eager")), torch.get((w, "pytorch-compile"))
+        t = tc["runtime_ms"] if tc else None
+        ratio = lambda a, b: f"{a / b:.2f}" if a and b else "-"  # noqa: E731
+        out.append(f"| {w} | {fmt(ms['layer_by_layer'])} | {fmt(ms['fused'])} | {fmt(ms['depth_first'])} | {fmt(t)} | "
+                   f"{fmt(tc.get('pct_mma') if tc else None, 1)} | {fmt(tc.get('waterline_ms') if tc else None)} | "
+                   f"{ratio(t, tc.get('waterline_ms') if tc else None)} | {fmt(e)} | {fmt(c)} | "
+                   f"{ratio(ms['layer_by_layer'], t)} | {ratio(c, t)} | {ratio(e, t)} |")
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir")
     ap.add_argument("--seed-library", default=None, help="CSV workload,dtype,seed_library_ms")
+    ap.add_argument("--blocks", action="store_true", help="DIR is a blocks-tc run")
     a = ap.parse_args(argv)
+    if a.blocks:
+        print("\n".join(blocks_table(a.dir)))
+        return 0
     out = []
     g = load(os.path.join(a.dir, "gemm", "results.json"))
     ceil = g["context"].get("ceilings", {})
