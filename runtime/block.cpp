@@ -1,5 +1,7 @@
 #include "runtime/block.h"
 #include "runtime/conv2d_tc.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/mma_ptx.h"
 #include "schedules/block_knobs.h"
 #include "schedules/heuristics.h"
 #include <fmt/format.h>
@@ -198,6 +200,12 @@ std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Devi
 
 KernelVariant block_kernel_for(const BlockWorkload &w, const std::string &strategy, Device device,
                                const ScheduleChoice &s) {
+    // The CUDA-core layers compute in the storage type's native half (the tensor-core ones only move its bits):
+    // Halide's OpenCL target needs CLHalf for that, which PoCL, the OpenCL device tested, does not offer.
+    if (device == Device::opencl && w.dtype != DType::f32)
+        throw WorkloadError("block " + to_key(w) + ": " + dtype_name(w.dtype) +
+                            " blocks do not run on OpenCL (their kernels need the half type, CLHalf); use f32 there, "
+                            "or CUDA or the CPU");
     const std::map<std::string, std::string> p{
         {"family", block_family_name(w.family)}, {"strategy", strategy},
         {"channels", std::to_string(w.c)},       {"expansion", std::to_string(w.e)},
@@ -223,7 +231,9 @@ namespace {
 // layer_by_layer_tc: why dense layer i's implicit GEMM cannot launch ("" if it can), from its tc<i>_ knobs.
 std::string tensor_core_layer_launch_error(const KernelVariant &v, const BlockWorkload &w, size_t i,
                                            const LaunchLimits &limits) {
-    KernelVariant g = v;  // the layer's tiling under the GEMM's own knob names
+    KernelVariant g = v;  // the layer's tiling under the GEMM's own knob names, at the module's register cap
+    g.family = "gemm";
+    g.max_registers = register_cap(v);
     g.knobs.clear();
     const std::string prefix = tensor_core_prefix(i);
     for (const auto &[name, value] : v.knobs)
@@ -250,6 +260,18 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
                           " threads per block exceed the device limit of " + std::to_string(max_threads));
     long long shared = 0;
     if (v.param("strategy") == kLayerByLayerTc) {
+        // The module's kernels share one JIT register cap, raised for mma.sync (runtime/mma_ptx.h): the largest
+        // thread block at that cap must fit the register file.
+        const long long regs = mma_ptx::register_cap(register_cap(v)), threads = v.threads_per_block();
+        const long long file =
+            v.device == Device::cuda && cuda::device().available && cuda::device().max_registers_per_block > 0
+                ? cuda::device().max_registers_per_block
+                : 65536;
+        if (v.device == Device::cuda && regs * threads > file)
+            throw KernelError(what() + std::to_string(threads) + " threads (its largest kernel) x " +
+                              std::to_string(regs) + " registers (the module's cap, at least " +
+                              std::to_string(mma_ptx::kMinRegisters) + " for mma.sync) exceed the " +
+                              std::to_string(file) + " registers per block");
         const BlockSpec spec = w.spec();
         for (size_t i = 0; i < spec.layers.size(); ++i)
             if (tensor_core_layer(spec.layers[i]))

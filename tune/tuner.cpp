@@ -184,7 +184,11 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
         if (ms < kFailedScore && (best == 0 || ms < best)) best = ms, best_knobs = space.kernel(c, "")->knob_summary();
     if (rep.resumed) std::cout << fmt::format("{} resumed: {} candidates measured before\n", label, rep.resumed);
     std::ofstream plan;
-    if (!opt_.plan_out.empty()) plan.open(opt_.plan_out, std::ios::app);
+    if (!opt_.plan_out.empty()) {
+        plan.open(opt_.plan_out, std::ios::app);
+        if (!plan)
+            throw WorkloadError("--plan-out '" + opt_.plan_out + "': cannot write to it (does its folder exist?)");
+    }
     while (done < opt_.trials && (opt_.minutes <= 0 || since(start) < opt_.minutes * 60)) {
         const std::vector<Candidate> cands = search->propose(std::min(batch, opt_.trials - done));
         if (cands.empty()) {
@@ -219,6 +223,7 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
                             .dump()
                      << "\n";
             }
+            if (!plan.flush()) throw WorkloadError("--plan-out '" + opt_.plan_out + "': writing the plan failed");
             rep.note = fmt::format("planned {} candidates into {}", cands.size(), opt_.plan_out);
             break;
         }
@@ -419,7 +424,9 @@ int run_tune(const TuneOptions &opt) {
                               {"seed", opt.seed},
                               {"records", opt.records},
                               {"tasks", summary}};
-        std::ofstream(opt.out_dir + "/summary.json") << doc.dump(1) << "\n";
+        std::ofstream file(opt.out_dir + "/summary.json");
+        if (!(file << doc.dump(1) << "\n"))
+            throw WorkloadError("--out '" + opt.out_dir + "': cannot write summary.json there");
         std::cout << "wrote " << opt.out_dir << "/summary.json\n";
     }
     if (not_tuned) {  // asked for and not done: the exit status says so

@@ -4,6 +4,7 @@
 #define CATCH_CONFIG_MAIN
 #include "runtime/mma_ptx.h"
 #include "tests/common/block_tc_cases.h"
+#include "schedules/heuristics.h"
 #include "tests/common/conv2d_tc_cases.h"
 #include "tune/space.h"
 
@@ -47,6 +48,28 @@ TEST_CASE("layer_by_layer_tc reads the tensor-core weight layout: the plain one 
     CHECK(strategies_of("ffn:n=1,c=16,h=5,w=7,e=4,act=relu,dtype=f32") ==
           std::vector<std::string>{"layer_by_layer", "fused"});
     CHECK(strategies_of(key) == std::vector<std::string>{"layer_by_layer", "fused", kLayerByLayerTc});
+}
+
+TEST_CASE("layer_by_layer_tc launches are checked against the module's register cap and each GEMM's limits",
+          "[blocks][conv2d_tc]") {
+    const BlockWorkload w = parse_block("convfirst:n=1,c=64,h=56,w=56,e=4,k=3,stride=1,act=relu,dtype=f16");
+    KernelVariant v =
+        block_kernel_for(w, kLayerByLayerTc, Device::cuda, block_heuristic(w, kLayerByLayerTc, Device::cuda));
+    const LaunchLimits h200{1024, 232448};
+    CHECK_NOTHROW(check_block_launch(v, w, h200));
+    // A 512-thread grouped-layer kernel shares the module's cap, raised to 168 for mma.sync: 86016 registers.
+    v.knobs["layer_threads_k"] = 64;
+    v.knobs["layer_threads_x"] = 8;
+    CHECK_THROWS_WITH(check_block_launch(v, w, h200),
+                      Catch::Contains("512 threads") && Catch::Contains("exceed the 65536 registers per block"));
+    v.knobs["layer_threads_k"] = 32;
+    v.knobs["layer_threads_x"] = 4;
+    // A GEMM tiling whose panels exceed the shared memory: layer 1 (tc1_), named.
+    v.knobs["tc1_warps_m"] = 2;
+    v.knobs["tc1_warps_n"] = 2;
+    v.knobs["tc1_warp_m"] = 64;
+    v.knobs["tc1_k_step"] = 512;  // 2 x 256 rows x 520 b16 = 266 KB of panels
+    CHECK_THROWS_WITH(check_block_launch(v, w, h200), Catch::Contains("layer 1 (tc1_)"));
 }
 
 TEST_CASE("a tensor-core conv2d with A registers 1 and 2 swapped fails the reference check", "[conv2d_tc][cpu]") {
