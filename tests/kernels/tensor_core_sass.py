@@ -60,30 +60,27 @@ def variant(kernel):
     raise KeyError(kernel)
 
 
-def expected_counts(knobs):
-    """(HMMA, LDSM.x4, LDSM.x2, m-tiles x K/16) per K step of a tiling, and the K step."""
+def expected_counts(knobs, n=None):
+    """(HMMA, LDSM.x4, LDSM.x2) per K step of a tiling, and the K step. n: the GEMM's N where it is static (a block's
+    layer): with one warp along N and one block tile covering N, the n-tiles past N are stored by no lane, and ptxas
+    drops their HMMA and the B ldmatrix that feed only them (their results are dead)."""
     mt, nt, kt = int(knobs["warp_m"]) // 16, int(knobs["warp_n"]) // 8, int(knobs["k_step"]) // 16
-    return ((kt * mt * nt, kt * (mt + (nt // 2 if nt % 2 == 0 else 0)), kt * (nt if nt % 2 else 0), kt * mt),
-            int(knobs["k_step"]))
+    live = nt
+    if n is not None and int(knobs["warps_n"]) == 1 and n <= int(knobs["warp_n"]):
+        live = -(-n // 8)
+    b_x4 = -(-live // 2) if nt % 2 == 0 else 0
+    return (kt * mt * live, kt * (mt + b_x4), kt * (live if nt % 2 else 0)), int(knobs["k_step"])
 
 
-def steps_of(counts, want, static_n):
-    """K steps a (HMMA, LDSM.x4, LDSM.x2) count holds, or 0 if it is not whole K steps of `want`. static_n: the
-    GEMM's N is static (a block's layer), so ptxas drops the HMMA of n-tiles past N that no lane stores (their
-    accumulators are dead): the LDSM count gives the steps and the HMMA are whole m-tile rows of them."""
-    hmma, x4, x2 = counts
-    if not static_n:
-        steps = hmma // want[0] if want[0] else 0
-        return steps if steps >= 1 and list(counts) == [steps * w for w in want[:3]] else 0
-    steps = (x4 + x2) // (want[1] + want[2]) if want[1] + want[2] else 0
-    rows = want[3] * steps  # m-tiles x K steps of 16: the HMMA of one n-tile
-    ok = steps >= 1 and [x4, x2] == [steps * want[1], steps * want[2]] and 0 < hmma <= steps * want[0]
-    return steps if ok and hmma % rows == 0 else 0
+def steps_of(counts, want):
+    """K steps a (HMMA, LDSM.x4, LDSM.x2) count holds, or 0 if it is not whole K steps of `want`."""
+    steps = counts[0] // want[0] if want[0] else 0
+    return steps if steps >= 1 and list(counts) == [steps * w for w in want] else 0
 
 
-def check_entry(name, func, usage, cap, knobs, static_n=False):
+def check_entry(name, func, usage, cap, knobs, n=None):
     """Prints one entry's registers and K loops; returns what is wrong with it (knobs None: no HMMA expected).
-    static_n: a generated kernel's layer, whose N and K are static (dead n-tiles dropped; one K step needs no loop)."""
+    n: a generated kernel's layer, whose N (and K) are static (see expected_counts; one K step needs no loop)."""
     u = usage.get(name, {})
     spill = u.get("spill", (0, 0))
     ops = [op for _, op, _ in sass_mix.instructions(func)]
@@ -96,26 +93,26 @@ def check_entry(name, func, usage, cap, knobs, static_n=False):
           f"(ptxas' own subroutines: the epilogue's IEEE division slow path)")
     if knobs is None:
         return [f"{hmma} HMMA in a kernel without tensor-core layers"] if hmma or x4 or x2 else []
-    want, k_step = expected_counts(knobs)
+    want, k_step = expected_counts(knobs, n)
     bad = []
     k_loops = [(s, e, o) for s, e, o in sass_mix.loops(func) if any(x.startswith("HMMA") for x in o)]
     for s, e, o in k_loops:
         c, mix = sass_mix.opcode_mix(o, 12)
-        n = [sum(x.startswith(p) for x in o) for p in ("HMMA.16816.F32", "LDSM.16.M88.4", "LDSM.16.M88.2")]
-        steps = steps_of(n, want, static_n)
+        cnt = [sum(x.startswith(p) for x in o) for p in ("HMMA.16816.F32", "LDSM.16.M88.4", "LDSM.16.M88.2")]
+        steps = steps_of(cnt, want)
         print(f"  K loop 0x{s:04x}-0x{e:04x}: {len(o)} instructions for {steps} K step(s) of {k_step}: {mix}")
         if not steps:
-            bad.append(f"K loop HMMA/LDSM.x4/LDSM.x2 {n}, not whole K steps of {want[:3]}")
+            bad.append(f"K loop HMMA/LDSM.x4/LDSM.x2 {cnt}, not whole K steps of {want}")
         if c.get("CALL", 0):
             bad.append("a CALL in the K loop")
     if spill != (0, 0) or u.get("stack", 0):
         bad.append("spills")
     # ptxas may unroll the K loop and peel steps off it: the function holds whole K steps.
-    steps = steps_of((hmma, x4, x2), want, static_n)
-    if not k_loops and not (static_n and steps == 1):  # a static K of one step has no loop
+    steps = steps_of((hmma, x4, x2), want)
+    if not k_loops and not (n is not None and steps == 1):  # a static K of one step has no loop
         bad.append("no K loop with HMMA")
     if not steps:
-        bad.append(f"HMMA/LDSM.x4/LDSM.x2 ({hmma}, {x4}, {x2}) not whole K steps of {want[:3]}")
+        bad.append(f"HMMA/LDSM.x4/LDSM.x2 ({hmma}, {x4}, {x2}) not whole K steps of {want}")
     return bad
 
 
@@ -138,7 +135,7 @@ def gemm_kernel_ptx(cli, generator, kernel, work):
     code = os.path.join(work, kernel + ".device_code")
     if g.returncode or not os.path.exists(code):
         return f"generating {kernel}: {g.stderr.strip()[-2000:]}"
-    return code, max(int(m.group(1)), MIN_REGISTERS), lambda name: knobs, 2
+    return code, max(int(m.group(1)), MIN_REGISTERS), lambda name: (knobs, None), 2
 
 
 def generated_kernel_ptx(cli, key, strategy, work):
@@ -155,15 +152,26 @@ def generated_kernel_ptx(cli, key, strategy, work):
     warps = max(1, (int(d["threads_per_block"]) + 31) // 32)
     cap = int(d["max_registers"]) or min(255, max(16, 65536 // (((warps + 3) // 4 * 4) * 32) // 8 * 8))
     knobs = d["knobs"]
+    params = dict(p.split("=", 1) for p in d.get("generator_params", []))
+    n_of = block_layer_channels(params) if d["family"] == "block" else []
 
     def tiling(name):
         m = re.search(r"_layer(\d+)_gemm", name)
         if not m:
             return None
         p = f"tc{m.group(1)}_"
-        return {k[len(p):]: v for k, v in knobs.items() if k.startswith(p)}
+        i = int(m.group(1))
+        return {k[len(p):]: v for k, v in knobs.items() if k.startswith(p)}, n_of[i] if i < len(n_of) else None
 
     return ptx[0], max(cap, MIN_REGISTERS), tiling, None
+
+
+def block_layer_channels(params):
+    """Each layer's output channels (its GEMM's N) of a block generator's params (generators/block_spec.h)."""
+    c = int(params.get("channels", 0))
+    e = c * int(params.get("expansion", 1))
+    return {"mbconv": [e, e, c], "fused_mbconv": [e, c], "ffn": [e, c], "convfirst": [c, e, c],
+            "convnext": [c, e, c]}.get(params.get("family"), [])
 
 
 def main(argv):
@@ -212,7 +220,8 @@ def main(argv):
         ok = False
     for func in funcs:
         name = func.split("\n")[0].strip()
-        bad = check_entry(name, func, usage, cap, tiling(name), static_n=mode == "generated")
+        t = tiling(name)
+        bad = check_entry(name, func, usage, cap, *(t if t else (None, None)))
         if bad:
             print(f"FAIL: {name}: {'; '.join(bad)}")
             ok = False

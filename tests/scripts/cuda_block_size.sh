@@ -18,15 +18,29 @@ for desc in "$out"/kernels/*/*.json; do
     dir=$(dirname "$desc"); name=$(basename "$dir")
     read -r want most < <(python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
-layers = d["family"] in ("block", "stem") and d["params"].get("strategy") == "layer_by_layer"
+layers = d["family"] in ("block", "stem") and d["params"].get("strategy") in ("layer_by_layer", "layer_by_layer_tc")
 print(d["threads_per_block"], "max" if layers else "exact")' "$desc")
-    launches=$(grep -a -o 'halide_cuda_run(cuda\[0\], "[A-Za-z_0-9]*", [^,]*, [^,]*, [^,]*, [^,]*, [^,]*, [^,]*,' "$dir"/*.stmt)
+    # Each launch's kernel and thread extents: the 4th-6th arguments after the name, split at top-level commas
+    # (a grid extent may be an expression such as "t12 + 1" or "max(a, b)").
+    launches=$(python3 -c 'import re, sys
+for path in sys.argv[1:]:
+    text = open(path, errors="replace").read()
+    for m in re.finditer(r"halide_cuda_run\(cuda\[0\], \"(\w+)\", ", text):
+        args, depth, cur, i = [], 0, "", m.end()
+        while len(args) < 6 and i < len(text):
+            ch = text[i]
+            depth += ch == "("
+            depth -= ch == ")"
+            if ch == "," and depth == 0:
+                args.append(cur.strip())
+                cur = ""
+            else:
+                cur += ch
+            i += 1
+        print(m.group(1), *(a.replace(" ", "") for a in args[3:6]))' "$dir"/*.stmt)
     [ -n "$launches" ] || { echo "FAIL: $name: no CUDA launch in its statement"; fail=1; continue; }
     kernels=$((kernels + 1))
-    while IFS= read -r l; do
-        fn=$(cut -d'"' -f2 <<<"$l")
-        IFS=', ' read -r -a f <<<"$(cut -d'"' -f3 <<<"$l" | sed 's/^, //; s/,$//')"
-        tx=${f[3]}; ty=${f[4]}; tz=${f[5]}
+    while read -r fn tx ty tz; do
         if ! [[ "$tx$ty$tz" =~ ^[0-9]+$ ]]; then
             echo "FAIL: $name $fn: block size ($tx, $ty, $tz) depends on the shape"; fail=1
         elif [ "$most" = exact ] && [ $((tx * ty * tz)) -ne "$want" ] || [ $((tx * ty * tz)) -gt "$want" ]; then

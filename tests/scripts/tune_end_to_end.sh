@@ -8,7 +8,7 @@
 #     leave every line whole;
 #  5. a plan built by one process (--plan-out) is measured by another (--measure);
 #  6. --knob holds a knob where it is asked to (every record has it), and a knob the schedule does not search
-#     is refused with exit 2;
+#     is refused with exit 2; so is a plan that cannot be written;
 #  7. a build past --build-timeout is a build failure of that candidate, and nothing of it is cached.
 # The knobs that make LLVM's compile of a candidate slow (unrolled channels and windows, 2-D tiles: up to two
 # minutes each on 2 cores) are held with --knob, so the candidates build in seconds.
@@ -116,6 +116,13 @@ rc=$?
 # shellcheck disable=SC2015  # fail exits: the || part runs only when a check fails
 [ "$rc" -eq 2 ] && grep -q "knob chunk: the conv2d direct schedule on cpu searches no knob of that name" "$dir/bad.txt" \
     && [ ! -s "$dir/bad.jsonl" ] || { cat "$dir/bad.txt"; fail "--knob chunk=8 on conv2d: exit $rc"; }
+# 6b. a plan that cannot be written (its folder does not exist): that said, exit 2, nothing built or measured.
+"$bf" tune --device cpu --workload "$w2" --trials 2 --plan-out "$dir/no/such/plan.jsonl" --records "$dir/np.jsonl" \
+    > "$dir/np.txt" 2>&1
+rc=$?
+# shellcheck disable=SC2015  # fail exits: the || part runs only when a check fails
+[ "$rc" -eq 2 ] && grep -q "plan-out '$dir/no/such/plan.jsonl': cannot write to it" "$dir/np.txt" \
+    && [ ! -s "$dir/np.jsonl" ] || { cat "$dir/np.txt"; fail "--plan-out into a missing folder: exit $rc"; }
 # 7. no build finishes in 0.2 s: both candidates are build failures, and the cache holds no failure for them
 #    (a cache of its own: the shards above built this workload's first candidates already).
 export BLOCKFUSE_KERNEL_CACHE="$dir/cache7"
