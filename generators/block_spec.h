@@ -80,6 +80,17 @@ inline const char *block_family_name(BlockFamily f) {
     return "?";
 }
 
+// The family a name (block_family_name's) stands for; false if none.
+inline bool block_family_from_name(const std::string &name, BlockFamily *f) {
+    for (BlockFamily x : {BlockFamily::mbconv, BlockFamily::fused_mbconv, BlockFamily::ffn, BlockFamily::convfirst,
+                          BlockFamily::convnext})
+        if (name == block_family_name(x)) {
+            *f = x;
+            return true;
+        }
+    return false;
+}
+
 // c: input channels; expansion: hidden = c * expansion; ks: the spatial kernel (depthwise for
 // MBConv, expand conv for FusedMBConv, grouped conv for ConvFirst); act: activation id after the
 // expanding layer(s). Residual when input and output shapes match (stride 1).

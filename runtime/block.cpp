@@ -1,6 +1,5 @@
 #include "runtime/block.h"
 #include "runtime/conv2d_tc.h"
-#include "runtime/cuda_driver.h"
 #include "runtime/mma_ptx.h"
 #include "schedules/block_knobs.h"
 #include "schedules/heuristics.h"
@@ -17,20 +16,11 @@ namespace {
 [[noreturn]] void fail(const std::string &key, const std::string &msg) {
     throw WorkloadError("invalid workload '" + key + "': " + msg);
 }
-bool family_of(const std::string &s, BlockFamily *f) {
-    for (BlockFamily x : {BlockFamily::mbconv, BlockFamily::fused_mbconv, BlockFamily::ffn, BlockFamily::convfirst,
-                          BlockFamily::convnext})
-        if (s == block_family_name(x)) {
-            *f = x;
-            return true;
-        }
-    return false;
-}
 }  // namespace
 
 bool is_block_key(const std::string &key) {
     BlockFamily f;
-    return family_of(key.substr(0, key.find(':')), &f);
+    return block_family_from_name(key.substr(0, key.find(':')), &f);
 }
 
 BlockSpec BlockWorkload::spec() const { return make_block_spec(family, c, e, k, stride, int(act), se); }
@@ -59,7 +49,7 @@ int BlockWorkload::out_w() const { return layers().back().out_w(); }
 BlockWorkload parse_block(const std::string &key) {
     KeyFields kf = split_key(key);
     BlockWorkload w;
-    if (!family_of(kf.family, &w.family))
+    if (!block_family_from_name(kf.family, &w.family))
         fail(key, "family '" + kf.family + "' is not one of mbconv, fused_mbconv, ffn, convfirst, convnext");
     std::map<std::string, std::string> f(kf.fields.begin(), kf.fields.end());
     auto take = [&](const char *name, int *dst, bool required) {
@@ -166,9 +156,10 @@ void randomize(BlockTensors &t, const BlockWorkload &w, std::mt19937_64 &rng) {
     }
     const BlockSpec spec = w.spec();
     t.weights_tc.assign(t.weights.size(), {});
-    for (size_t j = 0; j < size_t(w.blocks) * layers.size() && w.dtype != DType::f32; ++j)
-        if (tensor_core_layer(spec.layers[j % layers.size()]))
-            t.weights_tc[j] = tensor_core_weights(t.weights[j], layers[j % layers.size()]);
+    if (w.dtype != DType::f32)  // mma.sync's storage types
+        for (size_t j = 0; j < size_t(w.blocks) * layers.size(); ++j)
+            if (tensor_core_layer(spec.layers[j % layers.size()]))
+                t.weights_tc[j] = tensor_core_weights(t.weights[j], layers[j % layers.size()]);
     poison(t.output, w.dtype);
 }
 
@@ -249,29 +240,24 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w) {
 }
 
 void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const LaunchLimits &limits) {
-    const auto [max_threads, max_shared] = limits;
     // (made only on failure: this runs before every launch)
     auto what = [&] {
         return "launch rejected before running: block " + to_key(w) + ", strategy " + v.param("strategy") +
                " (kernel " + v.name + "): ";
     };
-    if (v.threads_per_block() > max_threads)
+    if (v.threads_per_block() > limits.max_threads)
         throw KernelError(what() + std::to_string(v.threads_per_block()) +
-                          " threads per block exceed the device limit of " + std::to_string(max_threads));
+                          " threads per block exceed the device limit of " + std::to_string(limits.max_threads));
     long long shared = 0;
     if (v.param("strategy") == kLayerByLayerTc) {
         // The module's kernels share one JIT register cap, raised for mma.sync (runtime/mma_ptx.h): the largest
         // thread block at that cap must fit the register file.
         const long long regs = mma_ptx::register_cap(register_cap(v)), threads = v.threads_per_block();
-        const long long file =
-            v.device == Device::cuda && cuda::device().available && cuda::device().max_registers_per_block > 0
-                ? cuda::device().max_registers_per_block
-                : 65536;
-        if (v.device == Device::cuda && regs * threads > file)
+        if (v.device == Device::cuda && regs * threads > limits.max_registers)
             throw KernelError(what() + std::to_string(threads) + " threads (its largest kernel) x " +
                               std::to_string(regs) + " registers (the module's cap, at least " +
                               std::to_string(mma_ptx::kMinRegisters) + " for mma.sync) exceed the " +
-                              std::to_string(file) + " registers per block");
+                              std::to_string(limits.max_registers) + " registers per block");
         const BlockSpec spec = w.spec();
         for (size_t i = 0; i < spec.layers.size(); ++i)
             if (tensor_core_layer(spec.layers[i]))
@@ -287,9 +273,9 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
                 shared = std::max(shared, staged_tile_bytes(l.c, v.knob("full_threads_x") * v.knob("full_tile_x"),
                                                             v.knob("full_tile_y"), l.stride_w, l.r, 1));
     }
-    if (shared > max_shared)
+    if (shared > limits.max_shared)
         throw KernelError(what() + std::to_string(shared) + " bytes of shared memory per block exceed the limit of " +
-                          std::to_string(max_shared));
+                          std::to_string(limits.max_shared));
 }
 
 void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t) {
@@ -303,13 +289,15 @@ void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t) 
     }
     args.push_back(t.output.raw_buffer());
     if (v.param("strategy") == kLayerByLayerTc) {  // the dense layers read their tensor-core layout
-        for (size_t j = 0; j < t.weights_tc.size() && j < t.weights.size(); ++j)
-            if (t.weights_tc[j].data()) args[1 + 2 * j] = t.weights_tc[j].raw_buffer();
-        const size_t L = w.layers().size();
-        for (size_t j = 0; j < size_t(w.blocks) * L; ++j)
-            if (tensor_core_layer(w.spec().layers[j % L]) && (j >= t.weights_tc.size() || !t.weights_tc[j].data()))
+        const BlockSpec spec = w.spec();
+        const size_t L = spec.layers.size();
+        for (size_t j = 0; j < size_t(w.blocks) * L; ++j) {
+            if (!tensor_core_layer(spec.layers[j % L])) continue;
+            if (j >= t.weights_tc.size() || !t.weights_tc[j].data())
                 throw KernelError("kernel " + v.name + " reads the tensor-core weight layout of layer " +
                                   std::to_string(j % L) + ": randomize() did not lay it out for " + to_key(w));
+            args[1 + 2 * j] = t.weights_tc[j].raw_buffer();
+        }
         call_tensor_core_kernel(v, args.data(), to_key(w));
         return;
     }

@@ -29,6 +29,7 @@ LaunchLimits launch_limits(Device device) {
         l.max_threads = cuda::device().max_threads_per_block;
         // with opt-in: Halide's launches get it through runtime/cuda_driver.cpp's cuLaunchKernel
         l.max_shared = cuda::device().max_shared_per_block_optin;
+        if (cuda::device().max_registers_per_block > 0) l.max_registers = cuda::device().max_registers_per_block;
         return l;
     }
     // No GPU here: the GPU the kernels are for (BLOCKFUSE_GPU "NAME:sm_XY"), by the opt-in shared memory

@@ -56,10 +56,12 @@ bool flat_tiles_fit(int flat_threads, int tile_x, int tile_y, int out_w, int out
 // A device's per-block launch limits: the CUDA device's (shared memory with opt-in, which
 // runtime/cuda_driver.cpp does for Halide's launches: 227 KB on the H200) where one is present,
 // else those of the GPU named by BLOCKFUSE_GPU ("NVIDIA H200:sm_90": kernels made here for it), else
-// 1024 threads and 48 KB. Every launch checker (conv2d, block, stem) and the tuner read these.
+// 1024 threads and 48 KB; registers per block: the device's, else 64 K (every GPU since sm_30). Every launch
+// checker (conv2d, block, stem, the tensor-core kernels) and the tuner read these.
 struct LaunchLimits {
     int max_threads = 1024;
     long long max_shared = 48 * 1024;
+    long long max_registers = 65536;
 };
 LaunchLimits launch_limits(Device device);
 

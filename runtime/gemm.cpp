@@ -169,15 +169,11 @@ std::string tensor_core_launch_error(const KernelVariant &v, long long m, long l
     if (v.device == Device::cpu) return "";
     if (std::string why = gemm_knobs_error(gemm_knobs_from(v.knobs)); !why.empty()) return why;
     const GemmLaunch l = tensor_core_launch(v, m, n);
-    const long long max_regs =
-        v.device == Device::cuda && cuda::device().available && cuda::device().max_registers_per_block > 0
-            ? cuda::device().max_registers_per_block
-            : 65536;
     std::string why = launch_limit_violation(l.shape, limits);
-    if (why.empty() && 1LL * l.registers * l.shape.threads > max_regs)
+    if (why.empty() && 1LL * l.registers * l.shape.threads > limits.max_registers)
         why = std::to_string(l.registers) + " registers x " + std::to_string(l.shape.threads) +
               " threads = " + std::to_string(1LL * l.registers * l.shape.threads) + " exceed the device limit of " +
-              std::to_string(max_regs) + " registers per block";
+              std::to_string(limits.max_registers) + " registers per block";
     return why;
 }
 

@@ -47,11 +47,12 @@ int KernelVariant::threads_per_block() const {
     if (device == Device::cpu) return 0;
     if (mma_ptx::tensor_core_family(family)) return gemm_knobs_from(knobs).threads_per_block();  // whole warps
     if (family == "block") {
-        if (param("strategy") == kLayerByLayerTc) {  // the largest GEMM tiling, or the layer_ mapping
-            int threads = conv2d_gpu_knobs_from(knobs, "layer_").threads_per_block();
-            for (size_t i = 0; i < kMaxBlockLayers; ++i)
-                threads = std::max(threads, gemm_knobs_from(knobs, tensor_core_prefix(i)).threads_per_block());
-            return threads;
+        BlockFamily f;
+        if (param("strategy") == kLayerByLayerTc && block_family_from_name(param("family"), &f)) {
+            // each layer's kernel: its GEMM tiling or its layer_ mapping (the spec says which)
+            const BlockSpec spec = make_block_spec(f, knob("channels"), knob("expansion"), knob("kernel_size"),
+                                                   knob("stride", 1), knob("act"), knob("se") == 1);
+            return block_threads_per_block(spec, kLayerByLayerTc, block_knobs_from(knobs));
         }
         if (param("strategy") != "layer_by_layer")
             return fused_kernel_threads(knob("channels"), knob("vec_k"), knob("tile_x"), knob("se") == 1,
