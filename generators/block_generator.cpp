@@ -206,8 +206,8 @@ public:
             set_estimates(spec);
         } else {
             blockfuse::schedule_stage(stage, spec, strategy, kn, get_target());
-            blockfuse::add_mma_lowering(get_pipeline(), get_target(), "block (" + std::string(strategy_name) + ")",
-                                        gemms);
+            blockfuse::add_gemm_lowering(get_pipeline(), get_target(), "block (" + std::string(strategy_name) + ")",
+                                         gemms);
         }
         // Static channel counts: the runtime passes matching buffers (checked by Halide too).
         // Dense NHWC / (k, cg, kx, ky) buffers with static channel counts: every channel vector

@@ -45,7 +45,7 @@ public:
                                       blockfuse::gemm_tiling(kn), e, get_target(), fragment_mutation, et);
         output = f.output;
         blockfuse::schedule_gemm(f, kn, get_target());
-        blockfuse::add_mma_lowering(get_pipeline(), get_target(), "gemm", {f});
+        blockfuse::add_gemm_lowering(get_pipeline(), get_target(), "gemm", {f});
         // Dense NHWC tensors, 16-byte aligned: with C a multiple of 8 a group of 8 channels is one aligned vector.
         input.dim(0).set_min(0).set_extent(cs.c).set_stride(1);
         input.dim(1).set_min(0).set_extent(cs.w).set_stride(cs.c);

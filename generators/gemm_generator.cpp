@@ -33,7 +33,7 @@ public:
             blockfuse::gemm(a, b, bias, s, activation, blockfuse::gemm_tiling(kn), e, get_target(), fragment_mutation);
         output = f.output;
         blockfuse::schedule_gemm(f, kn, get_target());
-        blockfuse::add_mma_lowering(get_pipeline(), get_target(), "gemm", {f});
+        blockfuse::add_gemm_lowering(get_pipeline(), get_target(), "gemm", {f});
         // Rows start on 16-byte boundaries and hold whole 8-element groups (extents and row strides
         // multiples of 8, aligned bases), so a panel row's groups are aligned vector loads; runtime/gemm.cpp
         // lays its tensors out so.

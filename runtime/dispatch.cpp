@@ -70,10 +70,16 @@ Pick dispatch(const std::string &key, const std::string &strategy, Device device
         return {keep_variant(generated(key, strategy, device, heuristic(key, strategy, device))), strategy, "heuristic",
                 nullptr};
     if (records)
-        if (const TuningRecord *r = records->best(canonical, strategy, record_target(device), BLOCKFUSE_HALIDE_VERSION))
-            return {kernel_with_knobs(key, strategy, device, r->knobs, r->max_registers,
-                                      "tuning record (" + r->source + ")"),
-                    strategy, "tuning record", r};
+        if (const TuningRecord *r =
+                records->best(canonical, strategy, record_target(device), BLOCKFUSE_HALIDE_VERSION)) {
+            // A record names every knob its kernel had; a knob declared since is at its declared default, which is
+            // the kernel the record measured (not at what the heuristic says now).
+            const std::map<std::string, int> knobs =
+                schedule_knob_table(parse_op(key)->family(strategy), device).with_defaults(r->knobs);
+            return {
+                kernel_with_knobs(key, strategy, device, knobs, r->max_registers, "tuning record (" + r->source + ")"),
+                strategy, "tuning record", r};
+        }
     for (const KernelVariant *v : data_variants_for(key, strategy, device))
         if (v->data_default) return {v, strategy, "variant data", nullptr};
     const ScheduleChoice s = heuristic(key, strategy, device);

@@ -20,7 +20,7 @@ const char *block_strategy_name(BlockStrategy s);
 // target: CUDA/OpenCL schedules, else CPU. out_channels etc. are static in the spec. A stage is a
 // chain of identical blocks (one block: a stage of one); layer_by_layer and fused put every
 // block's output in memory, depth_first computes the stage in one kernel. The tensor-core layers'
-// lowering pass is the generator's to add (add_mma_lowering), once for all of them.
+// lowering pass is the generator's to add (add_gemm_lowering), once for all of them.
 void schedule_stage(const std::vector<BlockFuncs> &stage, const BlockSpec &spec, BlockStrategy s, const BlockKnobs &kn,
                     const Halide::Target &target);
 

@@ -19,9 +19,10 @@ void check_gemm_knobs(const GemmKnobs &kn);
 // The GEMM's schedule on `target`: the mma.sync path on CUDA; on OpenCL the CUDA block and thread mapping with the
 // emulated instructions (fragments in shared memory); on the CPU the same loops with block arrays.
 void schedule_gemm(GemmFuncs &f, const GemmKnobs &kn, const Halide::Target &target);
-// On CUDA, the lowering pass of schedules/mma_lowering.h for every GEMM of the pipeline, once (the pass rewrites
-// each ldmatrix it meets: a second pass would find them rewritten). `kernel` names the kernel in its errors.
-void add_mma_lowering(Halide::Pipeline p, const Halide::Target &target, const std::string &kernel,
-                      const std::vector<GemmFuncs> &gemms);
+// The GEMMs' lowering passes, once per pipeline: the panel prefetch (schedules/panel_prefetch.h) of every GEMM
+// scheduled with it, on any target; on CUDA the pass of schedules/mma_lowering.h for every GEMM (it rewrites each
+// ldmatrix it meets: a second pass would find them rewritten). `kernel` names the kernel in their errors.
+void add_gemm_lowering(Halide::Pipeline p, const Halide::Target &target, const std::string &kernel,
+                       const std::vector<GemmFuncs> &gemms);
 
 }  // namespace blockfuse
