@@ -13,7 +13,10 @@ expect "k_step = 24 must be a positive multiple of 16" k_step=24
 expect "pad = 4 must be a non-negative multiple of 8" pad=4
 expect "warps_m * warps_n = 64 exceeds 32 warps per block" warps_m=8 warps_n=8
 expect "storage must be float16 or bfloat16" storage=float32
-# shellcheck disable=SC2086
+expect "prefetch = 2 must be 0 or 1" prefetch=2
+common="-g gemm -e stmt -o $out target=host-opencl-no_runtime storage=float16"
+expect "prefetch = 1 is for CUDA and the CPU" prefetch=1
+common="-g gemm -e stmt -o $out target=host-cuda-cuda_capability_80-no_runtime storage=float16"
 # shellcheck disable=SC2086  # $common: the generator's arguments, one word each
 "$gen" $common warp_m=16 warp_n=16 warps_m=1 warps_n=1 k_step=16 > /dev/null 2>&1 ||
     { echo "FAIL: a valid small tiling did not generate"; fail=1; }

@@ -4,6 +4,8 @@
 #include "bench/harness.h"
 #include "build_info.h"
 #include "runtime/check.h"
+#include "runtime/op.h"
+#include "schedules/heuristics.h"
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
@@ -107,6 +109,30 @@ TEST_CASE("the dispatcher rebuilds a record's kernel from its knobs; without one
     REQUIRE(chosen.size() == 2);
     CHECK(chosen[0].strategy == "fused");
     CHECK(chosen[0].source == "tuning record");
+    std::remove(p.c_str());
+}
+
+TEST_CASE("a record without a knob declared since rebuilds its kernel: that knob at its declared default, not the "
+          "heuristic's",
+          "[records][dispatch]") {
+    const std::string cpu = record_target(Device::cpu);
+    const KnobTable &table = schedule_knob_table("conv2d", Device::cpu);
+    const std::map<std::string, int> heuristic = parse_op(kConv)->heuristic("direct", Device::cpu).knobs;
+    const KnobDecl *newer = nullptr;  // a knob the heuristic sets away from its default: the one "added since"
+    for (const KnobDecl &k : table.knobs)
+        if (heuristic.count(k.name) && heuristic.at(k.name) != k.default_value) newer = &k;
+    REQUIRE(newer != nullptr);
+    std::string knobs;
+    for (const auto &[name, v] : table.with_defaults(heuristic))
+        if (name != newer->name) knobs += (knobs.empty() ? "" : ", ") + ("\"" + name + "\": " + std::to_string(v));
+    const std::string p =
+        write_temp("records_older.jsonl", record_line(kConv, "direct", "conv2d", "{" + knobs + "}", cpu, 1));
+    const TuningRecords recs = TuningRecords::load({p});
+    const Pick f = dispatch(kConv, "direct", Device::cpu, &recs);
+    CHECK(f.source == "tuning record");
+    INFO(newer->name);
+    CHECK(f.variant->knob(newer->name) == newer->default_value);
+    CHECK(dispatch(kConv, "direct", Device::cpu, nullptr).variant->knob(newer->name) == heuristic.at(newer->name));
     std::remove(p.c_str());
 }
 
