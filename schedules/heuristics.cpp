@@ -337,7 +337,9 @@ ScheduleChoice fused_gpu(const BlockWorkload &w, int blocks, long long shared_bu
 }  // namespace
 
 namespace {
-std::map<std::string, int> tensor_core_tiling(long long M, long long N, long long K, Device device);
+enum class WideTiles { allowed, not_in_blocks };
+std::map<std::string, int> tensor_core_tiling(long long M, long long N, long long K, Device device,
+                                              WideTiles wide = WideTiles::allowed);
 }  // namespace
 
 ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strategy, Device device) {
@@ -356,7 +358,8 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
                 continue;
             }
             const GemmWorkload g = implicit_gemm_of(layers[i]);
-            for (const auto &[k, v] : tensor_core_tiling(g.m, g.n, g.k, device)) s.knobs[tensor_core_prefix(i) + k] = v;
+            for (const auto &[k, v] : tensor_core_tiling(g.m, g.n, g.k, device, WideTiles::not_in_blocks))
+                s.knobs[tensor_core_prefix(i) + k] = v;
         }
         s.why = "heuristic: each dense layer's tensor-core tiling from its implicit GEMM, the others' mapping from "
                 "their shape";
@@ -432,13 +435,15 @@ namespace {
 // blocks than the 132 SMs of the target class, smaller blocks: one warp along M, then 32-row warps. Long
 // reductions onto wide outputs (K >= 512, N >= 256) take 2 x 4 warps (128 x 256 tiles) with the panels
 // prefetched (H200, 2026-12-02: 4096^3 f16 0.438 ms, 52% of mma.sync, against 0.514 on 2 x 2 warps; 25088 x 256
-// x 1024 0.089 against 0.098; at K = 256 the 2 x 2 tiles stay ahead, 0.110 against 0.115). The panel prefetch
+// x 1024 0.089 against 0.098; at K = 256 the 2 x 2 tiles stay ahead, 0.110 against 0.115), but not a block's
+// layers: as the FFN c=256 block's project layer (that same 25088 x 256 x 1024) they made the block 0.236 ms
+// against 0.194-0.196 on 2 x 2 warps (two runs, the cause not yet known). The panel prefetch
 // wherever its registers fit beside the accumulators (4 per 16-byte vector a thread loads, at most 176 with the
 // accumulators): on 32 x 64 warp tiles of 1-2 warps it measured 1.11-1.27x on most dense conv2d rows (0.87x on
 // one), on 2 x 2 warps of 64 x 64 with K steps of 64 (254 registers) 0.90-0.98x, so not there.
 // OpenCL and the CPU run the emulation (fragments in shared memory or block arrays): 32 x 32 warp tiles keep
 // OpenCL's block within 48 KB.
-std::map<std::string, int> tensor_core_tiling(long long M, long long N, long long K, Device device) {
+std::map<std::string, int> tensor_core_tiling(long long M, long long N, long long K, Device device, WideTiles wide) {
     if (device != Device::cuda) {
         if (device == Device::opencl) return {{"warp_m", 32}, {"warp_n", 32}, {"k_step", 32}};
         return {{"k_step", 32}};
@@ -451,7 +456,7 @@ std::map<std::string, int> tensor_core_tiling(long long M, long long N, long lon
     if (blocks() < 132) t["warps_m"] = 1;
     if (blocks() < 132) t["warp_m"] = 32, t["warps_m"] = 2;
     if (blocks() < 132) t["warps_m"] = 1;
-    if (K >= 512 && N >= 256 && t["warps_m"] == 2 && t["warp_m"] == 64) t["warps_n"] = 4;
+    if (wide == WideTiles::allowed && K >= 512 && N >= 256 && t["warps_m"] == 2 && t["warp_m"] == 64) t["warps_n"] = 4;
     const int threads = 32 * t["warps_m"] * t["warps_n"];
     const int panel_vectors = (t["warp_m"] * t["warps_m"] + t["warp_n"] * t["warps_n"]) * (k_step / 8);
     const int prefetch_registers = 4 * ceil_div(panel_vectors, threads);
