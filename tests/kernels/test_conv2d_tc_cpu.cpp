@@ -19,6 +19,37 @@ TEST_CASE("every block shape layer by layer on the tensor cores (emulated mma.sy
     test::check_block_tc_shapes(Device::cpu);
 }
 
+// The panel prefetch (schedules/panel_prefetch.h) on the implicit GEMMs: the gather of every window, stride,
+// dilation and padding, and the block layers (their residual, static N), each K step loading the next one's panels.
+TEST_CASE("the panel prefetch on the emulated implicit GEMMs: conv2d shapes and blocks match the float64 reference",
+          "[conv2d_tc][blocks][cpu]") {
+    install_halide_error_handler();
+    const uint64_t seed = std::random_device{}();
+    for (const auto &key : test::conv2d_tc_shapes()) {
+        const KernelVariant *v = kernel_with_knobs(key, kTensorCores, Device::cpu, {{"prefetch", 1}}, 0, "test");
+        REQUIRE(v->knob("prefetch") == 1);
+        INFO(v->name << " [" << v->knob_summary() << "] on " << key << ", seed " << seed);
+        const Comparison c = test::run_conv2d_tc_case(*v, key, seed);
+        INFO(c.summary());
+        CHECK(c.ok());
+    }
+    // Dense layers with K of more than one step of 32 (the CPU heuristic's): FFN c=12 e=4 (K = 12, 48), FusedMBConv
+    // c=8 (3x3 expand K = 72), ConvFirst c=64 (K = 64, 256), MBConv c=24 e=6 (project K = 144).
+    for (const std::string key : {"ffn:n=3,c=12,h=1,w=9,e=4,act=relu,dtype=f16",
+                                  "fused_mbconv:n=2,c=8,h=7,w=9,e=2,k=3,stride=1,act=silu,dtype=bf16",
+                                  "convfirst:n=1,c=64,h=5,w=7,e=4,k=3,stride=1,act=relu,dtype=f16",
+                                  "mbconv:n=2,c=24,h=7,w=13,e=6,k=3,stride=1,act=relu6,dtype=bf16"}) {
+        const KernelVariant *v =
+            kernel_with_knobs(key, kLayerByLayerTc, Device::cpu,
+                              {{"tc0_prefetch", 1}, {"tc1_prefetch", 1}, {"tc2_prefetch", 1}}, 0, "test");
+        INFO(v->name << " [" << v->knob_summary() << "] on " << key << ", seed " << seed);
+        std::mt19937_64 rng(seed);
+        const Comparison c = test::check_kernel(*v, key, rng);
+        INFO(c.summary());
+        CHECK(c.ok());
+    }
+}
+
 TEST_CASE("layer_by_layer_tc reads the tensor-core weight layout: the plain one fails the check, none is refused",
           "[blocks][conv2d_tc][cpu]") {
     install_halide_error_handler();
