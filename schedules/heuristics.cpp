@@ -437,7 +437,7 @@ namespace {
 // prefetched (H200, 2026-12-02: 4096^3 f16 0.438 ms, 52% of mma.sync, against 0.514 on 2 x 2 warps; 25088 x 256
 // x 1024 0.089 against 0.098; at K = 256 the 2 x 2 tiles stay ahead, 0.110 against 0.115), but not a block's
 // layers: as the FFN c=256 block's project layer (that same 25088 x 256 x 1024) they made the block 0.236 ms
-// against 0.194-0.196 on 2 x 2 warps (two runs, the cause not yet known). The panel prefetch
+// against 0.194-0.196 on 2 x 2 warps (docs/tensor-cores.md). The panel prefetch
 // wherever its registers fit beside the accumulators (4 per 16-byte vector a thread loads, at most 176 with the
 // accumulators): on 32 x 64 warp tiles of 1-2 warps it measured 1.11-1.27x on most dense conv2d rows (0.87x on
 // one), on 2 x 2 warps of 64 x 64 with K steps of 64 (254 registers) 0.90-0.98x, so not there.

@@ -15,8 +15,9 @@
 // statically (loops of constant extent, both arms of a condition), so a fully unrolled panel load keeps
 // them in registers. Barriers and shared memory are as before; the cost is those registers.
 //
-// The same pass serves the emulated targets (CPU, OpenCL), whose schedules store the panels outside the K
-// loop when prefetching, so CI tests the transformation itself against the float64 reference.
+// The same pass serves the CPU emulation, whose schedule stores the panels outside the K loop when
+// prefetching, so CI tests the transformation itself against the float64 reference (OpenCL's emulation, which
+// keeps fragments per panel, refuses the knob).
 //
 // Strict like schedules/mma_lowering.h: a named K loop that is not found, that does not start with its
 // panels' loads, whose panels are allocated inside it, or (with barriers) whose body does not end with one,
