@@ -6,68 +6,77 @@ namespace blockfuse {
 
 bool tensor_cores_apply(const Conv2dWorkload &w) { return w.groups == 1 && w.dtype != DType::f32; }
 
-GemmWorkload implicit_gemm_of(const Conv2dWorkload &w) {
+GemmWorkload implicit_gemm_of(const Conv2dWorkload &w, const TcDepth &z) {
     GemmWorkload g;
-    g.m = w.n * w.out_h() * w.out_w();
+    g.m = w.n * z.out() * w.out_h() * w.out_w();
     g.n = w.k;
-    g.k = w.r * w.s * ((w.c + 7) / 8 * 8);
+    g.k = z.t * w.r * w.s * ((w.c + 7) / 8 * 8);
     g.bias = w.bias;
     g.act = w.act;
     g.dtype = w.dtype;
     return g;
 }
 
-Halide::Runtime::Buffer<uint16_t> tensor_core_weights(const Tensor &weights, const Conv2dWorkload &w) {
-    const int cp = (w.c + 7) / 8 * 8;
-    Halide::Runtime::Buffer<uint16_t> out(w.r * w.s * cp, w.k);
+Halide::Runtime::Buffer<uint16_t> tensor_core_weights(const Tensor &weights, int k, int c, int taps) {
+    const int cp = (c + 7) / 8 * 8;
+    Halide::Runtime::Buffer<uint16_t> out(taps * cp, k);
     out.fill(0);
-    // Storage bits: the weights tensor is (k, c, kx, ky), dense.
     const uint16_t *src = static_cast<const uint16_t *>(weights.data());
-    for (int ky = 0; ky < w.r; ++ky)
-        for (int kx = 0; kx < w.s; ++kx)
-            for (int c = 0; c < w.c; ++c)
-                for (int k = 0; k < w.k; ++k)
-                    out((ky * w.s + kx) * cp + c, k) = src[((size_t(ky) * w.s + kx) * w.c + c) * w.k + k];
+    for (int tap = 0; tap < taps; ++tap)
+        for (int ci = 0; ci < c; ++ci)
+            for (int ki = 0; ki < k; ++ki) out(tap * cp + ci, ki) = src[(size_t(tap) * c + ci) * k + ki];
     out.set_host_dirty();
     return out;
+}
+
+Halide::Runtime::Buffer<uint16_t> tensor_core_weights(const Tensor &weights, const Conv2dWorkload &w) {
+    return tensor_core_weights(weights, w.k, w.c, w.r * w.s);
 }
 
 void lay_out_tensor_core_weights(Conv2dTensors &t, const Conv2dWorkload &w) {
     if (tensor_cores_apply(w)) t.weights_tc = tensor_core_weights(t.weights, w);
 }
 
-KernelVariant conv2d_tc_kernel_for(const Conv2dWorkload &w, Device device, const ScheduleChoice &s) {
+KernelVariant conv2d_tc_kernel_for(const Conv2dWorkload &w, Device device, const ScheduleChoice &s, const TcDepth &z) {
     std::map<std::string, std::string> p{{"strategy", kTensorCores}};
     auto set = [&p](const char *k, int v) { p[k] = std::to_string(v); };
     set("channels", w.c), set("height", w.h), set("width", w.w), set("out_channels", w.k);
     set("kernel_h", w.r), set("kernel_w", w.s), set("stride_x", w.stride_w), set("stride_y", w.stride_h);
     set("dil_x", w.dil_w), set("dil_y", w.dil_h), set("pad_l", w.pad_l), set("pad_r", w.pad_r), set("pad_t", w.pad_t);
     set("pad_b", w.pad_b);
-    KernelVariant v = make_variant("conv2d_tc",
-                                   fmt::format("conv2d_tc_k{}x{}s{}_c{}k{}_{}x{}_{}_{}", w.r, w.s, w.stride_h, w.c, w.k,
-                                               w.h, w.w, dtype_name(w.dtype), device_name(device)),
-                                   device, w.dtype, p, s.knobs, s.max_registers, s.why);
+    const bool conv3d = z.d > 1 || z.t > 1;
+    std::string name = fmt::format("conv2d_tc_k{}x{}s{}_c{}k{}_{}x{}", w.r, w.s, w.stride_h, w.c, w.k, w.h, w.w);
+    if (conv3d) {
+        set("depth", z.d), set("kernel_d", z.t), set("stride_d", z.stride), set("dil_d", z.dil), set("pad_d", z.pad);
+        name =
+            fmt::format("conv3d_tc_k{}x{}x{}s{}_c{}k{}_{}x{}x{}", z.t, w.r, w.s, w.stride_w, w.c, w.k, z.d, w.h, w.w);
+    }
+    KernelVariant v = make_variant("conv2d_tc", name + "_" + dtype_name(w.dtype) + "_" + device_name(device), device,
+                                   w.dtype, p, s.knobs, s.max_registers, s.why);
     v.name += "@" + v.request().hash().substr(0, 8);
     return v;
 }
 
-std::string conv2d_tc_launch_error(const KernelVariant &v, const Conv2dWorkload &w, const LaunchLimits &limits) {
-    const GemmWorkload g = implicit_gemm_of(w);
+std::string conv2d_tc_launch_error(const KernelVariant &v, const Conv2dWorkload &w, const LaunchLimits &limits,
+                                   const TcDepth &z) {
+    const GemmWorkload g = implicit_gemm_of(w, z);
     return tensor_core_launch_error(v, g.m, g.n, limits);
 }
 
-void run_conv2d_tc(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &t) {
-    if (const std::string why = conv2d_tc_launch_error(v, w, launch_limits(v.device)); !why.empty())
-        throw KernelError("launch rejected before running: kernel " + v.name + " on " + to_key(w) + ": " + why);
+void run_conv2d_tc(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &t, const TcDepth &z,
+                   const std::string &key) {
+    const std::string name = key.empty() ? to_key(w) : key;
+    if (const std::string why = conv2d_tc_launch_error(v, w, launch_limits(v.device), z); !why.empty())
+        throw KernelError("launch rejected before running: kernel " + v.name + " on " + name + ": " + why);
     if (!t.weights_tc.data())
         throw KernelError("kernel " + v.name +
                           " reads the tensor-core weight layout: lay_out_tensor_core_weights() was "
                           "not called after the weights of " +
-                          to_key(w) + " were written");
+                          name + " were written");
     // ABI order of generators/conv2d_tc_generator.cpp: input, weights, bias, activation, output.
     int act = int(w.act);
     void *args[] = {t.input.raw_buffer(), t.weights_tc.raw_buffer(), t.bias.raw_buffer(), &act, t.output.raw_buffer()};
-    call_tensor_core_kernel(v, args, to_key(w));
+    call_tensor_core_kernel(v, args, name);
 }
 
 }  // namespace blockfuse

@@ -1,6 +1,7 @@
-// conv2d on the tensor cores (strategy "tensor_cores"): an implicit GEMM of mma.sync fragments
-// (generators/conv2d_tc_algorithm.h) behind the conv2d dispatch. It serves every dense convolution (one group,
-// any window, stride, dilation and padding) in f16 and bf16; depthwise and grouped ones stay on the CUDA cores.
+// conv2d and conv3d on the tensor cores (strategy "tensor_cores"): an implicit GEMM of mma.sync fragments
+// (generators/conv2d_tc_algorithm.h) behind the conv2d and conv3d dispatch. It serves every dense convolution (one
+// group, any window, stride, dilation and padding) in f16 and bf16; depthwise and grouped ones stay on the CUDA
+// cores. A conv3d is given as the conv2d of one depth plane (its batch, channels and (h, w) window) and its depth.
 #pragma once
 #include "runtime/conv2d.h"
 #include "runtime/gemm.h"
@@ -10,18 +11,29 @@ namespace blockfuse {
 // The strategy's name, and whether it serves w.
 constexpr const char *kTensorCores = "tensor_cores";
 bool tensor_cores_apply(const Conv2dWorkload &w);
+// A conv3d's depth axis (the generator's depth params); the default is a conv2d's.
+struct TcDepth {
+    int d = 1, t = 1, stride = 1, dil = 1, pad = 0;  // size, kernel, stride, dilation, padding on both sides
+    int out() const { return (d + 2 * pad - dil * (t - 1) - 1) / stride + 1; }
+};
 // The GEMM the convolution is: M = images x output pixels, N = output channels, K = taps x channels (the
 // channels rounded up to 8).
-GemmWorkload implicit_gemm_of(const Conv2dWorkload &w);
-// The weights as the kernels read them, (kr, k) bits with kr = (ky * S + kx) * Cp + c, zeros at c >= C, from a
-// dense (k, c, kx, ky) tensor of w's weights (one group)...
+GemmWorkload implicit_gemm_of(const Conv2dWorkload &w, const TcDepth &z = {});
+// The weights as the kernels read them, (kr, k) bits with kr = tap * Cp + c, zeros at c >= C, from a dense
+// (k, c, taps...) tensor of storage bits whose taps run kx fastest, then ky (then kz): a conv2d's (k, c, kx, ky),
+// a conv3d's (k, c, kx, ky, kz)...
+Halide::Runtime::Buffer<uint16_t> tensor_core_weights(const Tensor &weights, int k, int c, int taps);
 Halide::Runtime::Buffer<uint16_t> tensor_core_weights(const Tensor &weights, const Conv2dWorkload &w);
 // ...laid out once when the weights are written (randomize() does it; no-op where the strategy does not apply).
 void lay_out_tensor_core_weights(Conv2dTensors &t, const Conv2dWorkload &w);
 // The kernel of the strategy for exactly this shape with the given tiling (schedules/gemm_knobs.h).
-KernelVariant conv2d_tc_kernel_for(const Conv2dWorkload &w, Device device, const ScheduleChoice &s);
-std::string conv2d_tc_launch_error(const KernelVariant &v, const Conv2dWorkload &w, const LaunchLimits &limits);
-// Runs one conv2d_tc kernel; throws KernelError (Halide's message, or the PTX rewrite's, naming the kernel).
-void run_conv2d_tc(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &t);
+KernelVariant conv2d_tc_kernel_for(const Conv2dWorkload &w, Device device, const ScheduleChoice &s,
+                                   const TcDepth &z = {});
+std::string conv2d_tc_launch_error(const KernelVariant &v, const Conv2dWorkload &w, const LaunchLimits &limits,
+                                   const TcDepth &z = {});
+// Runs one conv2d_tc kernel on t (for a conv3d: input (c, x, y, z + D n), output (k, x, y, oz + OD n)); `key`
+// names the workload in errors. Throws KernelError (Halide's message, or the PTX rewrite's, naming the kernel).
+void run_conv2d_tc(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &t, const TcDepth &z = {},
+                   const std::string &key = "");
 
 }  // namespace blockfuse

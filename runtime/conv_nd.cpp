@@ -84,6 +84,14 @@ Conv2dWorkload Conv3dWorkload::as_conv2d() const {
     return w;
 }
 
+Conv2dWorkload Conv3dWorkload::plane() const {
+    Conv2dWorkload w = as_conv2d();
+    w.n = n, w.c = c;
+    return w;
+}
+
+TcDepth Conv3dWorkload::depth() const { return TcDepth{in[0], kernel[0], stride[0], dil[0], pad[0]}; }
+
 Conv3dWorkload parse_conv3d(const std::string &key) {
     KeyFields kf = split_key(key);
     if (kf.family != "conv3d") key_error(key, "family '" + kf.family + "' is not 'conv3d'");
@@ -164,6 +172,8 @@ void pack_conv3d_weights(Conv3dTensors &t, const Conv3dWorkload &w) {
                                           v[(((size_t(kz) * R + ky) * S + kx) * Cg + cg) * K + k]);
     t.weights.set_host_dirty();
     widen_weights(t, w.dtype);
+    if (tensor_cores_apply(w.plane()))
+        t.weights_tc = tensor_core_weights(t.weights5, w.k, w.c, w.kernel[0] * w.kernel[1] * w.kernel[2]);
 }
 
 void randomize(Conv3dTensors &t, const Conv3dWorkload &w, std::mt19937_64 &rng) {
@@ -212,7 +222,10 @@ class Conv3dData : public TensorOpData<Conv3dData, Conv3dWorkload, Conv3dTensors
 public:
     Conv3dData(const Conv3dWorkload &w, std::mt19937_64 &rng)
         : TensorOpData(w, rng, make_conv3d_tensors), rng_(rng()) {}
-    void run(const KernelVariant &v) override { run_conv2d(v, w_.as_conv2d(), t_); }
+    void run(const KernelVariant &v) override {
+        if (v.family == "conv2d_tc") return run_conv2d_tc(v, w_.plane(), t_, w_.depth(), to_key(w_));
+        run_conv2d(v, w_.as_conv2d(), t_);
+    }
     Comparison check() override {
         std::vector<double> in = to_doubles(t_.input, w_.dtype), wt = to_doubles(t_.weights5, w_.dtype);
         std::vector<double> bias(size_t(w_.k));
@@ -270,17 +283,27 @@ private:
     std::unique_ptr<Op> c2_;
 };
 
-// Conv3d: the conv2d kernels with the depth decoding (depth_* params); schedules, heuristics and launch
-// checks are those of the conv2d it computes (as_conv2d), the data and the reference its own.
+// Conv3d: direct, the conv2d kernels with the depth decoding (depth_* params), whose schedules, heuristics and
+// launch checks are those of the conv2d it computes (as_conv2d); tensor_cores, the implicit GEMM with the depth
+// in its reduction (runtime/conv2d_tc.h). The data and the reference are its own.
 class Conv3dOp : public Op {
 public:
     explicit Conv3dOp(const Conv3dWorkload &w) : w_(w), c2_(conv2d_op(to_key(w.as_conv2d()))) {}
     std::string key() const override { return to_key(w_); }
     std::string generator() const override { return "conv2d"; }
+    std::string family(const std::string &strategy) const override {
+        return strategy == kTensorCores ? "conv2d_tc" : "conv2d";
+    }
     DType dtype() const override { return w_.dtype; }
-    std::vector<std::string> strategies() const override { return {"direct"}; }
-    ScheduleChoice heuristic(const std::string &s, Device d) const override { return c2_->heuristic(s, d); }
-    KernelVariant kernel_for(const std::string &, Device d, const ScheduleChoice &s) const override {
+    std::vector<std::string> strategies() const override {
+        if (tensor_cores_apply(w_.plane())) return {"direct", kTensorCores};
+        return {"direct"};
+    }
+    ScheduleChoice heuristic(const std::string &s, Device d) const override {
+        return s == kTensorCores ? conv2d_tc_heuristic(w_.plane(), d, w_.depth()) : c2_->heuristic(s, d);
+    }
+    KernelVariant kernel_for(const std::string &strategy, Device d, const ScheduleChoice &s) const override {
+        if (strategy == kTensorCores) return conv2d_tc_kernel_for(w_.plane(), d, s, w_.depth());
         Conv2dKernelExtras x;
         auto set = [&](const char *k, int v) { x.params[k] = std::to_string(v); };
         set("depth_kernel", w_.kernel[0]);
@@ -302,7 +325,9 @@ public:
         const double in = double(w_.n) * w_.c * w_.in[0] * w_.in[1] * w_.in[2];
         const double wt = double(w_.k) * (w_.c / w_.groups) * w_.kernel[0] * w_.kernel[1] * w_.kernel[2];
         const double out = double(w_.n) * w_.k * w_.out(0) * w_.out(1) * w_.out(2);
-        return {{v.name, conv2d_flops(w_.as_conv2d()), e * (in + out) + ew * wt + (w_.bias ? 4.0 * w_.k : 0.0)}};
+        KernelCost c{v.name, conv2d_flops(w_.as_conv2d()), e * (in + out) + ew * wt + (w_.bias ? 4.0 * w_.k : 0.0)};
+        c.tensor_cores = v.family == "conv2d_tc";
+        return {c};
     }
     Problem problem() const override {
         Problem p;
@@ -317,6 +342,7 @@ public:
         return c2_->tunable_knobs(s, d);
     }
     std::string candidate_error(const KernelVariant &v, const LaunchLimits &l) const override {
+        if (v.family == "conv2d_tc") return conv2d_tc_launch_error(v, w_.plane(), l, w_.depth());
         return c2_->candidate_error(v, l);
     }
 

@@ -7,9 +7,12 @@
 // conv3d is the conv2d over (W, H) whose input channels are (tap of the depth kernel, channel) and whose
 // batch is (output depth, batch): the conv2d kernel reads its input through a decoding of that channel
 // and batch (depth_* generator params), so its reduction covers C/groups x T x R x S, and the weights go
-// to it as (k, t * C/groups + cg, kx, ky), packed from (k, cg, kx, ky, kz) at load time.
+// to it as (k, t * C/groups + cg, kx, ky), packed from (k, cg, kx, ky, kz) at load time. A dense f16/bf16
+// conv3d also runs on the tensor cores (strategy tensor_cores): the implicit GEMM of runtime/conv2d_tc.h with
+// the depth taps in its reduction, its weights laid out taps (kz, ky, kx) x channels at load time.
 #pragma once
 #include "runtime/conv2d.h"
+#include "runtime/conv2d_tc.h"
 #include "runtime/op.h"
 #include <array>
 #include <memory>
@@ -30,8 +33,12 @@ struct Conv3dWorkload {
     bool bias = false;
     DType dtype = DType::f32;
     int out(int axis) const;
-    // The conv2d the kernel computes: channels T*C, batch out_d * N, the (h, w) window.
+    // The conv2d the CUDA-core kernel computes: channels T*C, batch out_d * N, the (h, w) window.
     Conv2dWorkload as_conv2d() const;
+    // The tensor-core kernel's view (runtime/conv2d_tc.h): the conv2d of one depth plane (batch N, channels C,
+    // the (h, w) window) and the depth axis.
+    Conv2dWorkload plane() const;
+    TcDepth depth() const;
 };
 
 bool is_conv1d_key(const std::string &key);
@@ -43,10 +50,10 @@ std::string to_key(const Conv3dWorkload &w);
 
 struct Conv3dTensors : Conv2dTensors {  // input (c, x, y, z + D n), output (k, ox, oy, oz + OD n), weights packed
     Tensor weights5;                    // (k, cg, kx, ky, kz): what the reference reads
-};
+};                                      // (weights_tc: the tensor-core layout of weights5, where it applies)
 Conv3dTensors make_conv3d_tensors(const Conv3dWorkload &w);
 void randomize(Conv3dTensors &t, const Conv3dWorkload &w, std::mt19937_64 &rng);
-void pack_conv3d_weights(Conv3dTensors &t, const Conv3dWorkload &w);  // weights5 -> weights (and f32)
+void pack_conv3d_weights(Conv3dTensors &t, const Conv3dWorkload &w);  // weights5 -> weights (f32, weights_tc)
 // Float64 reference of one output (k, ox, oy, oz, n) from the input and weights5; *scale = |bias| + sum |x w|.
 double conv3d_reference_point(const Conv3dWorkload &w, const std::vector<double> &in, const std::vector<double> &wt5,
                               const std::vector<double> &bias, int k, int ox, int oy, int oz, int n, double *scale);

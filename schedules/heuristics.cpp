@@ -476,8 +476,8 @@ ScheduleChoice gemm_heuristic(const GemmWorkload &w, Device device) {
     return s;
 }
 
-ScheduleChoice conv2d_tc_heuristic(const Conv2dWorkload &w, Device device) {
-    ScheduleChoice s = gemm_heuristic(implicit_gemm_of(w), device);
+ScheduleChoice conv2d_tc_heuristic(const Conv2dWorkload &w, Device device, const TcDepth &z) {
+    ScheduleChoice s = gemm_heuristic(implicit_gemm_of(w, z), device);
     s.why += " (the convolution's implicit GEMM)";
     return s;
 }

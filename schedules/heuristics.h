@@ -36,8 +36,9 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
 ScheduleChoice stem_heuristic(const StemWorkload &w, const std::string &strategy, Device device);
 // The tensor-core GEMM's tiling as a function of M, N and K (schedules/gemm_knobs.h).
 ScheduleChoice gemm_heuristic(const GemmWorkload &w, Device device);
-// The same tiling for the implicit GEMM of a dense convolution on the tensor cores (runtime/conv2d_tc.h).
-ScheduleChoice conv2d_tc_heuristic(const Conv2dWorkload &w, Device device);
+// The same tiling for the implicit GEMM of a dense convolution on the tensor cores (runtime/conv2d_tc.h); z: a
+// conv3d's depth.
+ScheduleChoice conv2d_tc_heuristic(const Conv2dWorkload &w, Device device, const TcDepth &z = {});
 // schedules/pool_heuristics.cpp
 ScheduleChoice pool_heuristic(const PoolWorkload &w, Device device);
 ScheduleChoice pool_heuristic(const MeanPoolingWorkload &w, Device device);

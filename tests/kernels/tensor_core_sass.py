@@ -17,7 +17,8 @@ spill, no 64-bit register stored as a narrower value. Prints registers, spills a
 KERNEL: a CUDA variant of schedules/variants/gemm.json (its knobs and dtype are read there). --workload: the
 kernel the dispatcher generates for KEY with STRATEGY (`blockfuse generate`, e.g. a block on layer_by_layer_tc):
 each of its GEMM entries (b<blk>_layer<i>_gemm) is held to layer i's tiling (its tc<i>_ knobs), the module's
-other kernels (CUDA cores) to having no HMMA; the JIT cap is runtime/kernel_registry.cpp's for its threads.
+other kernels (CUDA cores) to having no HMMA; a convolution's implicit GEMM (conv2d, conv3d on tensor_cores) to its
+tiling; the JIT cap is runtime/kernel_registry.cpp's for its threads.
 Exit 0: as expected; 1: not; 77: no ptxas here (ctest reports it skipped); 2: bad usage.
 """
 import glob
@@ -156,6 +157,8 @@ def generated_kernel_ptx(cli, key, strategy, work):
     n_of = block_layer_channels(params) if d["family"] == "block" else []
 
     def tiling(name):
+        if d["family"] == "conv2d_tc":  # the implicit GEMM alone (a conv2d or conv3d): every entry, N static
+            return knobs, int(params["out_channels"])
         m = re.search(r"_layer(\d+)_gemm", name)
         if not m:
             return None

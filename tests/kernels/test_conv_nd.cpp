@@ -3,10 +3,12 @@
 // padding, dilation, groups and bias kept) and for random shapes (odd sizes, groups, stride and dilation
 // per axis, kernels wider than the input with padding, bias), each against the float64 reference with a
 // poisoned output. The conv3d reference reads the weights as (k, cg, kx, ky, kz), so the packing of the
-// depth taps into the conv2d's channels is checked too. Devices, seed and fill-only runs as test_pool.
+// depth taps into the conv2d's channels is checked too. Dense f16 / bf16 ones also on the tensor-core strategy
+// (the implicit GEMM, its mma.sync emulated on the CPU). Devices, seed and fill-only runs as test_pool.
 #define CATCH_CONFIG_RUNNER
 #include "runtime/conv_nd.h"
 #include "runtime/dispatch.h"
+#include "schedules/heuristics.h"
 #include "tests/common/check_kernel.h"
 #include "tests/common/random_shapes.h"
 #include "tests/common/test_env.h"
@@ -92,6 +94,18 @@ void check_all(std::vector<std::string> keys) {
         test::for_each_kernel(d, ks, [](const std::string &key, const KernelVariant &v) {
             test::require_match(test::check_kernel(v, key, rng()));
         });
+        // The implicit GEMM on mma.sync (emulated on the CPU) wherever it applies: dense f16 / bf16.
+        if (d == Device::opencl) continue;
+        std::vector<std::string> tc;
+        for (const auto &k : ks)
+            if (const auto s = strategies_of(k); std::find(s.begin(), s.end(), kTensorCores) != s.end())
+                tc.push_back(k);
+        test::for_each_kernel(
+            d, tc,
+            [](const std::string &key, const KernelVariant &v) {
+                test::require_match(test::check_kernel(v, key, rng()));
+            },
+            kTensorCores);
     }
 }
 
@@ -187,6 +201,45 @@ TEST_CASE("the conv3d check fails on misplaced depth taps", "[conv_nd][compare]"
         }
         CHECK(bad > out.size() / 4);
     });
+}
+
+TEST_CASE("conv3d on the tensor cores: dense f16/bf16 only, the depth taps in the GEMM's reduction",
+          "[conv_nd][keys]") {
+    CHECK(strategies_of("conv3d:n=1,c=8,d=4,h=4,w=4,k=8,kernel=3,pad=1,dtype=f16") ==
+          std::vector<std::string>{"direct", kTensorCores});
+    CHECK(strategies_of("conv3d:n=1,c=8,d=4,h=4,w=4,k=8,kernel=3,pad=1,dtype=f32") ==
+          std::vector<std::string>{"direct"});
+    CHECK(strategies_of("conv3d:n=1,c=8,d=4,h=4,w=4,k=8,kernel=3,pad=1,groups=2,dtype=bf16") ==
+          std::vector<std::string>{"direct"});
+    const Conv3dWorkload w = parse_conv3d(
+        "conv3d:n=2,c=3,d=9,h=6,w=5,k=4,kernel_d=3,kernel_h=2,kernel_w=3,stride_d=2,pad_d=1,dil_d=2,dtype=bf16");
+    const GemmWorkload g = implicit_gemm_of(w.plane(), w.depth());
+    CHECK(g.m == 2 * w.out(0) * w.out(1) * w.out(2));
+    CHECK(g.n == 4);
+    CHECK(g.k == 3 * 2 * 3 * 8);
+    // Weights: (kr, k) with kr = ((kz * R + ky) * S + kx) * 8 + c, zero at c >= 3, from weights5 (k, c, kx, ky, kz).
+    std::mt19937_64 r(7);
+    Conv3dTensors t = make_conv3d_tensors(w);
+    randomize(t, w, r);
+    REQUIRE(t.weights_tc.dim(0).extent() == g.k);
+    REQUIRE(t.weights_tc.dim(1).extent() == 4);
+    const uint16_t *src = static_cast<const uint16_t *>(t.weights5.data());
+    for (int k = 0; k < 4; ++k)
+        for (int kz = 0; kz < 3; ++kz)
+            for (int ky = 0; ky < 2; ++ky)
+                for (int kx = 0; kx < 3; ++kx)
+                    for (int c = 0; c < 8; ++c) {
+                        const uint16_t want = c < 3 ? src[(((kz * 2 + ky) * 3 + kx) * 3 + c) * 4 + k] : 0;
+                        REQUIRE(t.weights_tc(((kz * 2 + ky) * 3 + kx) * 8 + c, k) == want);
+                    }
+    const auto op = parse_op(to_key(w));
+    CHECK(op->family(kTensorCores) == "conv2d_tc");
+    const KernelVariant v = op->kernel_for(kTensorCores, Device::cuda, op->heuristic(kTensorCores, Device::cuda));
+    CHECK(v.knob("depth") == 9);
+    CHECK(v.knob("kernel_d") == 3);
+    CHECK(v.knob("dil_d") == 2);
+    CHECK(v.knob("channels") == 3);
+    CHECK(op->costs(v).at(0).tensor_cores);
 }
 
 int main(int argc, char **argv) {
