@@ -27,6 +27,7 @@ struct GemmTiling {
     int warp_m = 64, warp_n = 64;  // multiples of 16
     int warps_m = 2, warps_n = 2;
     int k_step = 32;  // K per shared panel, a multiple of 16
+    int split_k = 1;  // K split over this many blocks per output tile (partial sums added in the epilogue)
     int mt_count() const { return warp_m / mma::kTileM; }
     int nt_count() const { return warp_n / mma::kTileN; }
     int block_m() const { return warp_m * warps_m; }
@@ -37,18 +38,22 @@ struct GemmTiling {
 struct GemmFuncs {
     // The panels a block stages in shared memory: A's (B's) bits, zero outside M x K (N x K), indexed by
     // (k % 8, k / 8, row), so that a row's 8-element groups are whole vectors in every schedule.
-    Halide::Func a_panel;   // (ke, kg, m)
-    Halide::Func b_panel;   // (ke, kg, n)
-    Halide::Func a_frag;    // (r, lane, mt, wm, bm, kt): A register r of instruction tile (mt, wm, bm), K step kt
-    Halide::Func b_frag;    // (j, lane, np, wn, bn, kt): register j of the B fragments of n-tiles 2np, 2np+1
-                            // (j = 2 * (nt % 2) + r; one n-tile, j = r, where nt_count is odd)
-    Halide::Func acc;       // (q, lane, nt, mt, wn, wm, bn, bm), f32: pure = 0, update over rk
+    Halide::Func a_panel;  // (ke, kg, m)
+    Halide::Func b_panel;  // (ke, kg, n)
+    Halide::Func a_frag;   // (r, lane, mt, wm, bm, kt): A register r of instruction tile (mt, wm, bm), K step kt
+    Halide::Func b_frag;   // (j, lane, np, wn, bn, kt): register j of the B fragments of n-tiles 2np, 2np+1
+                           // (j = 2 * (nt % 2) + r; one n-tile, j = r, where nt_count is odd)
+    Halide::Func acc;      // (q, lane, nt, mt, wn, wm, bn, bm[, ks]), f32: pure = 0, update over rk
+    // Split K (split_k > 1): acc has a last dimension, the split ks, whose K steps are the panels ks, ks + split_k,
+    // ks + 2 split_k, ... (ceil(panels / split_k) of them); `partial` is acc as a stage of its own (a global f32 workspace, its own kernel),
+    // which the epilogue sums over ks. Undefined without a split.
+    Halide::Func partial;   // (q, lane, nt, mt, wn, wm, bn, bm, ks), f32
     Halide::Func epilogue;  // (q, lane, nt, mt, wn, wm, bn, bm): act(acc + bias), f32
     Halide::Func output;    // (n, m): the epilogue as storage bits, an update over rc
     Halide::RDom rc;        // (q0, mh, nt, mt, lane, wn, wm, bn, bm): the C registers, see gemm()
     Halide::RDom rk;        // (K step of 16 within a panel, panel): ceil(K / k_step) whole panels
     Halide::Var r{"r"}, lane{"lane"}, q{"q"}, nt{"nt"}, np{"np"}, mt{"mt"}, wn{"wn"}, wm{"wm"}, bn{"bn"}, bm{"bm"},
-        kt{"kt"}, k{"k"}, m{"m"}, n{"n"}, ke{"ke"}, kg{"kg"};
+        kt{"kt"}, k{"k"}, m{"m"}, n{"n"}, ke{"ke"}, kg{"kg"}, ks{"ks"};
     Halide::Expr activation;  // the runtime activation id
     Halide::Expr exact;       // M, N and K are whole tiles: the panels need no clamps (schedules specialize on it)
     bool b_pairs = true;      // B fragments loaded two n-tiles at a time (ldmatrix.x4)
@@ -124,7 +129,10 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     const bool native = target.has_feature(Target::CUDA);
     const int MT = t.mt_count(), NT = t.nt_count(), BM = t.block_m(), BN = t.block_n();
     f.activation = activation;
-    f.exact = s.M % BM == 0 && s.N % BN == 0 && s.K % t.k_step == 0;
+    // (K steps of 16 within a panel, panels): whole panels, so the panel loop needs no tail; with a split, each
+    // split's share of them (the last split's past K read zeros, except where the split is exact).
+    const Expr panels = (s.K + t.k_step - 1) / t.k_step, split_panels = (panels + t.split_k - 1) / t.split_k;
+    f.exact = s.M % BM == 0 && s.N % BN == 0 && s.K % t.k_step == 0 && panels % t.split_k == 0;
     Var k = f.k, m = f.m, n = f.n, r = f.r, lane = f.lane;
     if (!io.a_element)
         io.a_element = [&](const Expr &ke, const Expr &kg, const Expr &row, const Expr &exact) {
@@ -160,9 +168,11 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
         },
         native);
 
-    // (K steps of 16 within a panel, panels): whole panels, so the panel loop needs no tail.
-    f.rk = RDom(0, t.kt_per_step(), 0, (s.K + t.k_step - 1) / t.k_step, io.prefix + "rk");
-    Expr kt = f.rk.y * t.kt_per_step() + f.rk.x;
+    const bool split = t.split_k > 1;
+    f.rk = RDom(0, t.kt_per_step(), 0, split ? split_panels : panels, io.prefix + "rk");
+    // Split ks takes every split_k-th panel from panel ks (a constant stride: bounds inference then proves each
+    // fragment a single K step; a block of contiguous panels, ks x a run-time count, it could not for a run-time K).
+    Expr kt = (split ? f.rk.y * t.split_k + f.ks : Expr(f.rk.y)) * t.kt_per_step() + f.rk.x;
     auto a_at = [&](const Expr &reg, const Expr &l) { return f.a_frag(reg, l, f.mt, f.wm, f.bm, kt); };
     auto b_at = [&](const Expr &reg, const Expr &l) {
         if (!f.b_pairs) return f.b_frag(reg, l, f.nt, f.wn, f.bn, kt);
@@ -170,8 +180,13 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     };
     f.acc = Func(io.prefix + "acc");
     std::vector<Var> acc_args{f.q, lane, f.nt, f.mt, f.wn, f.wm, f.bn, f.bm};
+    if (split) acc_args.push_back(f.ks);
     f.acc(acc_args) = 0.0f;
     f.acc(acc_args) = mma::mma(elem, f.q, lane, a_at, b_at, f.acc(acc_args), native);
+    if (split) {
+        f.partial = Func(io.prefix + "partial");
+        f.partial(acc_args) = f.acc(acc_args);
+    }
 
     // C is written from the fragment space: each lane stores the registers it holds (the C table:
     // register q = 2 * mh + q0 of lane `lane` is row 8 * mh + lane / 4, column 2 * (lane % 4) + q0 of its
@@ -198,7 +213,13 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     f.epilogue = Func(io.prefix + "epilogue");
     std::vector<Var> c_args{f.q, lane, f.nt, f.mt, f.wn, f.wm, f.bn, f.bm};
     Expr col_n = f.bn * BN + f.wn * t.warp_n + f.nt * kTileN + c_col(Expr(f.q), Expr(lane));
-    f.epilogue(c_args) = gemm_epilogue(f.acc(c_args), bias(min(col_n, s.N - 1)), activation);
+    Expr sum = split ? Expr() : f.acc(c_args);
+    for (int i = 0; split && i < t.split_k; ++i) {  // a fixed order: the same sum for every run
+        std::vector<Expr> at(c_args.begin(), c_args.end());
+        at.push_back(i);
+        sum = i == 0 ? f.partial(at) : sum + f.partial(at);
+    }
+    f.epilogue(c_args) = gemm_epilogue(sum, bias(min(col_n, s.N - 1)), activation);
     f.output = Func(io.prefix + "gemm");
     std::vector<Var> out_vars;
     for (int d = 0; d < io.c_dims; ++d) out_vars.push_back(d == 0 ? n : d == 1 ? m : Var("c" + std::to_string(d)));

@@ -42,6 +42,31 @@ void map_output(GemmFuncs &f, Mapping mapping) {
     if (mapping != Mapping::opencl) whole.vectorize(rc[0]);
 }
 
+// Split K: the accumulators of each (output tile, split) are a kernel of their own, each block storing its
+// registers into the f32 workspace `partial` (4 consecutive floats per lane and instruction tile, unguarded: the
+// workspace holds whole tiles); the output's kernel sums the splits in its epilogue. Returns where acc is computed.
+LoopLevel tile_loop(GemmFuncs &f, const GemmKnobs &kn, Mapping mapping) {
+    if (kn.split_k <= 1) return LoopLevel(f.output, f.rc[7]);
+    Func p = f.partial;
+    p.compute_root()
+        .bound(f.q, 0, 4)
+        .bound(f.lane, 0, 32)
+        .bound(f.nt, 0, gemm_tiling(kn).nt_count())
+        .bound(f.mt, 0, gemm_tiling(kn).mt_count())
+        .bound(f.wn, 0, kn.warps_n)
+        .bound(f.wm, 0, kn.warps_m)
+        .bound(f.ks, 0, kn.split_k)
+        .reorder(f.q, f.nt, f.mt, f.lane, f.wn, f.wm, f.bn, f.bm, f.ks)
+        .unroll(f.q)
+        .unroll(f.nt)
+        .unroll(f.mt);
+    if (mapping == Mapping::cuda) p.gpu_lanes(f.lane).gpu_threads(f.wn, f.wm).gpu_blocks(f.bn, f.bm, f.ks);
+    else if (mapping == Mapping::opencl) p.gpu_threads(f.lane, f.wn, f.wm).gpu_blocks(f.bn, f.bm, f.ks);
+    else p.fuse(f.bm, f.ks, Var("bm_ks")).parallel(Var("bm_ks"));
+    p.specialize(f.exact);  // whole tiles: panels without clamps or zero fill, as the output's
+    return LoopLevel(p, f.bn);
+}
+
 // Per block: for each K step, the A and B panels loaded into shared memory by every thread (16-byte
 // vectors), a barrier, then each warp's instruction tiles from ldmatrix fragments into mma.sync on
 // accumulators that stay in registers (schedules/mma_lowering.h), a barrier; then the epilogue from the
@@ -53,7 +78,7 @@ void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn) {
     const GemmTiling t = gemm_tiling(kn);
     map_output(f, Mapping::cuda);
     Func acc = f.acc;
-    acc.compute_at(f.output, f.rc[7]).store_in(MemoryType::Register);
+    acc.compute_at(tile_loop(f, kn, Mapping::cuda)).store_in(MemoryType::Register);
     acc.bound(f.q, 0, 4)
         .bound(f.lane, 0, 32)
         .bound(f.nt, 0, t.nt_count())
@@ -106,10 +131,10 @@ void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn) {
 // structure is the CUDA one: panels per K step, fragments per K step of 16, one block per output tile.
 void schedule_emulated(GemmFuncs &f, const GemmKnobs &kn, bool gpu) {
     map_output(f, gpu ? Mapping::opencl : Mapping::cpu);
-    RDom rc = f.rc;
     Func acc = f.acc;
     const MemoryType block_memory = gpu ? MemoryType::GPUShared : MemoryType::Auto;
-    acc.compute_at(f.output, rc[7]).store_in(block_memory);
+    const LoopLevel tile = tile_loop(f, kn, gpu ? Mapping::opencl : Mapping::cpu);
+    acc.compute_at(tile).store_in(block_memory);
     acc.bound(f.q, 0, 4)
         .bound(f.lane, 0, 32)
         .bound(f.nt, 0, gemm_tiling(kn).nt_count())
@@ -128,7 +153,7 @@ void schedule_emulated(GemmFuncs &f, const GemmKnobs &kn, bool gpu) {
         panel.compute_at(acc, rko).store_in(block_memory).bound(panel.args()[0], 0, 8);
         // Prefetching (schedules/panel_prefetch.h) stores the next K step's panels after this step has read its
         // own: storage that outlives the step (here the whole K of the block's rows: Halide does not fold it).
-        if (f.prefetch) panel.store_at(f.output, rc[7]);
+        if (f.prefetch) panel.store_at(tile);
         if (gpu) spread_over_block(panel, kn);
     }
     // Fragments of the whole panel at once: with one K step of 16 at a time, Halide 21 (FuseGPUThreadLoops,

@@ -440,7 +440,8 @@ namespace {
 // against 0.194-0.196 on 2 x 2 warps (docs/tensor-cores.md). The panel prefetch
 // wherever its registers fit beside the accumulators (4 per 16-byte vector a thread loads, at most 176 with the
 // accumulators): on 32 x 64 warp tiles of 1-2 warps it measured 1.11-1.27x on most dense conv2d rows (0.87x on
-// one), on 2 x 2 warps of 64 x 64 with K steps of 64 (254 registers) 0.90-0.98x, so not there.
+// one), on 2 x 2 warps of 64 x 64 with K steps of 64 (254 registers) 0.90-0.98x, so not there. Where the smallest
+// tiles still leave SMs idle, K is split over up to 8 blocks per tile (split_k, schedules/gemm_knobs.h).
 // OpenCL and the CPU run the emulation (fragments in shared memory or block arrays): 32 x 32 warp tiles keep
 // OpenCL's block within 48 KB.
 std::map<std::string, int> tensor_core_tiling(long long M, long long N, long long K, Device device, WideTiles wide) {
@@ -461,7 +462,13 @@ std::map<std::string, int> tensor_core_tiling(long long M, long long N, long lon
     const int panel_vectors = (t["warp_m"] * t["warps_m"] + t["warp_n"] * t["warps_n"]) * (k_step / 8);
     const int prefetch_registers = 4 * ceil_div(panel_vectors, threads);
     const int accumulator_registers = t["warp_m"] * t["warp_n"] / 32;
-    t["prefetch"] = K > k_step && accumulator_registers + prefetch_registers <= 176 ? 1 : 0;
+    // Still fewer than 2 blocks per SM of the target class (and long reductions): the K split over blocks, up to
+    // about 4 blocks per SM, each split keeping at least 2 panels.
+    const long long panels = ceil_div(K, k_step);
+    int split = 1;
+    while (blocks() < 2 * 132 && split < 8 && blocks() * split * 2 <= 4 * 132 && panels / (split * 2) >= 2) split *= 2;
+    if (split > 1) t["split_k"] = split;
+    t["prefetch"] = ceil_div(panels, split) > 1 && accumulator_registers + prefetch_registers <= 176 ? 1 : 0;
     return t;
 }
 }  // namespace
@@ -470,9 +477,10 @@ ScheduleChoice gemm_heuristic(const GemmWorkload &w, Device device) {
     ScheduleChoice s;
     s.knobs = tensor_core_tiling(w.m, w.n, w.k, device);
     const GemmKnobs kn = gemm_knobs_from(s.knobs);
-    s.why = fmt::format("heuristic: {}x{} block tiles of {}x{} warps, K steps of {}{}", kn.warp_m * kn.warps_m,
-                        kn.warp_n * kn.warps_n, kn.warps_m, kn.warps_n, kn.k_step,
-                        kn.prefetch ? ", panels prefetched" : "");
+    s.why =
+        fmt::format("heuristic: {}x{} block tiles of {}x{} warps, K steps of {}{}{}", kn.warp_m * kn.warps_m,
+                    kn.warp_n * kn.warps_n, kn.warps_m, kn.warps_n, kn.k_step, kn.prefetch ? ", panels prefetched" : "",
+                    kn.split_k > 1 ? fmt::format(", K split over {} blocks", kn.split_k) : "");
     return s;
 }
 

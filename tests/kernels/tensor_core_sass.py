@@ -12,13 +12,13 @@ warp_n/8 LDSM.16.M88.2 for B when warp_n/8 is odd): whole K steps in the functio
 spill, no 64-bit register stored as a narrower value. Prints registers, spills and each K loop's length and instruction mix.
 
     tensor_core_sass.py MMA_PTX_TOOL BLOCKFUSE_CLI GEMM_GENERATOR KERNEL
-    tensor_core_sass.py MMA_PTX_TOOL BLOCKFUSE_CLI --workload KEY --strategy STRATEGY
+    tensor_core_sass.py MMA_PTX_TOOL BLOCKFUSE_CLI --workload KEY --strategy STRATEGY [--knob NAME=VALUE...]
 
 KERNEL: a CUDA variant of schedules/variants/gemm.json (its knobs and dtype are read there). --workload: the
 kernel the dispatcher generates for KEY with STRATEGY (`blockfuse generate`, e.g. a block on layer_by_layer_tc):
 each of its GEMM entries (b<blk>_layer<i>_gemm) is held to layer i's tiling (its tc<i>_ knobs), the module's
 other kernels (CUDA cores) to having no HMMA; a convolution's implicit GEMM (conv2d, conv3d on tensor_cores) to its
-tiling; the JIT cap is runtime/kernel_registry.cpp's for its threads.
+tiling (split K: the accumulators' kernel; the epilogue's, which sums the splits, to no HMMA); the JIT cap is runtime/kernel_registry.cpp's for its threads.
 Exit 0: as expected; 1: not; 77: no ptxas here (ctest reports it skipped); 2: bad usage.
 """
 import glob
@@ -136,13 +136,17 @@ def gemm_kernel_ptx(cli, generator, kernel, work):
     code = os.path.join(work, kernel + ".device_code")
     if g.returncode or not os.path.exists(code):
         return f"generating {kernel}: {g.stderr.strip()[-2000:]}"
+    # split K: two kernels (the accumulators', `partial`, with the mma; the epilogue's), each whole tiles and general
+    if int(knobs.get("split_k", 1)) > 1:
+        return (code, max(int(m.group(1)), MIN_REGISTERS),
+                lambda name: (knobs, None) if "_partial_" in name else None, 4)
     return code, max(int(m.group(1)), MIN_REGISTERS), lambda name: (knobs, None), 2
 
 
-def generated_kernel_ptx(cli, key, strategy, work):
-    """The same for the kernel `blockfuse generate` makes for a workload and strategy."""
-    g = subprocess.run([cli, "generate", key, "--strategy", strategy, "--device", "cuda", "--out", work],
-                       capture_output=True, text=True)
+def generated_kernel_ptx(cli, key, strategy, work, knob_args=()):
+    """The same for the kernel `blockfuse generate` makes for a workload and strategy (and --knob pairs)."""
+    g = subprocess.run([cli, "generate", key, "--strategy", strategy, "--device", "cuda", "--out", work,
+                        *knob_args], capture_output=True, text=True)
     ptx = glob.glob(os.path.join(work, "*", "*.ptx"))
     desc = glob.glob(os.path.join(work, "*", "*.json"))
     if g.returncode or len(ptx) != 1 or len(desc) != 1:
@@ -157,7 +161,10 @@ def generated_kernel_ptx(cli, key, strategy, work):
     n_of = block_layer_channels(params) if d["family"] == "block" else []
 
     def tiling(name):
-        if d["family"] == "conv2d_tc":  # the implicit GEMM alone (a conv2d or conv3d): every entry, N static
+        if d["family"] == "conv2d_tc":  # the implicit GEMM alone (a conv2d or conv3d), N static
+            # split K: the accumulators' kernel (`partial`) holds the mma; the epilogue's sums the splits
+            if int(knobs.get("split_k", 1)) > 1 and "_partial_" not in name:
+                return None
             return knobs, int(params["out_channels"])
         m = re.search(r"_layer(\d+)_gemm", name)
         if not m:
@@ -178,7 +185,9 @@ def block_layer_channels(params):
 
 
 def main(argv):
-    if len(argv) == 7 and argv[3] == "--workload" and argv[5] == "--strategy":
+    knob_args = argv[7:]  # --workload mode: optional --knob name=value pairs over the dispatcher's pick
+    if (len(argv) >= 7 and argv[3] == "--workload" and argv[5] == "--strategy" and len(knob_args) % 2 == 0
+            and all(a == "--knob" for a in knob_args[::2])):
         mode = "generated"
     elif len(argv) == 5:
         mode = "gemm"
@@ -197,7 +206,7 @@ def main(argv):
     cuobjdump = tool("cuobjdump", install="nvidia-cuda-cuobjdump")
     work = tempfile.mkdtemp(prefix="tc_sass_")
     got = (gemm_kernel_ptx(cli, argv[3], argv[4], work) if mode == "gemm"
-           else generated_kernel_ptx(cli, argv[4], argv[6], work))
+           else generated_kernel_ptx(cli, argv[4], argv[6], work, knob_args))
     if isinstance(got, str):
         print(f"error: {got}", file=sys.stderr)
         return 2 if mode == "gemm" and "is not a CUDA variant" in got else 1

@@ -50,6 +50,39 @@ TEST_CASE("the panel prefetch on the emulated implicit GEMMs: conv2d shapes and 
     }
 }
 
+// Split K (schedules/gemm_knobs.h split_k): the partial sums of each split in the workspace, added by the epilogue.
+// Splits of 2 and 3 (3 leaves the last split past K on most shapes: its panels must read zeros), with and without
+// the prefetch; a conv3d (the depth taps split over blocks) and the block layers (their residual) too.
+TEST_CASE("split K on the emulated implicit GEMMs: conv2d and conv3d shapes and blocks match the float64 reference",
+          "[conv2d_tc][blocks][cpu]") {
+    install_halide_error_handler();
+    const uint64_t seed = std::random_device{}();
+    std::vector<std::string> keys = test::conv2d_tc_shapes();
+    keys.push_back("conv3d:n=2,c=5,d=5,h=6,w=7,k=12,kernel_d=3,kernel_h=2,kernel_w=3,stride_d=2,pad=1,dil_d=2,bias=1,"
+                   "dtype=bf16");
+    for (const auto &key : keys)
+        for (const auto &[split, prefetch] : {std::pair{2, 0}, std::pair{3, 1}}) {
+            const KernelVariant *v = kernel_with_knobs(key, kTensorCores, Device::cpu,
+                                                       {{"split_k", split}, {"prefetch", prefetch}}, 0, "test");
+            REQUIRE(v->knob("split_k") == split);
+            INFO(v->name << " [" << v->knob_summary() << "] on " << key << ", seed " << seed);
+            std::mt19937_64 rng(seed);
+            const Comparison c = test::check_kernel(*v, key, rng);
+            INFO(c.summary());
+            CHECK(c.ok());
+        }
+    for (const std::string key : {"ffn:n=3,c=12,h=1,w=9,e=4,act=relu,dtype=f16",
+                                  "convfirst:n=1,c=64,h=5,w=7,e=4,k=3,stride=1,act=relu,dtype=f16"}) {
+        const KernelVariant *v = kernel_with_knobs(
+            key, kLayerByLayerTc, Device::cpu, {{"tc0_split_k", 2}, {"tc1_split_k", 3}, {"tc2_split_k", 2}}, 0, "test");
+        INFO(v->name << " [" << v->knob_summary() << "] on " << key << ", seed " << seed);
+        std::mt19937_64 rng(seed);
+        const Comparison c = test::check_kernel(*v, key, rng);
+        INFO(c.summary());
+        CHECK(c.ok());
+    }
+}
+
 TEST_CASE("layer_by_layer_tc reads the tensor-core weight layout: the plain one fails the check, none is refused",
           "[blocks][conv2d_tc][cpu]") {
     install_halide_error_handler();

@@ -244,6 +244,12 @@ TEST_CASE("conv3d on the tensor cores: dense f16/bf16 only, the depth taps in th
     CHECK(v.knob("dil_d") == 2);
     CHECK(v.knob("channels") == 3);
     CHECK(op->costs(v).at(0).tensor_cores);
+    // A long reduction onto few output tiles (unet-aspp: 2048 x 256 outputs, K = 6912) splits K over blocks; the
+    // launch check counts the splits as the grid's third dimension.
+    const auto aspp = parse_op("conv3d:n=1,c=256,d=8,h=16,w=16,k=256,kernel=3,stride=1,pad=6,dil=6,groups=1,dtype=f16");
+    const KernelVariant va = aspp->kernel_for(kTensorCores, Device::cuda, aspp->heuristic(kTensorCores, Device::cuda));
+    CHECK(va.knob("split_k") == 4);
+    CHECK(tensor_core_launch(va, 2048, 256).shape.grid[2] == 4);
 }
 
 int main(int argc, char **argv) {
