@@ -257,6 +257,7 @@ public:
     explicit Conv1dOp(const Conv1dWorkload &w) : w_(w), c2_(conv2d_op(to_key(w.as_conv2d()))) {}
     std::string key() const override { return to_key(w_); }
     std::string generator() const override { return c2_->generator(); }
+    std::string family(const std::string &strategy) const override { return c2_->family(strategy); }
     DType dtype() const override { return w_.dtype; }
     std::vector<std::string> strategies() const override { return c2_->strategies(); }
     ScheduleChoice heuristic(const std::string &s, Device d) const override { return c2_->heuristic(s, d); }

@@ -238,6 +238,9 @@ TEST_CASE("conv3d on the tensor cores: dense f16/bf16 only, the depth taps in th
                     }
     const auto op = parse_op(to_key(w));
     CHECK(op->family(kTensorCores) == "conv2d_tc");
+    // conv1d has conv2d's strategies, families (the tuner's knob table) included.
+    CHECK(parse_op("conv1d:n=1,c=8,l=9,k=8,kernel=3,stride=1,pad=1,groups=1,dtype=f16")->family(kTensorCores) ==
+          "conv2d_tc");
     const KernelVariant v = op->kernel_for(kTensorCores, Device::cuda, op->heuristic(kTensorCores, Device::cuda));
     CHECK(v.knob("depth") == 9);
     CHECK(v.knob("kernel_d") == 3);
