@@ -462,13 +462,16 @@ std::map<std::string, int> tensor_core_tiling(long long M, long long N, long lon
     const int panel_vectors = (t["warp_m"] * t["warps_m"] + t["warp_n"] * t["warps_n"]) * (k_step / 8);
     const int prefetch_registers = 4 * ceil_div(panel_vectors, threads);
     const int accumulator_registers = t["warp_m"] * t["warp_n"] / 32;
-    // Still fewer blocks than SMs with the smallest tiles (and long reductions): the K split over blocks, up to
-    // about 4 blocks per SM, each split keeping at least 2 panels (H200, 2026-12-02: unet-aspp conv3d 0.105 -> 0.055-0.061
-    // ms with 4 splits, encodec-deep conv1d 0.024 -> 0.018 with 8; whisper-conv1, 240 blocks of 2 x 2 warps and 4 panels,
-    // 0.027 -> 0.039 with 2: not there).
+    // Still fewer blocks than SMs with the smallest tiles, and a reduction of at least 8 panels: the K split over
+    // blocks, up to about 4 blocks per SM, each split keeping at least 2 panels. H200, 2026-12-02
+    // (bench/results/h200/split-k/): 1.3-4.0x on the rows it splits (deeplabv3-aspp conv2d 0.279 -> 0.070 ms with 8
+    // splits, unet-aspp conv3d 0.106 -> 0.059 with 4, encodec-deep conv1d 0.025 -> 0.019 with 8), 1.0x on two; slower
+    // on the short reductions, so not there: late-stage-1x1 (4 panels) 0.0106 -> 0.0125 with 2, whisper-conv1
+    // (4 panels, 240 blocks) 0.027 -> 0.039.
     const long long panels = ceil_div(K, k_step);
     int split = 1;
-    while (blocks() < 132 && split < 8 && blocks() * split * 2 <= 4 * 132 && panels / (split * 2) >= 2) split *= 2;
+    while (blocks() < 132 && panels >= 8 && split < 8 && blocks() * split * 2 <= 4 * 132 && panels / (split * 2) >= 2)
+        split *= 2;
     if (split > 1) t["split_k"] = split;
     t["prefetch"] = ceil_div(panels, split) > 1 && accumulator_registers + prefetch_registers <= 176 ? 1 : 0;
     return t;
