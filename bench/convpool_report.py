@@ -4,7 +4,8 @@ beside PyTorch eager and torch.compile (bench/torch_convpool.py) from the same r
 
   python3 bench/convpool_report.py --ours A/results.json [--ours B/results.json] --torch T.json [...] --out README.md
 
-Per workload and dtype: our device time, eager's and torch.compile's, the ratio best-PyTorch / ours, our
+Per workload and dtype (the fastest passing row over every --ours given, e.g. a run by the heuristics and one by
+tuning records): our device time, eager's and torch.compile's, the ratio best-PyTorch / ours, our
 share of the copy bandwidth measured in the run (compulsory bytes: each tensor once), the floors (memory:
 bytes / copy bandwidth; compute: flops / the FFMA rate measured in the run; latency: an empty kernel timed as
 PyTorch's calls are) and the bound, the largest floor. Per op the geometric mean of the ratios; at the end
@@ -47,36 +48,41 @@ def rows(ours_docs, torch_docs):
         for r in d["results"]:
             torch_rows[(r["op"], r["name"], r["dtype"])] = r
     out = []
+    # (op, name, dtype) -> (row, its run's context): the dispatcher's pick, or the fastest passing strategy, over every
+    # results file given (e.g. a run by the heuristics and one by tuning records); the floors from the row's own run.
+    picked = {}
+    ceilings = {}  # the first run's that measured them: runs with --no-ceilings borrow them (same GPU, same session)
     for d in ours_docs:
-        ceil = d["context"].get("ceilings", {})
-        copy_gbps, ffma = ceil.get("copy_gbps"), ceil.get("ffma_f32_tflops")
-        l2 = d["context"].get("gpu", {}).get("l2_bytes")
-        picked = {}  # (op, name, dtype) -> the row: the dispatcher's pick, or the fastest passing strategy
+        ceilings = ceilings or {k: v for k, v in d["context"].get("ceilings", {}).items() if v}
+    for d in ours_docs:
         for r in d["results"]:
             # The dispatcher's variant of each strategy (a conv row has direct and, dense f16/bf16, tensor_cores).
             if not r.get("default", True) and r.get("strategy") not in ("direct", "tensor_cores"):
                 continue
             k = (tc.op_name(r["key"]), r["workload"], tc.dtype_label(r["key"]))
-            old = picked.get(k)
+            old = picked.get(k, (None,))[0]
             faster = r.get("check_ok") and (not old or not old.get("check_ok") or r["runtime_ms"] < old["runtime_ms"])
             if not old or faster:
-                picked[k] = r
-        for (op, name, dt), r in picked.items():
-            t = torch_rows.get((op, name, dt), {})
-            ours = r.get("runtime_ms") if r.get("check_ok") else None
-            alts = {k: t.get(f"{k}_ms") for k in ("eager", "compile")}
-            best = min((v for v in alts.values() if v), default=None)
-            # The compute roof of the row's kernel: mma.sync of its dtype on tensor cores, else FFMA.
-            roof = ceil.get(f"mma_{dt}_tflops") if r.get("strategy") == "tensor_cores" else ffma
-            floors = {"mem": r["bytes"] / (copy_gbps * 1e6) if copy_gbps else None,
-                      "comp": r["flops"] / (roof * 1e9) if roof else None, "lat": empty_ms}
-            bound = max((k for k in floors if floors[k]), key=lambda k: floors[k], default="?")
-            out.append({"op": op, "name": name, "dtype": dt, "ours": ours, "check": r.get("check", ""),
-                        "check_ok": r.get("check_ok"), "eager": alts["eager"], "compile": alts["compile"],
-                        "compile_error": t.get("compile_error"), "ratio": best / ours if best and ours else None,
-                        "pct_copy": r.get("pct_copy_bw") if ours else None, "floors": floors, "bound": bound,
-                        "past_l2": bool(l2 and r["bytes"] > l2), "bytes": r["bytes"],
-                        "strategy": r.get("strategy", "")})
+                picked[k] = (r, d["context"])
+    for (op, name, dt), (r, context) in picked.items():
+        ceil = {k: v for k, v in context.get("ceilings", {}).items() if v} or ceilings
+        copy_gbps, ffma = ceil.get("copy_gbps"), ceil.get("ffma_f32_tflops")
+        l2 = context.get("gpu", {}).get("l2_bytes")
+        t = torch_rows.get((op, name, dt), {})
+        ours = r.get("runtime_ms") if r.get("check_ok") else None
+        alts = {k: t.get(f"{k}_ms") for k in ("eager", "compile")}
+        best = min((v for v in alts.values() if v), default=None)
+        # The compute roof of the row's kernel: mma.sync of its dtype on tensor cores, else FFMA.
+        roof = ceil.get(f"mma_{dt}_tflops") if r.get("strategy") == "tensor_cores" else ffma
+        floors = {"mem": r["bytes"] / (copy_gbps * 1e6) if copy_gbps else None,
+                  "comp": r["flops"] / (roof * 1e9) if roof else None, "lat": empty_ms}
+        bound = max((k for k in floors if floors[k]), key=lambda k: floors[k], default="?")
+        out.append({"op": op, "name": name, "dtype": dt, "ours": ours, "check": r.get("check", ""),
+                    "check_ok": r.get("check_ok"), "eager": alts["eager"], "compile": alts["compile"],
+                    "compile_error": t.get("compile_error"), "ratio": best / ours if best and ours else None,
+                    "pct_copy": r.get("pct_copy_bw") if ours else None, "floors": floors, "bound": bound,
+                    "past_l2": bool(l2 and r["bytes"] > l2), "bytes": r["bytes"],
+                    "strategy": r.get("strategy", "")})
     return out
 
 

@@ -685,6 +685,13 @@ def test_convpool_report():
     text = cr.report(list(rs.values()))
     assert "pooling rows below 1.0: 1: MaxPool2dIndicesFwd a f16 0.80x" in text, text
     assert "rows past the L2 at >= 80% of copy bandwidth: 0 of 1" in text, text
+    # Two runs of one row (the heuristic's, a tuned one without ceilings): the faster passing one, floors from the
+    # ceilings of the run that measured them.
+    tuned = {"context": {"ceilings": {}, "gpu": ctx["gpu"]}, "results": [
+        dict(ours["results"][0], runtime_ms=0.015), dict(ours["results"][1], runtime_ms=0.005, check_ok=False)]}
+    rs = {r["op"]: r for r in cr.rows([ours, tuned], [torch])}
+    assert abs(rs["MaxPool2dFwd"]["ratio"] - 2.0) < 1e-9 and abs(rs["MaxPool2dFwd"]["floors"]["mem"] - 0.02) < 1e-9
+    assert abs(rs["MaxPool2dIndicesFwd"]["ratio"] - 0.8) < 1e-9  # the failed faster run is not picked
 
 
 def main():
