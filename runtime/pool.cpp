@@ -427,6 +427,9 @@ void check_launch(const KernelVariant &v, const std::string &why, const std::str
 
 std::string pool_launch_error(const KernelVariant &v, const PoolWorkload &w, const LaunchLimits &limits) {
     if (v.device == Device::cpu) return "";
+    // The input window's vectors (generators/pool_algorithm.h): whole vectors along every input row.
+    if (const int vec = v.knob("vec"); vec > 1 && w.in[w.rank - 1] % vec)
+        return fmt::format("vec = {} must divide the input width {}", vec, w.in[w.rank - 1]);
     const int ox = w.out(w.rank - 1), oy = w.rank >= 2 ? w.out(w.rank - 2) : 1;
     const int ty = w.rank >= 2 ? v.knob("tile_y") : 1;  // rank 1: tile_y is not used
     // Edge tiles shift inwards (schedules/pool_schedule.cpp): a tile may not exceed the output.

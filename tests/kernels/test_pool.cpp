@@ -7,6 +7,7 @@
 // family and device (default 2 on the CPU, 1 on PoCL).
 #define CATCH_CONFIG_RUNNER
 #include "runtime/dispatch.h"
+#include "runtime/conv2d.h"
 #include "runtime/pool.h"
 #include "runtime/workload.h"
 #include "tests/common/check_kernel.h"
@@ -217,6 +218,12 @@ TEST_CASE("pooling launches beyond the device's limits or the output's size are 
     rejected({{"threads", 2048}}, "2048 threads per block exceed the device limit of 1024");
     rejected({{"tile_x", 8}}, "output tile exceeds the output (6x5)");
     rejected({{"tile_y", 8}}, "output tile exceeds the output (6x5)");
+    // The staged window's vectors along rows of 11 inputs: the tuner filters it before building (the generator would
+    // refuse it after minutes of search).
+    rejected({{"vec", 2}}, "vec = 2 must divide the input width 11");
+    const LaunchLimits h200{1024, 232448, 65536};
+    const KernelVariant *v4 = kernel_with_knobs(key, "direct", Device::cuda, {{"vec", 4}}, 0, "test");
+    CHECK(parse_op(key)->candidate_error(*v4, h200) == "vec = 4 must divide the input width 11");
 }
 
 int main(int argc, char **argv) {
