@@ -49,7 +49,12 @@ void init_once() {
     static std::once_flag once;
     std::call_once(once, [] {
         install_halide_error_handler();
-        if (cuda::device().available) cuda::install_halide_hooks();
+        if (cuda::device().available) {
+            cuda::install_halide_hooks();
+            // A kernel's own device buffers (layer-by-layer intermediates, split-K workspaces) from Halide's free
+            // list after the first call instead of a cuMemAlloc / cuMemFree per call, as in the harness.
+            halide_reuse_device_allocations(nullptr, true);
+        }
     });
 }
 
