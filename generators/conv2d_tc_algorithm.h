@@ -4,9 +4,9 @@
 // channels, K = taps x channels: the im2col gather is A's shared-panel load (never materialized), C is
 // stored at (k, x, y, b). A conv3d adds the depth: its taps are (kz, ky, kx), its pixels (x, y, z), and its
 // input and output hold depth and batch in one dimension (z + D b), so M = images x OD x OH x OW and the
-// store is the conv2d's with that dimension as (oz + OD b). NHWC makes the channels the reduction's innermost run: with C a multiple of 8 each
-// 8-element group of A is one tap's 8 contiguous channels, one 16-byte vector load (zero where the tap
-// falls in the padding). A 1x1 convolution is the GEMM itself (A the input seen as pixels x channels).
+// store is the conv2d's with that dimension as (oz + OD b). NHWC makes the channels the reduction's
+// innermost run: with C a multiple of 8 each 8-element group of A is one tap's 8 contiguous channels, one
+// 16-byte vector load (zero where the tap falls in the padding). A 1x1 convolution is the GEMM itself (A the input seen as pixels x channels).
 //
 // Layouts (Halide dims, innermost first): input (c, x, y, b) bits; weights (kr, k): the filter as N x K,
 // kr = (ky * S + kx) * Cp + c with Cp = C rounded up to 8 (zeros at c >= C), rows of K_padded = R S Cp

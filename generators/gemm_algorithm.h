@@ -45,8 +45,8 @@ struct GemmFuncs {
                            // (j = 2 * (nt % 2) + r; one n-tile, j = r, where nt_count is odd)
     Halide::Func acc;      // (q, lane, nt, mt, wn, wm, bn, bm[, ks]), f32: pure = 0, update over rk
     // Split K (split_k > 1): acc has a last dimension, the split ks, whose K steps are the panels ks, ks + split_k,
-    // ks + 2 split_k, ... (ceil(panels / split_k) of them); `partial` is acc as a stage of its own (a global f32 workspace, its own kernel),
-    // which the epilogue sums over ks. Undefined without a split.
+    // ks + 2 split_k, ... (ceil(panels / split_k) of them); `partial` is acc as a stage of its own (a global f32
+    // workspace, its own kernel), which the epilogue sums over ks. Undefined without a split.
     Halide::Func partial;   // (q, lane, nt, mt, wn, wm, bn, bm, ks), f32
     Halide::Func epilogue;  // (q, lane, nt, mt, wn, wm, bn, bm): act(acc + bias), f32
     Halide::Func output;    // (n, m): the epilogue as storage bits, an update over rc

@@ -18,7 +18,8 @@ KERNEL: a CUDA variant of schedules/variants/gemm.json (its knobs and dtype are 
 kernel the dispatcher generates for KEY with STRATEGY (`blockfuse generate`, e.g. a block on layer_by_layer_tc):
 each of its GEMM entries (b<blk>_layer<i>_gemm) is held to layer i's tiling (its tc<i>_ knobs), the module's
 other kernels (CUDA cores) to having no HMMA; a convolution's implicit GEMM (conv2d, conv3d on tensor_cores) to its
-tiling (split K: the accumulators' kernel; the epilogue's, which sums the splits, to no HMMA); the JIT cap is runtime/kernel_registry.cpp's for its threads.
+tiling (split K: the accumulators' kernel; the epilogue's, which sums the splits, to no HMMA); the JIT cap is
+runtime/kernel_registry.cpp's for its threads.
 Exit 0: as expected; 1: not; 77: no ptxas here (ctest reports it skipped); 2: bad usage.
 """
 import glob
