@@ -51,7 +51,7 @@ def rows(ours_docs, torch_docs):
     # (op, name, dtype) -> (row, its run's context): the dispatcher's pick, or the fastest passing strategy, over every
     # results file given (e.g. a run by the heuristics and one by tuning records); the floors from the row's own run.
     picked = {}
-    ceilings = {}  # the first run's that measured them: runs with --no-ceilings borrow them (same GPU, same session)
+    ceilings = {}  # the first run's that measured them: runs with --no-ceilings borrow them (the same GPU)
     for d in ours_docs:
         ceilings = ceilings or {k: v for k, v in d["context"].get("ceilings", {}).items() if v}
     for d in ours_docs:

@@ -12,7 +12,7 @@ warp_n/8 LDSM.16.M88.2 for B when warp_n/8 is odd): whole K steps in the functio
 spill, no 64-bit register stored as a narrower value. Prints registers, spills and each K loop's length and instruction mix.
 
     tensor_core_sass.py MMA_PTX_TOOL BLOCKFUSE_CLI GEMM_GENERATOR KERNEL
-    tensor_core_sass.py MMA_PTX_TOOL BLOCKFUSE_CLI --workload KEY --strategy STRATEGY [--knob NAME=VALUE...]
+    tensor_core_sass.py MMA_PTX_TOOL BLOCKFUSE_CLI --workload KEY --strategy STRATEGY
 
 KERNEL: a CUDA variant of schedules/variants/gemm.json (its knobs and dtype are read there). --workload: the
 kernel the dispatcher generates for KEY with STRATEGY (`blockfuse generate`, e.g. a block on layer_by_layer_tc):
@@ -137,17 +137,27 @@ def gemm_kernel_ptx(cli, generator, kernel, work):
     code = os.path.join(work, kernel + ".device_code")
     if g.returncode or not os.path.exists(code):
         return f"generating {kernel}: {g.stderr.strip()[-2000:]}"
-    # split K: two kernels (the accumulators', `partial`, with the mma; the epilogue's), each whole tiles and general
-    if int(knobs.get("split_k", 1)) > 1:
-        return (code, max(int(m.group(1)), MIN_REGISTERS),
-                lambda name: (knobs, None) if "_partial_" in name else None, 4)
-    return code, max(int(m.group(1)), MIN_REGISTERS), lambda name: (knobs, None), 2
+    # split K: two kernels (the accumulators' and the epilogue's), each whole tiles and general
+    entries = 4 if split_k(knobs) else 2
+    return (code, max(int(m.group(1)), MIN_REGISTERS),
+            lambda name: None if split_epilogue(name, knobs) else (knobs, None), entries)
 
 
-def generated_kernel_ptx(cli, key, strategy, work, knob_args=()):
-    """The same for the kernel `blockfuse generate` makes for a workload and strategy (and --knob pairs)."""
-    g = subprocess.run([cli, "generate", key, "--strategy", strategy, "--device", "cuda", "--out", work,
-                        *knob_args], capture_output=True, text=True)
+def split_k(knobs):
+    """Whether a tiling splits K over blocks (schedules/gemm_knobs.h split_k)."""
+    return int(knobs.get("split_k", 1)) > 1
+
+
+def split_epilogue(name, knobs):
+    """Split K's second kernel: the epilogue's, which sums the splits and holds no mma (the accumulators' kernel is
+    the `partial` stage's)."""
+    return split_k(knobs) and "_partial_" not in name
+
+
+def generated_kernel_ptx(cli, key, strategy, work):
+    """The same for the kernel `blockfuse generate` makes for a workload and strategy."""
+    g = subprocess.run([cli, "generate", key, "--strategy", strategy, "--device", "cuda", "--out", work],
+                       capture_output=True, text=True)
     ptx = glob.glob(os.path.join(work, "*", "*.ptx"))
     desc = glob.glob(os.path.join(work, "*", "*.json"))
     if g.returncode or len(ptx) != 1 or len(desc) != 1:
@@ -163,10 +173,7 @@ def generated_kernel_ptx(cli, key, strategy, work, knob_args=()):
 
     def tiling(name):
         if d["family"] == "conv2d_tc":  # the implicit GEMM alone (a conv2d or conv3d), N static
-            # split K: the accumulators' kernel (`partial`) holds the mma; the epilogue's sums the splits
-            if int(knobs.get("split_k", 1)) > 1 and "_partial_" not in name:
-                return None
-            return knobs, int(params["out_channels"])
+            return None if split_epilogue(name, knobs) else (knobs, int(params["out_channels"]))
         m = re.search(r"_layer(\d+)_gemm", name)
         if not m:
             return None
@@ -186,9 +193,7 @@ def block_layer_channels(params):
 
 
 def main(argv):
-    knob_args = argv[7:]  # --workload mode: optional --knob name=value pairs over the dispatcher's pick
-    if (len(argv) >= 7 and argv[3] == "--workload" and argv[5] == "--strategy" and len(knob_args) % 2 == 0
-            and all(a == "--knob" for a in knob_args[::2])):
+    if len(argv) == 7 and argv[3] == "--workload" and argv[5] == "--strategy":
         mode = "generated"
     elif len(argv) == 5:
         mode = "gemm"
@@ -207,7 +212,7 @@ def main(argv):
     cuobjdump = tool("cuobjdump", install="nvidia-cuda-cuobjdump")
     work = tempfile.mkdtemp(prefix="tc_sass_")
     got = (gemm_kernel_ptx(cli, argv[3], argv[4], work) if mode == "gemm"
-           else generated_kernel_ptx(cli, argv[4], argv[6], work, knob_args))
+           else generated_kernel_ptx(cli, argv[4], argv[6], work))
     if isinstance(got, str):
         print(f"error: {got}", file=sys.stderr)
         return 2 if mode == "gemm" and "is not a CUDA variant" in got else 1

@@ -10,6 +10,20 @@
 
 using namespace blockfuse;
 
+namespace {
+// The kernel of `strategy` for key with `knobs` over the heuristic's, against the float64 reference (fresh data from
+// seed, a poisoned output); returns it.
+const KernelVariant *check_with_knobs(const std::string &key, const std::string &strategy,
+                                      const std::map<std::string, int> &knobs, uint64_t seed) {
+    const KernelVariant *v = kernel_with_knobs(key, strategy, Device::cpu, knobs, 0, "test");
+    INFO(v->name << " [" << v->knob_summary() << "] on " << key << ", seed " << seed);
+    const Comparison c = test::run_conv2d_tc_case(*v, key, seed);
+    INFO(c.summary());
+    CHECK(c.ok());
+    return v;
+}
+}  // namespace
+
 TEST_CASE("every tensor-core conv2d shape (emulated mma.sync) matches the float64 reference", "[conv2d_tc][cpu]") {
     test::check_conv2d_tc_shapes(Device::cpu);
 }
@@ -25,29 +39,15 @@ TEST_CASE("the panel prefetch on the emulated implicit GEMMs: conv2d shapes and 
           "[conv2d_tc][blocks][cpu]") {
     install_halide_error_handler();
     const uint64_t seed = std::random_device{}();
-    for (const auto &key : test::conv2d_tc_shapes()) {
-        const KernelVariant *v = kernel_with_knobs(key, kTensorCores, Device::cpu, {{"prefetch", 1}}, 0, "test");
-        REQUIRE(v->knob("prefetch") == 1);
-        INFO(v->name << " [" << v->knob_summary() << "] on " << key << ", seed " << seed);
-        const Comparison c = test::run_conv2d_tc_case(*v, key, seed);
-        INFO(c.summary());
-        CHECK(c.ok());
-    }
+    for (const auto &key : test::conv2d_tc_shapes())
+        REQUIRE(check_with_knobs(key, kTensorCores, {{"prefetch", 1}}, seed)->knob("prefetch") == 1);
     // Dense layers with K of more than one step of 32 (the CPU heuristic's): FFN c=12 e=4 (K = 12, 48), FusedMBConv
     // c=8 (3x3 expand K = 72), ConvFirst c=64 (K = 64, 256), MBConv c=24 e=6 (project K = 144).
     for (const std::string key : {"ffn:n=3,c=12,h=1,w=9,e=4,act=relu,dtype=f16",
                                   "fused_mbconv:n=2,c=8,h=7,w=9,e=2,k=3,stride=1,act=silu,dtype=bf16",
                                   "convfirst:n=1,c=64,h=5,w=7,e=4,k=3,stride=1,act=relu,dtype=f16",
-                                  "mbconv:n=2,c=24,h=7,w=13,e=6,k=3,stride=1,act=relu6,dtype=bf16"}) {
-        const KernelVariant *v =
-            kernel_with_knobs(key, kLayerByLayerTc, Device::cpu,
-                              {{"tc0_prefetch", 1}, {"tc1_prefetch", 1}, {"tc2_prefetch", 1}}, 0, "test");
-        INFO(v->name << " [" << v->knob_summary() << "] on " << key << ", seed " << seed);
-        std::mt19937_64 rng(seed);
-        const Comparison c = test::check_kernel(*v, key, rng);
-        INFO(c.summary());
-        CHECK(c.ok());
-    }
+                                  "mbconv:n=2,c=24,h=7,w=13,e=6,k=3,stride=1,act=relu6,dtype=bf16"})
+        check_with_knobs(key, kLayerByLayerTc, {{"tc0_prefetch", 1}, {"tc1_prefetch", 1}, {"tc2_prefetch", 1}}, seed);
 }
 
 // Split K (schedules/gemm_knobs.h split_k): the partial sums of each split in the workspace, added by the epilogue.
@@ -61,26 +61,12 @@ TEST_CASE("split K on the emulated implicit GEMMs: conv2d and conv3d shapes and 
     keys.push_back("conv3d:n=2,c=5,d=5,h=6,w=7,k=12,kernel_d=3,kernel_h=2,kernel_w=3,stride_d=2,pad=1,dil_d=2,bias=1,"
                    "dtype=bf16");
     for (const auto &key : keys)
-        for (const auto &[split, prefetch] : {std::pair{2, 0}, std::pair{3, 1}}) {
-            const KernelVariant *v = kernel_with_knobs(key, kTensorCores, Device::cpu,
-                                                       {{"split_k", split}, {"prefetch", prefetch}}, 0, "test");
-            REQUIRE(v->knob("split_k") == split);
-            INFO(v->name << " [" << v->knob_summary() << "] on " << key << ", seed " << seed);
-            std::mt19937_64 rng(seed);
-            const Comparison c = test::check_kernel(*v, key, rng);
-            INFO(c.summary());
-            CHECK(c.ok());
-        }
+        for (const auto &[split, prefetch] : {std::pair{2, 0}, std::pair{3, 1}})
+            REQUIRE(check_with_knobs(key, kTensorCores, {{"split_k", split}, {"prefetch", prefetch}}, seed)
+                        ->knob("split_k") == split);
     for (const std::string key : {"ffn:n=3,c=12,h=1,w=9,e=4,act=relu,dtype=f16",
-                                  "convfirst:n=1,c=64,h=5,w=7,e=4,k=3,stride=1,act=relu,dtype=f16"}) {
-        const KernelVariant *v = kernel_with_knobs(
-            key, kLayerByLayerTc, Device::cpu, {{"tc0_split_k", 2}, {"tc1_split_k", 3}, {"tc2_split_k", 2}}, 0, "test");
-        INFO(v->name << " [" << v->knob_summary() << "] on " << key << ", seed " << seed);
-        std::mt19937_64 rng(seed);
-        const Comparison c = test::check_kernel(*v, key, rng);
-        INFO(c.summary());
-        CHECK(c.ok());
-    }
+                                  "convfirst:n=1,c=64,h=5,w=7,e=4,k=3,stride=1,act=relu,dtype=f16"})
+        check_with_knobs(key, kLayerByLayerTc, {{"tc0_split_k", 2}, {"tc1_split_k", 3}, {"tc2_split_k", 2}}, seed);
 }
 
 TEST_CASE("layer_by_layer_tc reads the tensor-core weight layout: the plain one fails the check, none is refused",
