@@ -1,4 +1,5 @@
 #include "bench/harness.h"
+#include "runtime/call_memory.h"
 #include "runtime/autoscheduler.h"
 #include <cmath>
 #include "runtime/block.h"
@@ -283,55 +284,58 @@ nlohmann::json results_document(const nlohmann::json &ctx, const std::vector<Row
         double pct_bw = ceil.measured && r.ok ? 100 * gbps / ceil.copy_gbps : 0;
         double pct_ffma = ceil.measured && r.ok ? 100 * gflops / (ceil.ffma_f32_tflops * 1e3) : 0;
         const auto &w = r.w;
-        arr.push_back({{"operation", r.key.substr(0, r.key.find(':'))},
-                       {"workload", r.workload},
-                       {"key", r.key},
-                       {"strategy", r.strategy_name},
-                       {"variant", r.variant},
-                       {"label", r.strategy},
-                       {"default", r.is_default},
-                       {"device", device_name(dev)},
-                       {"dtype", r.dtype},
-                       {"n", w.n},
-                       {"h", w.h},
-                       {"w", w.w},
-                       {"d", w.d},
-                       {"c", w.c},
-                       {"k", w.k},
-                       {"t", w.t},
-                       {"r", w.r},
-                       {"s", w.s},
-                       {"stride_d", w.stride_d},
-                       {"stride_h", w.stride_h},
-                       {"stride_w", w.stride_w},
-                       {"dil_h", w.dil_h},
-                       {"dil_w", w.dil_w},
-                       {"groups", w.groups},
-                       {"flops", r.flops},
-                       {"bytes", r.bytes},
-                       {"flops_per_byte", r.flops / r.bytes},
-                       {"runtime_ms", r.median_ms},
-                       {"min_ms", r.min_ms},
-                       {"max_ms", r.max_ms},
-                       {"host_ms", r.host_ms},
-                       {"samples", r.samples},
-                       {"gbps", gbps},
-                       {"gflops", gflops},
-                       {"pct_copy_bw", pct_bw},
-                       {"pct_ffma", pct_ffma},
-                       {"check_ok", r.ok},
-                       {"check", r.check},
-                       {"rel_l2", r.rel_l2},
-                       {"kernels", kernels_json(r)},
-                       {"family", r.family},
-                       {"knobs", r.knobs},
-                       {"max_registers", r.max_registers},
-                       {"record_target", r.record_target},
-                       {"origin", r.origin},
-                       {"pick", r.pick_source},
-                       {"why", r.why},
-                       {"waterline_ms", r.waterline_ms},
-                       {"provider", r.provider}});
+        arr.push_back(
+            {{"operation", r.key.substr(0, r.key.find(':'))},
+             {"workload", r.workload},
+             {"key", r.key},
+             {"strategy", r.strategy_name},
+             {"variant", r.variant},
+             {"label", r.strategy},
+             {"default", r.is_default},
+             {"device", device_name(dev)},
+             {"dtype", r.dtype},
+             {"n", w.n},
+             {"h", w.h},
+             {"w", w.w},
+             {"d", w.d},
+             {"c", w.c},
+             {"k", w.k},
+             {"t", w.t},
+             {"r", w.r},
+             {"s", w.s},
+             {"stride_d", w.stride_d},
+             {"stride_h", w.stride_h},
+             {"stride_w", w.stride_w},
+             {"dil_h", w.dil_h},
+             {"dil_w", w.dil_w},
+             {"groups", w.groups},
+             {"flops", r.flops},
+             {"bytes", r.bytes},
+             {"flops_per_byte", r.flops / r.bytes},
+             {"runtime_ms", r.median_ms},
+             {"min_ms", r.min_ms},
+             {"max_ms", r.max_ms},
+             {"host_ms", r.host_ms},
+             {"samples", r.samples},
+             {"gbps", gbps},
+             {"gflops", gflops},
+             {"pct_copy_bw", pct_bw},
+             {"pct_ffma", pct_ffma},
+             {"check_ok", r.ok},
+             {"check", r.check},
+             {"rel_l2", r.rel_l2},
+             {"kernels", kernels_json(r)},
+             {"family", r.family},
+             {"knobs", r.knobs},
+             {"max_registers", r.max_registers},
+             {"record_target", r.record_target},
+             {"origin", r.origin},
+             {"pick", r.pick_source},
+             {"why", r.why},
+             {"waterline_ms", r.waterline_ms},
+             {"workspace_bytes", r.workspace_bytes >= 0 ? nlohmann::json(r.workspace_bytes) : nlohmann::json()},
+             {"peak_bytes", r.peak_bytes >= 0 ? nlohmann::json(r.peak_bytes) : nlohmann::json()},
+             {"provider", r.provider}});
         if (uses_tensor_cores(r) && ceil.measured && r.ok) arr.back()["pct_mma"] = pct_of_mma_ceiling(r, ceil);
     }
     return {{"schema_version", kResultsSchemaVersion}, {"context", ctx}, {"results", arr}};
@@ -345,7 +349,7 @@ void write_outputs(const std::string &dir, const nlohmann::json &doc) {
     csv << "provider,operation,workload,strategy,variant,disposition,dtype,device,"
            "n,d,h,w,c,k,t,r,s,stride_d,stride_h,stride_w,dil_h,dil_w,groups,"
            "flops,bytes,flops_per_byte,runtime_ms,min_ms,max_ms,host_ms,samples,GB/s,GFLOP/s,pct_copy_bw,pct_ffma,"
-           "rel_l2,default,label,key\n";
+           "rel_l2,workspace_bytes,peak_bytes,default,label,key\n";
     for (const auto &r : doc["results"]) {
         auto s = [&r](const char *k) { return csv_field(r.value(k, "")); };
         auto i = [&r](const char *k) { return std::to_string(r.value(k, 0)); };
@@ -361,7 +365,8 @@ void write_outputs(const std::string &dir, const nlohmann::json &doc) {
         for (const char *k : {"flops", "bytes", "flops_per_byte", "runtime_ms", "min_ms", "max_ms", "host_ms"})
             cells.push_back(d(k));
         cells.push_back(i("samples"));
-        for (const char *k : {"gbps", "gflops", "pct_copy_bw", "pct_ffma", "rel_l2"}) cells.push_back(d(k));
+        for (const char *k : {"gbps", "gflops", "pct_copy_bw", "pct_ffma", "rel_l2", "workspace_bytes", "peak_bytes"})
+            cells.push_back(d(k));
         cells.push_back(r.value("default", false) ? "true" : "false");
         cells.push_back(s("label"));
         cells.push_back(s("key"));
@@ -387,9 +392,9 @@ void print_table(const std::vector<Row> &rows, const Ceilings &ceil, Device dev,
         }
     }
     const std::string head = fmt::format(
-        "\n{:<26} {:<{}} {:>10} {:>10} {:>7} {:>10} {:>9} {:>9} {:>8} {:>7} {:>7} {:>7}\n", "workload", "strategy", sw,
-        "median ms", ceil.measured ? "floor ms" : "", ceil.measured ? "x floor" : "", "GFLOP/s", "model MB", "GB/s",
-        ceil.measured ? "%copyBW" : "", ceil.measured ? "%FMA" : "", "vs LBL", "check");
+        "\n{:<26} {:<{}} {:>10} {:>10} {:>7} {:>10} {:>9} {:>9} {:>8} {:>7} {:>7} {:>7} {:>9}\n", "workload",
+        "strategy", sw, "median ms", ceil.measured ? "floor ms" : "", ceil.measured ? "x floor" : "", "GFLOP/s",
+        "model MB", "GB/s", ceil.measured ? "%copyBW" : "", ceil.measured ? "%FMA" : "", "vs LBL", "check", "ws MB");
     std::cout << head;
     for (const auto &r : rows) {
         const std::string name = r.strategy + (r.is_default ? "*" : "");
@@ -406,9 +411,10 @@ void print_table(const std::vector<Row> &rows, const Ceilings &ceil, Device dev,
         const std::string over = ceil.measured ? fmt::format("{:.1f}", r.median_ms / r.waterline_ms) : "";
         auto lbl = lbl_ms.find(r.workload + "|" + r.key);
         const std::string vs = lbl == lbl_ms.end() ? "" : fmt::format("{:.2f}x", lbl->second / r.median_ms);
+        const std::string ws = r.workspace_bytes >= 0 ? fmt::format("{:.2f}", r.workspace_bytes / 1e6) : "";
         std::cout << fmt::format(
-            "{:<26} {:<{}} {:>10.4f} {:>10} {:>7} {:>10.1f} {:>9.1f} {:>9.1f} {:>8} {:>7} {:>7} {:>7}\n", r.workload,
-            name, sw, r.median_ms, floor, over, gf, r.bytes / 1e6, gbps, bw, ffma, vs, "ok");
+            "{:<26} {:<{}} {:>10.4f} {:>10} {:>7} {:>10.1f} {:>9.1f} {:>9.1f} {:>8} {:>7} {:>7} {:>7} {:>9}\n",
+            r.workload, name, sw, r.median_ms, floor, over, gf, r.bytes / 1e6, gbps, bw, ffma, vs, "ok", ws);
     }
     if (ceil.measured)
         std::cout << fmt::format(
@@ -428,7 +434,8 @@ void print_table(const std::vector<Row> &rows, const Ceilings &ceil, Device dev,
                     mma_ceiling_tflops(r, ceil));
     std::cout << "(* = the variant the dispatcher picks by default; model MB = modelled compulsory DRAM bytes, GB/s = "
                  "those over the median time; vs LBL = the workload's fastest passing layer-by-layer time over this "
-                 "row's (> 1: faster); times are "
+                 "row's (> 1: faster); ws MB = the bytes the call itself allocated, live at once, measured (hidden "
+                 "activations, split-K workspaces; none: not counted on OpenCL); times are "
               << (dev == Device::cuda
                       ? std::string("device time from CUDA events, median, L2 flushed before each sample (") +
                             (flush == L2Flush::read ? "read-only eviction, clean" : "memset, left dirty") + ")"
@@ -590,6 +597,13 @@ int run_bench(const BenchOptions &opt) {
                     c.row.check = cmp.summary();
                     c.row.rel_l2 = cmp.rel_l2;
                     if (c.row.ok) c.run();  // the timed tensors' first call (allocations, module load)
+                    // Then one call counted: its arguments are on the device by now, so what it allocates is its
+                    // own (OpenCL's allocations are not counted).
+                    if (c.row.ok && dev != Device::opencl) {
+                        const CallMemory m = measure_call_memory(dev, c.run);
+                        c.row.workspace_bytes = double(m.peak_bytes);
+                        c.row.peak_bytes = double(m.argument_bytes + m.peak_bytes);
+                    }
                 } catch (const std::exception &e) {
                     c.row.ok = false;
                     c.row.check = e.what();

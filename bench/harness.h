@@ -52,6 +52,10 @@ struct Row {
     bool is_default = false, ok = false;
     double flops = 0, bytes = 0, median_ms = 0, min_ms = 0, max_ms = 0, host_ms = 0, rel_l2 = 0;
     double waterline_ms = 0;  // the model's minimum latency of the row's kernels (Eq. 12), 0 without ceilings
+    // Measured memory beyond the arguments (runtime/call_memory.h): the most bytes of the call's own device (CPU: heap)
+    // allocations live at once, and the call's peak: the buffers its kernels were passed, each once, plus that; < 0: not
+    // measured.
+    double workspace_bytes = -1, peak_bytes = -1;
     int samples = 0;
     Problem w;
     std::vector<KernelCost> kernels;  // the strategy's kernels (tensor-machine accounting)

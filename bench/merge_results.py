@@ -39,7 +39,8 @@ NA = "n/a"
 NOISY = 0.2  # eager vs repeated eager timing differing by more than this fraction gets a note
 COLUMNS = ["workload", "dtype", "ours best ms", "variant", "GB/s", "% copy BW", "GFLOP/s", "% FFMA",
            "torch eager ms", "torch.compile ms", "eager/ours", "compile/ours", "check",
-           "default variant", "default ms", "ours host ms", "torch eager host ms", "eager host/ours host"]
+           "default variant", "default ms", "ours host ms", "torch eager host ms", "eager host/ours host",
+           "ours workspace MB", "torch eager workspace MB"]
 
 
 def _num(x):
@@ -53,6 +54,11 @@ def _num(x):
 def fmt_ms(x):
     x = _num(x)
     return NA if x is None else f"{x:.4g}" if x < 1000 else f"{x:.0f}"
+
+
+def fmt_mb(x):
+    """Bytes as MB with 3 decimals; 0 stays 0.000 (a fused block allocates nothing), None is n/a."""
+    return NA if not isinstance(x, (int, float)) or isinstance(x, bool) or x < 0 else f"{x / 1e6:.3f}"
 
 
 def fmt_1(x):
@@ -169,6 +175,8 @@ def merge(ours, torch_doc):
             fmt_ms(default.get("runtime_ms")) if default else NA,
             # Call latency as a caller feels it (launch path + kernels + synchronize, host clock), both sides.
             fmt_ms(b.get("host_ms")), fmt_ms(t_eager_host), fmt_ratio(t_eager_host, b.get("host_ms")),
+            # The call's own allocations, most live at once (ours: runtime/call_memory.h; torch: its allocator).
+            fmt_mb(b.get("workspace_bytes")), fmt_mb(trow.get("eager_workspace_bytes") if trow else None),
         ])
     ours_keys = set(groups)
     for (name, key) in tindex:
@@ -205,7 +213,9 @@ def to_markdown(table, ours, torch_doc, notes):
         lines.append("- torch: no baseline file given")
     lines.append("- best = lowest median runtime among variants whose check passed; "
                  "ratios = torch ms / ours best ms (> 1: ours is faster); host ms = call latency as a caller "
-                 "feels it (host clock around the call + synchronize, GPU idle before it), of the best variant")
+                 "feels it (host clock around the call + synchronize, GPU idle before it), of the best variant; workspace MB = the bytes the call itself "
+                 "allocated, most live at once (ours counted in Halide's allocations, torch's from its caching "
+                 "allocator: intermediates and cuDNN workspace)")
     lines.append("")
     lines.append("| " + " | ".join(COLUMNS) + " |")
     lines.append("|" + "|".join("---" if i in (0, 1, 3, 12, 13) else "---:" for i in range(len(COLUMNS))) + "|")

@@ -845,10 +845,24 @@ def _new_record(name, suite_key, wl):
     if isinstance(wl, (BlockWorkload, StemWorkload)):
         rec["family"] = wl.family if isinstance(wl, BlockWorkload) else "stem"
         rec["flops"] = workload_flops(wl)
-    rec.update({"eager_ms": None, "eager_ms_repeat": None, "compile_ms": None,
+    rec.update({"eager_ms": None, "eager_ms_repeat": None, "compile_ms": None, "eager_workspace_bytes": None,
+                "compile_workspace_bytes": None,
                 "eager_host_ms": None, "compile_host_ms": None, "compile_error": None,
                 "compile_s": None, "compile_rel_l2": None, "compile_check_ok": None, "error": None})
     return rec
+
+
+def _call_workspace(fn):
+    """PyTorch's side of the harness's workspace_bytes: the most bytes the caching allocator held at once during
+    one call beyond what was allocated before it and the output it returns (intermediates, cuDNN's workspace)."""
+    import torch
+
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    out = fn()
+    torch.cuda.synchronize()
+    return max(0, torch.cuda.max_memory_allocated() - base - out.numel() * out.element_size())
 
 
 def _time_eager_and_compile(rec, fn, args, expected, use_compile, cudagraph):
@@ -866,6 +880,7 @@ def _time_eager_and_compile(rec, fn, args, expected, use_compile, cudagraph):
             raise RuntimeError(f"output shape {tuple(ref.shape)} != expected {expected}")
         rec["eager_ms"] = _bench(lambda: fn(*args))
         rec["eager_host_ms"] = _bench_host(lambda: fn(*args))
+        rec["eager_workspace_bytes"] = _call_workspace(lambda: fn(*args))
 
         if use_compile:
             try:
@@ -880,6 +895,7 @@ def _time_eager_and_compile(rec, fn, args, expected, use_compile, cudagraph):
                 rec["compile_check_ok"] = bool(rel < REL_L2_TOL)
                 rec["compile_ms"] = _bench(lambda: compiled(*args))
                 rec["compile_host_ms"] = _bench_host(lambda: compiled(*args))
+                rec["compile_workspace_bytes"] = _call_workspace(lambda: compiled(*args))
             except Exception as e:  # recorded, not fatal: the eager numbers still stand
                 rec["compile_ms"] = None
                 rec["compile_error"] = f"{type(e).__name__}: {e}"

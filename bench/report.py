@@ -397,6 +397,52 @@ def plot_efficiency_gap(units, R, outdir, have_torch):
     _save(fig, outdir, "efficiency_gap")
 
 
+def memory_rows(rows):
+    """Passing rows whose call memory was measured (workspace_bytes: what the call itself allocated, live at once)."""
+    return [r for r in rows if r.get("check_ok") and _num(r.get("runtime_ms")) and r.get("workspace_bytes") is not None]
+
+
+def plot_workspace(rows, outdir):
+    """Workspace against latency, one marker per strategy, each workload's strategies joined: block fusion's claim
+    that hidden activations never reach DRAM, measured as memory beside time. False where no row has the memory."""
+    mem = memory_rows(rows)
+    if not mem:
+        return False
+    fig, ax = plt.subplots(figsize=(9, 6), layout="constrained")
+    kinds = sorted({legend_family(r["strategy"]) for r in mem})
+    colour = {k: plt.cm.tab10(i % 10) for i, k in enumerate(kinds)}
+    for _, grp in workload_groups(mem).items():
+        pts = sorted((r["runtime_ms"] * 1e3, r["workspace_bytes"] / 1e6) for r in grp)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], color="0.8", lw=1, zorder=1)
+    for k in kinds:
+        sel = [r for r in mem if legend_family(r["strategy"]) == k]
+        ax.scatter([r["runtime_ms"] * 1e3 for r in sel], [r["workspace_bytes"] / 1e6 for r in sel], s=30,
+                   color=colour[k], label=k, zorder=3)
+    ax.set_xscale("log")
+    ax.set_yscale("symlog", linthresh=0.01)  # 0 (a fused block on CUDA) stays on the axis
+    ax.set_xlabel("latency (µs, median, log scale)")
+    ax.set_ylabel("workspace (MB: the call's own allocations live at once, measured)")
+    ax.set_title("Workspace against latency per strategy (each workload's strategies joined)", loc="left", fontsize=10)
+    ax.grid(which="major", alpha=0.3)
+    fig.legend(loc="outside lower center", ncol=3, fontsize=8, frameon=False)
+    _save(fig, outdir, "workspace")
+    return True
+
+
+def memory_lines(rows):
+    """The summary's memory table: per passing row with the memory measured, its time, workspace and peak."""
+    mem = memory_rows(rows)
+    if not mem:
+        return []
+    L = ["| workload | strategy | t_a µs | workspace MB | peak MB (arguments + workspace) |", "|---|---|---:|---:|---:|"]
+    for (name, _), grp in workload_groups(mem).items():
+        for r in sorted(grp, key=lambda r: r["runtime_ms"]):
+            peak = _num(r.get("peak_bytes"))
+            L.append(f"| {name} | `{r['strategy']}` | {_us(r['runtime_ms'] * 1e-3)} | {r['workspace_bytes'] / 1e6:.3f} | "
+                     f"{f'{peak / 1e6:.3f}' if peak is not None else 'n/a'} |")
+    return L
+
+
 # ---------------------------------------------------------------- summary
 
 def _us(s):
@@ -589,6 +635,14 @@ def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, ha
               "T_min (Eq. 12 on the ceilings above), a fused or depth-first strategy gains at most the ratio of the two "
               "T_min (recomputed halos lower it further). Measured: the best passing layer-by-layer time over the "
               "strategy's best (> 1: the strategy is faster).", ""] + bound
+    mem = memory_lines(rows)
+    L += ["", "## Memory: workspace and peak per strategy", ""]
+    L += (["Workspace = the bytes the call itself allocated (device buffers on CUDA, heap on the CPU), the most live "
+           "at once, measured by counting Halide's allocations during one call (runtime/call_memory.h): a layer by "
+           "layer block's hidden activations, split K's partial sums; a fused block keeps its hidden activations on "
+           "chip. Peak = the buffers the call's kernels were passed (inputs, weights, outputs, each once) + the workspace. ![workspace](workspace.png)", ""] + mem
+          if mem else ["None measured (results without workspace_bytes: an OpenCL run, or results older than the "
+                       "field)."])
     L += ["", "## Sequence: waterline (Eq. 12, 13) vs mediant roofline (Eq. 29)", ""]
     L += sequence_lines(units, R, B) if R else [f"Skipped: {skip_reason}."]
     L += ["", "## Failed rows (check_ok false, left out of the plots)", ""]
@@ -631,6 +685,10 @@ def main(argv=None):
         if not plot_roofline(rows, units, R, B, R16, outdir):
             skipped["roofline"] = "no passing row has both flops and bytes > 0 (log-log axes)"
         plot_efficiency_gap(units, R, outdir, tindex is not None)
+    if not plot_workspace(rows, outdir):
+        for ext in ("svg", "png"):  # no stale plot beside a summary that says none was measured
+            if os.path.exists(os.path.join(outdir, f"workspace.{ext}")):
+                os.remove(os.path.join(outdir, f"workspace.{ext}"))
     for name in skipped:  # no stale plots from an earlier run next to a summary that says skipped
         for ext in ("svg", "png"):
             if os.path.exists(os.path.join(outdir, f"{name}.{ext}")):

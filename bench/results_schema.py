@@ -18,7 +18,8 @@ PROBLEM_COLUMNS = ["n", "d", "h", "w", "c", "k", "t", "r", "s", "stride_d", "str
 CSV_COLUMNS = (["provider", "operation", "workload", "strategy", "variant", "disposition", "dtype", "device"]
                + PROBLEM_COLUMNS
                + ["flops", "bytes", "flops_per_byte", "runtime_ms", "min_ms", "max_ms", "host_ms", "samples",
-                  "GB/s", "GFLOP/s", "pct_copy_bw", "pct_ffma", "rel_l2", "default", "label", "key"])
+                  "GB/s", "GFLOP/s", "pct_copy_bw", "pct_ffma", "rel_l2", "workspace_bytes", "peak_bytes", "default",
+                  "label", "key"])
 # CSV column -> results.json field, where they differ
 _FIELD = {"GB/s": "gbps", "GFLOP/s": "gflops"}
 
@@ -80,14 +81,15 @@ def torch_rows(records):
         base = {"operation": key.split(":", 1)[0], "workload": rec.get("name"), "key": key, "dtype": rec.get("dtype"),
                 "strategy": None, "variant": None, "knobs": {}, "device": "cuda",
                 "flops": rec.get("flops"), "bytes": None}
-        for provider, ms, host, check, err in (
-                ("pytorch-eager", rec.get("eager_ms"), rec.get("eager_host_ms"), rec.get("eager_ms") is not None,
-                 rec.get("error")),
-                ("pytorch-compile", rec.get("compile_ms"), rec.get("compile_host_ms"), rec.get("compile_check_ok"),
+        for provider, mode, check, err in (
+                ("pytorch-eager", "eager", rec.get("eager_ms") is not None, rec.get("error")),
+                ("pytorch-compile", "compile", rec.get("compile_check_ok"),
                  rec.get("compile_error") or rec.get("error"))):
+            ms = rec.get(f"{mode}_ms")
             if ms is None and not err:
                 continue  # not run (--no-compile)
-            row = dict(base, provider=provider, runtime_ms=ms, host_ms=host, check_ok=check if ms is not None else None)
+            row = dict(base, provider=provider, runtime_ms=ms, host_ms=rec.get(f"{mode}_host_ms"),
+                       workspace_bytes=rec.get(f"{mode}_workspace_bytes"), check_ok=check if ms is not None else None)
             if row["flops"] and ms:
                 row["gflops"] = row["flops"] / (ms * 1e-3) / 1e9
             if err:

@@ -303,7 +303,7 @@ void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t) 
     }
     const LoadedKernel &k = v.load();
     clear_halide_error();
-    const int rc = k.argv(args.data());
+    const int rc = k.call(args.data());
     if (rc != 0) throw KernelError("kernel " + v.name + " failed on " + to_key(w) + ": " + last_halide_error(rc));
 }
 

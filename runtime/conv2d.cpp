@@ -216,7 +216,7 @@ void run_conv2d(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &
                     &scalars[1],          &scalars[2], &scalars[3],         &scalars[4],
                     &scalars[5],          &scalars[6], &scalars[7],         t.output.raw_buffer()};
     clear_halide_error();
-    const int rc = k.argv(args);
+    const int rc = k.call(args);
     if (rc != 0) throw KernelError("kernel " + v.name + " failed on " + to_key(w) + ": " + last_halide_error(rc));
 }
 

@@ -1,4 +1,5 @@
 #include "runtime/cuda_driver.h"
+#include "runtime/call_memory.h"
 #include "runtime/mma_ptx.h"
 #include <HalideRuntimeCuda.h>
 #include <dlfcn.h>
@@ -220,6 +221,18 @@ CUresult module_load_data(CUmodule *module, const void *image) {
     return load_module(module, image, 0, nullptr, nullptr);
 }
 
+// Halide's device buffers as its CUDA runtime allocates and frees them: counted while measure_call_memory runs
+// (runtime/call_memory.h), passed through otherwise.
+CUresult counted_mem_alloc(CUdeviceptr *p, size_t bytes) {
+    CUresult r = api().cuMemAlloc(p, bytes);
+    if (r == 0) call_memory::allocated(uintptr_t(*p), bytes);
+    return r;
+}
+CUresult counted_mem_free(CUdeviceptr p) {
+    call_memory::freed(uintptr_t(p));
+    return api().cuMemFree(p);
+}
+
 int acquire_context(void *, void **ctx, bool) {
     *ctx = scope_ctx ? scope_ctx : api().ctx;
     return *ctx ? 0 : -1;
@@ -365,6 +378,10 @@ extern "C" void *halide_cuda_get_symbol(void *, const char *name) {
         return reinterpret_cast<void *>(&load_module);
     if (api().cuModuleLoadDataEx && std::strcmp(name, "cuModuleLoadData") == 0)
         return reinterpret_cast<void *>(&module_load_data);
+    if (std::strcmp(name, "cuMemAlloc_v2") == 0 || std::strcmp(name, "cuMemAlloc") == 0)
+        return reinterpret_cast<void *>(&counted_mem_alloc);
+    if (std::strcmp(name, "cuMemFree_v2") == 0 || std::strcmp(name, "cuMemFree") == 0)
+        return reinterpret_cast<void *>(&counted_mem_free);
     return dlsym(api().lib, name);
 }
 

@@ -188,7 +188,7 @@ void call_tensor_core_kernel(const KernelVariant &v, void **args, const std::str
     const LoadedKernel &k = v.load();
     clear_halide_error();
     cuda::clear_module_rewrite_error();
-    if (const int rc = k.argv(args); rc != 0) {
+    if (const int rc = k.call(args); rc != 0) {
         const std::string rewrite = cuda::module_rewrite_error();
         throw KernelError("kernel " + v.name + " failed on " + key + ": " +
                           (rewrite.empty() ? last_halide_error(rc) : rewrite));

@@ -1,4 +1,5 @@
 #include "runtime/kernel_cache.h"
+#include "runtime/call_memory.h"
 #include "build_info.h"
 #include "runtime/errors.h"
 #include "runtime/process.h"
@@ -387,6 +388,11 @@ const LoadedKernel &load_kernel(const KernelRequest &r) {
     k.metadata = lib.metadata;
     k.dir = dir.string();
     return loaded.emplace(h, k).first->second;
+}
+
+int LoadedKernel::call(void **args) const {
+    call_memory::arguments(metadata, args);
+    return argv(args);
 }
 
 void export_kernel(const KernelRequest &r, const std::string &out_dir) {

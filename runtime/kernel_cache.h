@@ -39,6 +39,9 @@ struct LoadedKernel {
     const halide_filter_metadata_t *metadata = nullptr;
     std::string origin;  // "prebuilt", "cache" or "generated in 3.4 s"
     std::string dir;
+    // Calls the pipeline (argv), its buffer arguments counted while a call's memory is measured
+    // (runtime/call_memory.h).
+    int call(void **args) const;
 };
 
 // The kernel of `r`, loaded once per process (prebuilt folder, cache, or generated now). Throws

@@ -415,7 +415,7 @@ void call(const KernelVariant &v, void **args, const std::string &what) {
     apply_register_cap(v);
     const LoadedKernel &k = v.load();
     clear_halide_error();
-    const int rc = k.argv(args);
+    const int rc = k.call(args);
     if (rc != 0) throw KernelError("kernel " + v.name + " failed on " + what + ": " + last_halide_error(rc));
 }
 

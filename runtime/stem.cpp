@@ -128,7 +128,7 @@ void run_stem(const KernelVariant &v, const StemWorkload &w, StemTensors &t) {
     const LoadedKernel &k = v.load();
     void *args[] = {t.input.raw_buffer(), t.weights.raw_buffer(), t.bias.raw_buffer(), t.output.raw_buffer()};
     clear_halide_error();
-    const int rc = k.argv(args);
+    const int rc = k.call(args);
     if (rc != 0) throw KernelError("kernel " + v.name + " failed on " + to_key(w) + ": " + last_halide_error(rc));
 }
 

@@ -7,6 +7,7 @@
 //   BLOCKFUSE_TEST_FILL_ONLY=1  only generate the kernels into the cache (a machine with Halide, for a GPU
 //                           host without it: fill, carry the cache, run there with the same seed)
 #define CATCH_CONFIG_RUNNER
+#include "runtime/call_memory.h"
 #include "runtime/conv2d.h"
 #include "tests/common/check_kernel.h"
 #include "tests/common/random_shapes.h"
@@ -96,6 +97,55 @@ TEST_CASE("kernels generated for random shapes of every family and strategy matc
             INFO(c.summary());
             CHECK(c.unwritten == 0);
             CHECK(c.violations == 0);
+        }
+    }
+}
+
+TEST_CASE("layer by layer, a block's hidden activations are the call's measured workspace; fused, they are not",
+          "[generated][memory]") {
+    install_halide_error_handler();
+    std::mt19937_64 rng(test_seed());
+    for (Device d : test_devices()) {
+        if (d == Device::opencl) continue;  // OpenCL's allocations are not counted (runtime/call_memory.h)
+        const std::string dtype = d == Device::cuda ? "f16" : "f32";
+        const double elem = d == Device::cuda ? 2 : 4;
+        // Odd sizes; hidden = the e x c channels of one layer's output over the batch's pixels. Layer by layer, the
+        // FFN's one hidden tensor is live during its project layer, the MBConv's expand and depthwise outputs both
+        // during its depthwise layer.
+        struct Case {
+            std::string key;
+            double pixels;
+            int live_at_once;
+        };
+        const std::vector<Case> cases{
+            {"ffn:n=2,c=16,h=23,w=19,e=4,act=relu,dtype=" + dtype, 2.0 * 23 * 19, 1},
+            {"mbconv:n=1,c=16,h=21,w=17,e=4,k=3,stride=1,act=relu6,dtype=" + dtype, 21.0 * 17, 2}};
+        std::vector<const KernelVariant *> kernels;
+        for (const auto &c : cases)
+            for (const char *s : {"layer_by_layer", "fused"}) kernels.push_back(dispatch(c.key, s, d, nullptr).variant);
+        const auto built = test::build_kernels(kernels);
+        for (const auto &b : built) REQUIRE(b.ok);
+        if (fill_only()) continue;
+        for (size_t i = 0; i < cases.size(); ++i) {
+            const Case &c = cases[i];
+            const double hidden = c.pixels * 64 * elem, in_out = 2 * c.pixels * 16 * elem;
+            std::unique_ptr<OpData> data = parse_op(c.key)->data(rng);
+            data->run(*kernels[2 * i]);  // the arguments reach the device (as the harness's first call)
+            test::require_match(data->check());
+            const CallMemory lbl = measure_call_memory(d, [&] { data->run(*kernels[2 * i]); });
+            const CallMemory fused = measure_call_memory(d, [&] { data->run(*kernels[2 * i + 1]); });
+            INFO(device_name(d) << " " << c.key << ": layer by layer " << lbl.peak_bytes << " bytes at once in "
+                                << lbl.allocations << " allocations, fused " << fused.peak_bytes << " in "
+                                << fused.allocations << "; hidden tensor " << hidden << " bytes; arguments "
+                                << lbl.argument_bytes << " and " << fused.argument_bytes);
+            CHECK(double(lbl.peak_bytes) >= c.live_at_once * hidden);
+            CHECK(double(lbl.peak_bytes) <= 1.05 * c.live_at_once * hidden + 65536);  // nothing else of that size
+            if (d == Device::cuda) CHECK(fused.peak_bytes == 0);  // registers and shared memory only
+            else CHECK(double(fused.peak_bytes) < hidden / 2);    // the per-thread tiles of its hidden chunks
+            // The arguments: input, output, the layers' weights and biases, the same for both strategies.
+            CHECK(double(lbl.argument_bytes) >= in_out);
+            CHECK(double(lbl.argument_bytes) <= in_out + 65536);
+            CHECK(fused.argument_bytes == lbl.argument_bytes);
         }
     }
 }

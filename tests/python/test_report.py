@@ -175,6 +175,29 @@ class ReportTest(unittest.TestCase):
         self.assertIn("less than the waterline", md)
         self.assertNotIn("What fusion can gain at most", md)  # no workload with both strategies
 
+    def test_workspace_plot_and_table(self):
+        rows = [row("blk", "layer_by_layer", 1e9, 1e8, 2.0, workspace_bytes=4.0e6, peak_bytes=4.1e6),
+                row("blk", "fused", 1e9, 1e8, 1.0, workspace_bytes=0.0, peak_bytes=1e8),
+                row("blk", "depth_first", 1e9, 1e8, 3.0, ok=False, workspace_bytes=9e9)]  # failed: left out
+        write_json(self.dir, {"context": {"device": "cuda", "ceilings": CEIL}, "results": rows})
+        p = run_report(self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = os.path.join(self.dir, "report")
+        with open(os.path.join(out, "workspace.png"), "rb") as fh:
+            self.assertEqual(fh.read(8), b"\x89PNG\r\n\x1a\n")
+        md = read(os.path.join(out, "summary.md"))
+        mem = md.split("## Memory: workspace and peak per strategy")[1].split("## ")[0]
+        self.assertIn("| blk | `fused` | 1000 | 0.000 | 100.000 |", mem)  # fastest first
+        self.assertIn("| blk | `layer_by_layer` | 2000 | 4.000 | 4.100 |", mem)
+        self.assertNotIn("depth_first", mem)
+        # Without the field: said so, and no stale plot.
+        write_json(self.dir, {"context": {"device": "cuda", "ceilings": CEIL},
+                              "results": [row("blk", "fused", 1e9, 1e8, 1.0)]})
+        p = run_report(self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(out, "workspace.png")))
+        self.assertIn("None measured", read(os.path.join(out, "summary.md")))
+
     def test_fusion_bound(self):
         # One block workload in both strategies (B = 4 TB/s, R = 65 TFLOP/s). Layer by layer: two kernels, 1e9 bytes
         # each and no flops (250 µs each), then 65e9 flops on 0.1e9 bytes (1000 µs): T_min = 1500 µs. Fused: one
