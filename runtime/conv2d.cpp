@@ -299,8 +299,8 @@ public:
         const ConvKind kind = this->kind();
         const bool static_window = (kind == ConvKind::pointwise || v.knob("kernel_size") > 0) &&
                                    v.knob("static_stride") > 0 && v.knob("static_dilation") > 0;
-        if (std::string why =
-                conv2d_gpu_knobs_error(conv2d_gpu_knobs_from(v.knobs), kind, static_window, w_.c / w_.groups);
+        if (std::string why = conv2d_gpu_knobs_error(conv2d_gpu_knobs_from(v.knobs), kind, static_window,
+                                                     w_.c / w_.groups, w_.k, w_.groups);
             !why.empty())
             return why;
         if (!flat_tiles_fit(v.knob("flat_threads"), v.knob("tile_x"), v.knob("tile_y"), w_.out_w(), w_.out_h()))

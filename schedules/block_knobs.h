@@ -152,7 +152,8 @@ inline std::string block_knobs_error(const BlockSpec &spec, const std::string &s
             const Conv2dGpuKnobs &k = m == LayerMapping::pointwise ? kn.pointwise_gpu
                                       : m == LayerMapping::full    ? kn.full_gpu
                                                                    : kn.layer_gpu;
-            if (const std::string why = conv2d_gpu_knobs_error(k, layer_conv_kind(l), true, l.in_ch / l.groups);
+            if (const std::string why =
+                    conv2d_gpu_knobs_error(k, layer_conv_kind(l), true, l.in_ch / l.groups, l.out_ch, l.groups);
                 !why.empty())
                 return std::string(knob_prefix(m)) + " mapping: " + why;
         }

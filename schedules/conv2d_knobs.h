@@ -72,15 +72,26 @@ BLOCKFUSE_DEFINE_KNOBS_FROM(conv2d_cpu_knobs_from, Conv2dCpuKnobs, BLOCKFUSE_CON
 // Why these knobs cannot schedule a conv2d layer on the GPU ("" if they can): the schedule's own
 // constraints, which schedule_conv2d_gpu raises as a CompileError and the tuner checks before it builds a
 // candidate. static_window: kernel size, stride and dilation are constants; in_per_group: the input
-// channels per group (0: not known when the kernel is made).
-inline std::string conv2d_gpu_knobs_error(const Conv2dGpuKnobs &kn, ConvKind kind, bool static_window,
-                                          int in_per_group) {
+// channels per group, out_channels and groups the layer's (0: not known when the kernel is made).
+inline std::string conv2d_gpu_knobs_error(const Conv2dGpuKnobs &kn, ConvKind kind, bool static_window, int in_per_group,
+                                          int out_channels = 0, int groups = 1) {
     if (kn.threads_per_block() > kMaxThreadsPerBlock)
         return "threads_k*threads_x (or flat_threads) = " + std::to_string(kn.threads_per_block()) + " exceeds " +
                std::to_string(kMaxThreadsPerBlock) + " threads per block";
     if (kn.stage_input && !static_window) return "stage_input needs a static kernel size, stride and dilation";
     if (kn.stage_input == 2 && kn.flat_threads > 0)
         return "stage_input=2 (a block's shared tile) needs the 2-D mapping";
+    // A grouped or depthwise layer's shared tile holds the input channels of the block's output-channel tile
+    // (threads_k x vec_k channels, threads_k where vec_k does not divide them): a last, partial tile's window reaches
+    // past the input's channels, which Halide's bounds check refuses at launch ("accessed at 119, beyond the max
+    // (63)", ConvFirst c=64 with threads_k 9 on the H200).
+    if (kn.stage_input == 2 && groups > 1 && out_channels > 0) {
+        const int tile = kn.threads_k * (out_channels % kn.vec_k == 0 ? kn.vec_k : 1);
+        if (tile < out_channels && out_channels % tile)
+            return "stage_input=2 on a grouped layer needs its channel tile (threads_k x vec_k = " +
+                   std::to_string(tile) + ") to divide its " + std::to_string(out_channels) +
+                   " output channels or cover them";
+    }
     if (kn.stage_channels) {
         const bool general_ok = kind == ConvKind::general && static_window && kn.stage_input != 1;
         const bool pointwise_ok = kind == ConvKind::pointwise && !kn.stage_input;

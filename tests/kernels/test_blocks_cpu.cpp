@@ -459,3 +459,26 @@ TEST_CASE("every fused and depth-first CUDA block mapping of the variant data li
     }
     CHECK(checked > 50);
 }
+
+TEST_CASE("a grouped layer's shared input tile must cover whole channel tiles (filtered before building)",
+          "[blocks][knobs]") {
+    // ConvFirst's grouped 3x3 (group width 8) on 64 channels: a channel tile of 9 leaves a last, partial tile whose
+    // shared window reaches past channel 63, which Halide's bounds check refused at launch on the H200.
+    const std::string key = "convfirst:n=1,c=64,h=56,w=56,e=4,k=3,stride=1,act=relu,dtype=f16";
+    const LaunchLimits h200{1024, 232448, 65536};
+    auto error = [&](int threads_k, int vec_k) {
+        const KernelVariant *v = kernel_with_knobs(key, "layer_by_layer", Device::cuda,
+                                                   {{"layer_stage_input", 2},
+                                                    {"layer_threads_k", threads_k},
+                                                    {"layer_vec_k", vec_k},
+                                                    {"layer_flat_threads", 0}},
+                                                   0, "test");
+        return parse_op(key)->candidate_error(*v, h200);
+    };
+    CHECK_THAT(error(9, 1), Catch::Contains("stage_input=2 on a grouped layer needs its channel tile (threads_k x "
+                                            "vec_k = 9) to divide its 64 output channels or cover them"));
+    CHECK_THAT(error(9, 4), Catch::Contains("(threads_k x vec_k = 36)"));
+    CHECK(error(16, 4).find("stage_input=2") == std::string::npos);  // 64 channels: one whole tile
+    CHECK(error(8, 1).find("stage_input=2") == std::string::npos);   // 8 tiles of 8
+    CHECK(error(30, 4).find("stage_input=2") == std::string::npos);  // 120 >= 64: one tile over all of them
+}
