@@ -431,8 +431,8 @@ namespace {
 // (H200, bf16, the fastest of the tilings measured at 4096^3 and both FFN shapes: 268.5, 134.6 and 141.4
 // TFLOP/s against 184.2, 109.9 and 104.0 with K steps of 32, and 234.6, 116.6 and 128.3 with 128 x 256 tiles);
 // K steps of 32 or 16 where the reduction is that short (a longer step only adds zeros); one warp (of 64 or 32
-// columns) along N where N is that narrow, so no warp computes only padding; then, while the tiles give fewer
-// blocks than the 132 SMs of the target class, smaller blocks: one warp along M, then 32-row warps. Long
+// columns) along N where N is that narrow, so no warp computes only padding; then, where the tiles give fewer
+// blocks than the 132 SMs of the target class, 64 x 64 tiles of four 32 x 32 warps. Long
 // reductions onto wide outputs (K >= 512, N >= 256) take 2 x 4 warps (128 x 256 tiles) with the panels
 // prefetched (H200, 2026-12-02: 4096^3 f16 0.438 ms, 52% of mma.sync, against 0.514 on 2 x 2 warps; 25088 x 256
 // x 1024 0.089 against 0.098; at K = 256 the 2 x 2 tiles stay ahead, 0.110 against 0.115), but not a block's
@@ -454,9 +454,14 @@ std::map<std::string, int> tensor_core_tiling(long long M, long long N, long lon
     if (N <= 64) t["warps_n"] = 1;
     if (N <= 32) t["warp_n"] = 32;
     auto blocks = [&] { return ceil_div(M, t["warp_m"] * t["warps_m"]) * ceil_div(N, t["warp_n"] * t["warps_n"]); };
-    if (blocks() < 132) t["warps_m"] = 1;
-    if (blocks() < 132) t["warp_m"] = 32, t["warps_m"] = 2;
-    if (blocks() < 132) t["warps_m"] = 1;
+    // Fewer blocks than SMs: 64 x 64 tiles of 2 x 2 warps of 32 x 32 (4 x 1 warps where N <= 32), the K split below
+    // filling the SMs, rather than fewer warps per block: a block's panel loads (the implicit GEMM's gather) spread
+    // over 4 warps instead of 1-2. H200, 2026-12-02 (bench/results/h200/dense-tc-tuned/): 1.09x geomean over the
+    // 1-2-warp tiles on 15 dense conv2d/conv3d rows (0.91-1.39x; resnet-3x3's short reduction the slower).
+    if (blocks() < 132) {
+        t["warp_m"] = 32, t["warp_n"] = 32, t["warps_m"] = 2, t["warps_n"] = 2;
+        if (N <= 32) t["warps_m"] = 4, t["warps_n"] = 1;
+    }
     if (wide == WideTiles::allowed && K >= 512 && N >= 256 && t["warps_m"] == 2 && t["warp_m"] == 64) t["warps_n"] = 4;
     const int threads = 32 * t["warps_m"] * t["warps_n"];
     const int panel_vectors = (t["warp_m"] * t["warps_m"] + t["warp_n"] * t["warps_n"]) * (k_step / 8);

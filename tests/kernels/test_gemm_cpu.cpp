@@ -172,9 +172,11 @@ TEST_CASE("gemm dispatch: named variants of every device and dtype, the heuristi
     const GemmWorkload w = test::gemm_case("gemm:m=64,n=64,k=64", DType::bf16);
     CHECK(dispatch(to_key(w), "direct", Device::cpu, nullptr).variant->request().hash() ==
           find_data_variant("gemm_a_bf16_cpu")->request().hash());
-    // CUDA: K steps follow K; 64-row tiles where 128 x 128 ones leave SMs idle.
+    // CUDA: K steps follow K; 64 x 64 tiles of four 32 x 32 warps where 128 x 128 ones leave SMs idle.
     CHECK(gemm_heuristic(parse_gemm("gemm:m=4096,n=4096,k=4096,dtype=f16"), Device::cuda).knobs.at("k_step") == 64);
     CHECK(gemm_heuristic(parse_gemm("gemm:m=4096,n=4096,k=4096,dtype=f16"), Device::cuda).knobs.at("warps_m") == 2);
     CHECK(gemm_heuristic(parse_gemm("gemm:m=4096,n=4096,k=24,dtype=f16"), Device::cuda).knobs.at("k_step") == 32);
-    CHECK(gemm_heuristic(parse_gemm("gemm:m=512,n=512,k=512,dtype=f16"), Device::cuda).knobs.at("warps_m") == 1);
+    const auto small = gemm_heuristic(parse_gemm("gemm:m=512,n=512,k=512,dtype=f16"), Device::cuda).knobs;
+    CHECK(
+        (small.at("warp_m") == 32 && small.at("warp_n") == 32 && small.at("warps_m") == 2 && small.at("warps_n") == 2));
 }
