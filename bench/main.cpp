@@ -9,6 +9,7 @@
 //   blockfuse tune --suite NAME | --workload KEY ...    search the schedules' knob spaces, append records
 // Exit codes: 0 ok, 1 a kernel failed or gave a wrong result, 2 bad input.
 #include "bench/harness.h"
+#include "runtime/autoscheduler.h"
 #include "tune/tuner.h"
 #include "tune/worker.h"
 #include "runtime/conv2d.h"
@@ -228,6 +229,8 @@ int main(int argc, char **argv) {
     cache_fill->add_option("--tuning-records", fopt.tuning_records, "as bench");
     cache_fill->add_flag("--no-tuning-records", fopt.no_tuning_records, "as bench");
     cache_fill->add_flag("--heuristics", fopt.heuristics_only, "as bench");
+    cache_fill->add_option("--autoscheduler", fopt.autoschedulers,
+                           "as bench: also each workload's kernel of this Halide autoscheduler (repeatable)");
     cache_fill->add_option("--gpu", fill_gpu,
                            "the GPU the kernels are for, as records name it (e.g. \"NVIDIA H200:sm_90\"), so that its "
                            "tuning records apply on a machine without it");
@@ -302,6 +305,7 @@ int main(int argc, char **argv) {
             std::vector<SuiteEntry> entries;
             if (!fopt.suite.empty()) entries = load_suite(resolve_suite(fopt.suite));
             for (const auto &k : fopt.keys) entries.push_back({k.substr(0, k.find(':')), k});
+            for (const auto &a : fopt.autoschedulers) check_autoscheduler_name(a);
             if (entries.empty() && !fill_prebuilt)
                 throw WorkloadError("nothing to fill: give --suite NAME, --workload KEY or --prebuilt");
             std::optional<TuningRecords> recs;
@@ -317,8 +321,10 @@ int main(int argc, char **argv) {
             for (std::string dn; !entries.empty() && std::getline(devices, dn, ',');) {
                 Device d;
                 if (!parse_device(dn, &d)) throw WorkloadError("--device '" + dn + "' is not one of cpu, cuda, opencl");
-                for (const auto &e : entries)
+                for (const auto &e : entries) {
                     for (const auto &c : choose_kernels(e.key, d, sel, recs ? &*recs : nullptr)) add(*c.variant);
+                    for (const auto &a : fopt.autoschedulers) add(autoscheduled_kernel(*parse_op(e.key), a, d));
+                }
             }
             const std::string root = fill_into.empty() ? kernel_cache_dir() : fill_into;
             const int jobs = fill_jobs > 0 ? fill_jobs : std::max(1u, std::thread::hardware_concurrency());

@@ -42,6 +42,8 @@ expect "--autoscheduler 'Adams2020' is not one of" bench --workload "conv2d:n=1,
 expect "--autoscheduler Anderson2021 schedules GPUs only" bench --device cpu --no-ceilings --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --autoscheduler Anderson2021
 expect "--strategies: none of them applies" bench --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --strategies fused
 expect "nothing to fill" cache fill --device cpu
+expect "--autoscheduler 'Adams2020' is not one of" cache fill --device cuda --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --autoscheduler Adams2020
+expect "--autoscheduler Mullapudi2016 schedules CPUs only" cache fill --device cuda --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --autoscheduler Mullapudi2016
 expect "results '/nonexistent/results.json': no such file" records --from /nonexistent/results.json --out /dev/null
 expect "field 'dtype' = 'f32' is not supported by the tensor-core GEMM" check "gemm:m=8,n=8,k=8,dtype=f32"
 expect "field 'k' = 0 must be positive" bench --workload "gemm:m=8,n=8,k=0"
