@@ -118,6 +118,7 @@ TEST_CASE("layer_by_layer_tc launches are checked against the module's register 
     v.knobs["tc1_warps_m"] = 2;
     v.knobs["tc1_warps_n"] = 2;
     v.knobs["tc1_warp_m"] = 64;
+    v.knobs["tc1_warp_n"] = 64;
     v.knobs["tc1_k_step"] = 512;  // 2 x 256 rows x 520 b16 = 266 KB of panels
     CHECK_THROWS_WITH(check_block_launch(v, w, h200), Catch::Contains("layer 1 (tc1_)"));
 }
