@@ -103,9 +103,10 @@ void arguments(const halide_filter_metadata_t *metadata, void **args) {
         if (kind != halide_argument_kind_input_buffer && kind != halide_argument_kind_output_buffer) continue;
         const auto *b = static_cast<const halide_buffer_t *>(args[i]);
         if (!b || !c.arguments.insert(b->host ? static_cast<const void *>(b->host) : b).second) continue;
-        uint64_t span = 1;  // the elements from the lowest to the highest address the buffer holds
-        for (int d = 0; d < b->dimensions; ++d)
-            span += uint64_t(b->dim[d].extent - 1) * uint64_t(std::abs(b->dim[d].stride));
+        uint64_t span = 1;  // the elements from the lowest to the highest address the buffer holds (none if empty)
+        for (int d = 0; d < b->dimensions && span; ++d)
+            span =
+                b->dim[d].extent > 0 ? span + uint64_t(b->dim[d].extent - 1) * uint64_t(std::abs(b->dim[d].stride)) : 0;
         c.seen.argument_bytes += span * b->type.bytes();
     }
 }

@@ -1,8 +1,8 @@
 // The memory a kernel call allocates beyond its arguments: the buffers Halide's runtime allocates during the call
 // (a layer-by-layer block's hidden activations, split K's f32 workspace, a CPU kernel's heap tiles), counted as
 // they are allocated and freed. A fused block keeps its hidden activations in registers and shared memory, so its
-// workspace is what it allocates besides (none on CUDA). This is the memory half of block fusion's claim (issue:
-// the paper's Sec. on hidden activations that never reach DRAM); the harness reports it beside every time.
+// workspace is what it allocates besides (none on CUDA): the memory half of block fusion's claim, hidden
+// activations that never reach DRAM. The harness reports it beside every time.
 #pragma once
 #include "runtime/kernel_registry.h"
 #include <HalideRuntime.h>
