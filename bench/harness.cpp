@@ -454,10 +454,10 @@ int run_bench(const BenchOptions &opt) {
     for (const auto &a : opt.autoschedulers) check_autoscheduler_name(a);
     for (const auto &s : opt.strategies)
         if (s != "layer_by_layer" && s != "fused" && s != "depth_first" && s != "direct" && s != "tensor_cores" &&
-            s != "layer_by_layer_tc")
+            s != "layer_by_layer_tc" && s != "fused_tc")
             throw WorkloadError("--strategies '" + s +
-                                "' is not one of layer_by_layer, fused, depth_first, layer_by_layer_tc, direct, "
-                                "tensor_cores");
+                                "' is not one of layer_by_layer, fused, depth_first, layer_by_layer_tc, fused_tc, "
+                                "direct, tensor_cores");
     DType dfilter{};
     if (!opt.dtype.empty() && !parse_dtype(opt.dtype, &dfilter))
         throw WorkloadError("--dtype '" + opt.dtype + "' is not supported (f32, f16, bf16)");

@@ -4,7 +4,9 @@
 #include "Halide.h"
 #include "generators/block_algorithm.h"
 #include "generators/conv2d_tc_algorithm.h"
+#include "generators/ffn_tc_algorithm.h"
 #include "schedules/block_schedule.h"
+#include "schedules/ffn_tc_schedule.h"
 #include "schedules/gemm_schedule.h"
 
 namespace {
@@ -26,7 +28,8 @@ public:
                                            {{"layer_by_layer", BlockStrategy::layer_by_layer},
                                             {"fused", BlockStrategy::fused},
                                             {"depth_first", BlockStrategy::depth_first},
-                                            {"layer_by_layer_tc", BlockStrategy::layer_by_layer_tc}}};
+                                            {"layer_by_layer_tc", BlockStrategy::layer_by_layer_tc},
+                                            {"fused_tc", BlockStrategy::fused_tc}}};
     GeneratorParam<int> blocks{"blocks", 1};
     GeneratorParam<int> se{"se", 0};  // mbconv: Squeeze-Excitation after the depthwise layer
     GeneratorParam<int> channels{"channels", 24};
@@ -38,8 +41,11 @@ public:
     // The batch and image size, for Halide's autoschedulers only (autoscheduler=NAME,
     // runtime/autoscheduler.h): the estimates they plan for; the channels are static already.
     GeneratorParam<int> est_n{"est_n", 0}, est_h{"est_h", 0}, est_w{"est_w", 0};
-    // layer_by_layer_tc: the input image's size, static (the implicit GEMMs index pixels by constant divisions).
+    // layer_by_layer_tc, fused_tc: the input image's size, static (the GEMMs index pixels by constant divisions).
     GeneratorParam<int> height{"height", 0}, width{"width", 0};
+    // fused_tc, tests only: 2 swaps two of the hidden A registers (generators/ffn_tc_algorithm.h), a layout the
+    // checks must catch.
+    GeneratorParam<int> fragment_mutation{"fragment_mutation", 0};
     // Schedule knobs, one GeneratorParam each, from their declaration (schedules/block_knobs.h): the
     // block-level ones, and the conv2d mapping of each kind of layer (layer by layer), prefixed.
     BLOCKFUSE_BLOCK_KNOBS(BLOCKFUSE_KNOB_GENERATOR_PARAM)
@@ -74,11 +80,14 @@ public:
                                ": a stage needs blocks that keep their shape");
         if (spec.has_se() && (blocks > 1 || strategy == BlockStrategy::depth_first))
             throw CompileError("se = 1 is built for single blocks (layer_by_layer or fused)");
-        if (strategy == BlockStrategy::layer_by_layer_tc) {
+        if (tensor_core_strategy()) {
+            const std::string name = blockfuse::block_strategy_name(strategy);
             if (!(Type(storage) == Float(16) || Type(storage) == BFloat(16)))
-                throw CompileError("strategy layer_by_layer_tc: storage must be float16 or bfloat16 (mma.sync)");
+                throw CompileError("strategy " + name + ": storage must be float16 or bfloat16 (mma.sync)");
             if (height <= 0 || width <= 0)
-                throw CompileError("strategy layer_by_layer_tc needs the image size: height and width > 0");
+                throw CompileError("strategy " + name + " needs the image size: height and width > 0");
+            if (strategy == BlockStrategy::fused_tc && blocks != 1)
+                throw CompileError("strategy fused_tc builds single blocks (blocks = 1)");
         }
         input = add_input<Buffer<>>("input", Type(storage), 4);  // (c, x, y, n)
         for (int blk = 0; blk < blocks; ++blk) {
@@ -101,8 +110,28 @@ public:
     blockfuse::BlockSpec make_spec() const {
         return blockfuse::make_block_spec(family, channels, expansion, kernel_size, stride, act, se != 0);
     }
+    bool tensor_core_strategy() const {
+        return strategy == BlockStrategy::layer_by_layer_tc || strategy == BlockStrategy::fused_tc;
+    }
     bool on_tensor_cores(const blockfuse::BlockSpec &spec, size_t layer) const {
-        return strategy == BlockStrategy::layer_by_layer_tc && blockfuse::tensor_core_layer(spec.layers[layer]);
+        return tensor_core_strategy() && blockfuse::tensor_core_layer(spec.layers[layer]);
+    }
+
+    // fused_tc: the FFN in one kernel on the tensor cores, its own schedule (the generator's knob check has
+    // refused every other family and tiling).
+    void generate_fused_tc(const blockfuse::BlockSpec &spec, const blockfuse::BlockKnobs &kn) {
+        const blockfuse::FfnTcShape s{spec.c, spec.hidden, spec.cout,
+                                      height, width,       blockfuse::Activation(spec.layers[0].act)};
+        // One chunk (the whole hidden width) has no next chunk: Halide drops the loop, and the prefetch with it.
+        const bool prefetch = kn.tc_prefetch != 0 && spec.hidden / kn.chunk > 1;
+        const blockfuse::FfnTcTiling t{kn.tc_warps, kn.tc_warp_m, kn.chunk, prefetch};
+        const auto elem = Type(storage) == Float(16) ? blockfuse::mma::Elem::f16 : blockfuse::mma::Elem::bf16;
+        blockfuse::FfnTcFuncs f = blockfuse::ffn_tc(*input, *weights[0], *biases[0], *weights[1], *biases[1], s,
+                                                    input->dim(3).extent(), t, elem, Type(storage), get_target(),
+                                                    spec.residual ? Func(*input) : Func(), fragment_mutation);
+        *output = f.output;
+        blockfuse::schedule_ffn_tc(f, s, t, blockfuse::kFusedTcPad, get_target());
+        blockfuse::add_ffn_tc_lowering(get_pipeline(), get_target(), "block (fused_tc)", f, t);
     }
 
     // layer_by_layer_tc: layer i of block blk as an implicit GEMM, its input image of iw x ih (static).
@@ -152,17 +181,25 @@ public:
 
     void generate() {
         auto spec = make_spec();
-        const size_t L = spec.layers.size();
         const blockfuse::BlockKnobs kn = knobs();
-        if (strategy == BlockStrategy::layer_by_layer_tc && using_autoscheduler())
-            throw CompileError("strategy layer_by_layer_tc is scheduled by its own schedule (the mma.sync fragments "
-                               "need it), not by an autoscheduler");
+        if (tensor_core_strategy() && using_autoscheduler())
+            throw CompileError("strategy " + std::string(blockfuse::block_strategy_name(strategy)) +
+                               " is scheduled by its own schedule (the mma.sync fragments need it), not by an "
+                               "autoscheduler");
         const char *strategy_name = blockfuse::block_strategy_name(strategy);
         if (!using_autoscheduler())
             if (const std::string why =
                     blockfuse::block_knobs_error(spec, strategy_name, kn, get_target().has_gpu_feature());
                 !why.empty())
                 throw CompileError(why);
+        if (strategy == BlockStrategy::fused_tc) generate_fused_tc(spec, kn);
+        else generate_stage(spec, kn);
+        constrain_buffers(spec);
+    }
+
+    void generate_stage(const blockfuse::BlockSpec &spec, const blockfuse::BlockKnobs &kn) {
+        const size_t L = spec.layers.size();
+        const char *strategy_name = blockfuse::block_strategy_name(strategy);
         std::vector<blockfuse::BlockFuncs> stage;
         std::vector<blockfuse::GemmFuncs> gemms;  // the tensor-core layers, for their lowering pass
         Func x = *input;
@@ -209,6 +246,10 @@ public:
             blockfuse::add_gemm_lowering(get_pipeline(), get_target(), "block (" + std::string(strategy_name) + ")",
                                          gemms);
         }
+    }
+
+    void constrain_buffers(const blockfuse::BlockSpec &spec) {
+        const size_t L = spec.layers.size();
         // Static channel counts: the runtime passes matching buffers (checked by Halide too).
         // Dense NHWC / (k, cg, kx, ky) buffers with static channel counts: every channel vector
         // is then provably aligned (unaligned f16 vectors give wrong results through Halide 21's

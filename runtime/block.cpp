@@ -204,7 +204,8 @@ KernelVariant block_kernel_for(const BlockWorkload &w, const std::string &strate
         {"act", std::to_string(int(w.act))},     {"se", std::to_string(int(w.se))},
         {"blocks", std::to_string(w.blocks)}};
     std::map<std::string, std::string> params = p;
-    if (strategy == kLayerByLayerTc) params["height"] = std::to_string(w.h), params["width"] = std::to_string(w.w);
+    const bool static_image = strategy == kLayerByLayerTc || strategy == kFusedTc;  // the GEMMs divide by it
+    if (static_image) params["height"] = std::to_string(w.h), params["width"] = std::to_string(w.w);
     std::string shape = fmt::format("{}_c{}e{}", block_family_name(w.family), w.c, w.e);
     if (w.family != BlockFamily::ffn) shape += fmt::format("k{}s{}", w.k, w.stride);
     if (w.se) shape += "se";
@@ -213,7 +214,7 @@ KernelVariant block_kernel_for(const BlockWorkload &w, const std::string &strate
                                    fmt::format("{}_{}_{}_{}_{}", shape, activation_name(w.act), strategy,
                                                dtype_name(w.dtype), device_name(device)),
                                    device, w.dtype, params, s.knobs, s.max_registers, s.why);
-    if (strategy == kLayerByLayerTc) v.name += fmt::format("_{}x{}", w.h, w.w);
+    if (static_image) v.name += fmt::format("_{}x{}", w.h, w.w);
     v.name += "@" + v.request().hash().substr(0, 8);
     return v;
 }
@@ -249,7 +250,8 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
         throw KernelError(what() + std::to_string(v.threads_per_block()) +
                           " threads per block exceed the device limit of " + std::to_string(limits.max_threads));
     long long shared = 0;
-    if (v.param("strategy") == kLayerByLayerTc) {
+    const std::string strategy = v.param("strategy");
+    if (strategy == kLayerByLayerTc || strategy == kFusedTc) {
         // The module's kernels share one JIT register cap, raised for mma.sync (runtime/mma_ptx.h): the largest
         // thread block at that cap must fit the register file.
         const long long regs = mma_ptx::register_cap(register_cap(v)), threads = v.threads_per_block();
@@ -259,11 +261,18 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
                               std::to_string(mma_ptx::kMinRegisters) + " for mma.sync) exceed the " +
                               std::to_string(limits.max_registers) + " registers per block");
         const BlockSpec spec = w.spec();
-        for (size_t i = 0; i < spec.layers.size(); ++i)
+        if (strategy == kFusedTc) {
+            const BlockKnobs kn = block_knobs_from(v.knobs);
+            const int chunk = effective_chunk(spec.hidden, kn.chunk);
+            if (const std::string why = fused_tc_error(spec, kn.tc_warps, kn.tc_warp_m, chunk); !why.empty())
+                throw KernelError(what() + why);
+            shared = fused_tc_shared_bytes(spec, kn.tc_warps, kn.tc_warp_m, chunk);
+        }
+        for (size_t i = 0; strategy == kLayerByLayerTc && i < spec.layers.size(); ++i)
             if (tensor_core_layer(spec.layers[i]))
                 if (const std::string why = tensor_core_layer_launch_error(v, w, i, limits); !why.empty())
                     throw KernelError(what() + why);
-    } else if (v.param("strategy") != "layer_by_layer") {
+    } else if (strategy != "layer_by_layer") {
         shared = fused_block_shared_bytes(w.spec(), v.knob("tile_x"), v.knob("tile_y"), v.knob("chunk"),
                                           dtype_bytes(w.dtype), v.param("strategy") == "depth_first" ? w.blocks : 1,
                                           v.knob("stage_weights"), v.knob("stage_padded") != 0);
@@ -288,7 +297,8 @@ void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t) 
         args.push_back(t.biases[j].raw_buffer());
     }
     args.push_back(t.output.raw_buffer());
-    if (v.param("strategy") == kLayerByLayerTc) {  // the dense layers read their tensor-core layout
+    if (const std::string s = v.param("strategy"); s == kLayerByLayerTc || s == kFusedTc) {
+        // the dense layers read their tensor-core layout
         const BlockSpec spec = w.spec();
         const size_t L = spec.layers.size();
         for (size_t j = 0; j < size_t(w.blocks) * L; ++j) {
@@ -508,6 +518,12 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
         return c;
     };
     if (strategy == "depth_first") return {fused_kernel("stage", w.blocks)};
+    if (strategy == kFusedTc) {  // one kernel, no halo: every op executed once, on the tensor cores
+        KernelCost c = fused_kernel("block", 1);
+        c.executed_flops = c.flops;
+        c.tensor_cores = true;
+        return {c};
+    }
     if (w.se) {  // se_fused: split around the global mean into two kernels (schedules/block_schedule.cpp)
         const double E = spec.layers[spec.se_after].out_ch;
         const auto &se_layer = layers[spec.se_after];
@@ -577,6 +593,7 @@ public:
         std::vector<std::string> out{"layer_by_layer", "fused"};
         if (w_.blocks > 1) out.push_back("depth_first");
         if (w_.dtype != DType::f32) out.push_back(kLayerByLayerTc);  // mma.sync takes f16 and bf16
+        if (w_.dtype != DType::f32 && w_.blocks == 1 && fused_tc_applies(w_.spec())) out.push_back(kFusedTc);
         return out;
     }
     ScheduleChoice heuristic(const std::string &s, Device d) const override { return block_heuristic(w_, s, d); }
@@ -613,6 +630,7 @@ public:
         const BlockSpec spec = w_.spec();
         std::vector<std::string> out;
         const bool tc = strategy == kLayerByLayerTc;
+        if (strategy == kFusedTc) return {"chunk", "tc_warps", "tc_warp_m", "tc_prefetch"};
         if (d == Device::cpu && strategy != "layer_by_layer" && !tc)  // the CPU's fused and depth-first read these
             return {"tile_x", "tile_y", "chunk"};
         if (strategy == "layer_by_layer" || tc) {             // the knobs of each mapping its layers use

@@ -54,6 +54,7 @@ int KernelVariant::threads_per_block() const {
                                                    knob("stride", 1), knob("act"), knob("se") == 1);
             return block_threads_per_block(spec, kLayerByLayerTc, block_knobs_from(knobs));
         }
+        if (param("strategy") == kFusedTc) return knob("tc_warps") * 32;
         if (param("strategy") != "layer_by_layer")
             return fused_kernel_threads(knob("channels"), knob("vec_k"), knob("tile_x"), knob("se") == 1,
                                         knob("chunk"));

@@ -18,7 +18,7 @@ namespace blockfuse {
 
 struct TuningRecord {
     std::string workload;  // canonical key
-    std::string strategy;  // layer_by_layer | fused | depth_first | layer_by_layer_tc | direct | tensor_cores
+    std::string strategy;  // one of strategies_of(workload) (runtime/dispatch.h): layer_by_layer, fused_tc, direct...
     std::string family;    // the generator
     std::map<std::string, int> knobs;
     int max_registers = 0;

@@ -26,7 +26,12 @@
     X(full_vec, 1, (1, 2, 4, 8),                                                                                       \
       "GPU fused: channels one thread produces per pixel of a full-width layer on the tile (divides them)")            \
     X(input_vec, 0, (0, 2, 4, 8),                                                                                      \
-      "GPU fused: a 1x1 hidden layer's input pixel in registers, this many channels per load (0: read per use)")
+      "GPU fused: a 1x1 hidden layer's input pixel in registers, this many channels per load (0: read per use)")       \
+    X(tc_warps, 4, (2, 4, 8), "fused_tc: warps per thread block, stacked along the pixels")                            \
+    X(tc_warp_m, 16, (16, 32), "fused_tc: pixels per warp (instruction tiles of 16 rows)")                             \
+    X(tc_prefetch, 0, (0, 1),                                                                                          \
+      "fused_tc: the next chunk's U and V rows loaded into registers while this chunk's mma run "                      \
+      "(schedules/panel_prefetch.h)")
 
 namespace blockfuse {
 
@@ -42,6 +47,40 @@ struct BlockKnobs {
 // The strategy whose dense layers run on the tensor cores, and the prefix of layer i's tiling knobs.
 constexpr const char *kLayerByLayerTc = "layer_by_layer_tc";
 inline std::string tensor_core_prefix(size_t layer) { return "tc" + std::to_string(layer) + "_"; }
+// The FFN fused on the tensor cores (generators/ffn_tc_algorithm.h): both 1x1 layers' mma in one kernel, the
+// hidden chunk from the expand's accumulators into the project's A fragments, in registers. The FFN family only.
+constexpr const char *kFusedTc = "fused_tc";
+constexpr int kFusedTcPad = 8;  // elements past each shared panel row (ldmatrix rows in distinct banks)
+// Accumulator registers per thread the fused_tc tiling may hold (output and one hidden chunk): above it the
+// kernel spills at the 255-register cap.
+constexpr int kFusedTcMaxAccumulators = 176;
+inline int fused_tc_accumulators(const BlockSpec &spec, int warp_m, int chunk) {
+    return warp_m / 16 * (spec.cout / 8 + chunk / 8) * 4;
+}
+// Shared memory of a fused_tc thread block: X's rows, the chunk's rows of U and columns of V, each row padded.
+inline long long fused_tc_shared_bytes(const BlockSpec &spec, int warps, int warp_m, int chunk) {
+    return 2LL * ((1LL * warps * warp_m + chunk) * (spec.c + kFusedTcPad) + 1LL * spec.cout * (chunk + kFusedTcPad));
+}
+// Why fused_tc cannot build this block with these knobs ("" if it can).
+inline std::string fused_tc_error(const BlockSpec &spec, int warps, int warp_m, int chunk) {
+    auto n = [](int v) { return std::to_string(v); };
+    if (spec.family != BlockFamily::ffn) return "strategy fused_tc is built for FFN blocks only";
+    if (spec.c % 16 || spec.hidden % 16 || spec.cout % 16)
+        return "fused_tc needs input, hidden and output channels divisible by 16 (mma.sync K steps and n-tile pairs), "
+               "not " +
+               n(spec.c) + ", " + n(spec.hidden) + ", " + n(spec.cout);
+    if (chunk % 16)
+        return "fused_tc: chunk " + n(chunk) + " (the divisor of the hidden width used) is not a multiple of 16";
+    if (warps < 1 || warps > 32) return "fused_tc: tc_warps = " + n(warps) + " must be 1 to 32";
+    if (warp_m < 16 || warp_m % 16) return "fused_tc: tc_warp_m = " + n(warp_m) + " must be a multiple of 16";
+    if (const int regs = fused_tc_accumulators(spec, warp_m, chunk); regs > kFusedTcMaxAccumulators)
+        return "fused_tc: " + n(regs) + " accumulator registers per thread (tc_warp_m " + n(warp_m) + ", " +
+               n(spec.cout) + " output channels, chunk " + n(chunk) + ") exceed " + n(kFusedTcMaxAccumulators);
+    return "";
+}
+// Whether some fused_tc tiling builds this block (the smallest: one warp of 16 pixels, chunks of 16).
+inline bool fused_tc_applies(const BlockSpec &spec) { return fused_tc_error(spec, 1, 16, 16).empty(); }
+
 // Which layers of layer_by_layer_tc are implicit GEMMs: the dense ones (one group); depthwise and grouped
 // layers keep the CUDA-core layer_ mapping.
 inline bool tensor_core_layer(const LayerSpec &l) { return l.groups == 1; }
@@ -91,6 +130,7 @@ inline int block_threads_per_block(const BlockSpec &spec, const std::string &str
                                                                           : kn.layer_gpu.threads_per_block());
         return threads;
     }
+    if (strategy == kFusedTc) return kn.tc_warps * 32;
     return fused_kernel_threads(spec.cout, kn.vec_k, kn.tile_x, spec.has_se(), effective_chunk(spec.hidden, kn.chunk));
 }
 
@@ -121,6 +161,8 @@ inline std::string block_knobs_error(const BlockSpec &spec, const std::string &s
         if (!spec.layers[i].hidden && (kn.full_vec < 1 || spec.layers[i].out_ch % kn.full_vec))
             return "full_vec = " + n(kn.full_vec) + " must divide the channels (" + n(spec.layers[i].out_ch) +
                    ") of every full-width layer before the last";
+    if (strategy == kFusedTc)
+        if (const std::string why = fused_tc_error(spec, kn.tc_warps, kn.tc_warp_m, chunk); !why.empty()) return why;
     if (strategy == kLayerByLayerTc)
         for (size_t i = 0; i < spec.layers.size(); ++i)
             if (tensor_core_layer(spec.layers[i]))

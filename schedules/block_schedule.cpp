@@ -429,6 +429,7 @@ const char *block_strategy_name(BlockStrategy s) {
     case BlockStrategy::fused: return "fused";
     case BlockStrategy::depth_first: return "depth_first";
     case BlockStrategy::layer_by_layer_tc: return kLayerByLayerTc;
+    case BlockStrategy::fused_tc: return kFusedTc;
     }
     return "?";
 }

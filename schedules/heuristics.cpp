@@ -365,6 +365,31 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
                 "their shape";
         return s;
     }
+    if (strategy == kFusedTc) {
+        const BlockSpec spec = w.spec();
+        if (w.dtype == DType::f32 || w.blocks != 1 || !fused_tc_applies(spec))
+            throw WorkloadError(std::string(kFusedTc) +
+                                " builds single FFN blocks, f16 or bf16, with channels divisible by 16: " + to_key(w));
+        // The H200's tuner rounds on FFN c=256 (bench/results/h200/ffn-tc/): chunks of 64 hidden channels, 8 warps
+        // of 16 pixels (one 128-pixel block per SM, 0.173 ms at N=128 against 0.232 on 4 warps with chunks of 32);
+        // where 128-pixel blocks leave SMs idle (N=8: 1568 pixels), 2 warps and the next chunk prefetched (0.068
+        // ms). Smaller chunks where 64 does not divide the hidden width, and within the accumulator budget.
+        ScheduleChoice s;
+        const long long pixels = 1LL * w.n * w.h * w.w;
+        const bool few_blocks = pixels / 128 < 132;
+        int chunk = 16;
+        for (int c : {64, 32})
+            if (spec.hidden % c == 0 && fused_tc_accumulators(spec, 16, c) <= kFusedTcMaxAccumulators) {
+                chunk = c;
+                break;
+            }
+        s.knobs = {{"chunk", chunk},
+                   {"tc_warps", few_blocks ? 2 : 8},
+                   {"tc_warp_m", 16},
+                   {"tc_prefetch", few_blocks && spec.hidden > chunk ? 1 : 0}};
+        s.why = "heuristic: fused_tc's chunk from the hidden width, its warps and prefetch from the pixels";
+        return s;
+    }
     if (device == Device::cpu) {
         // fused and depth-first on the CPU read tile_x, tile_y and chunk; layer by layer each layer's CPU
         // mapping by its shape (the 1x1 layers share one: that of the layer with the most flops)

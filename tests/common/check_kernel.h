@@ -22,6 +22,24 @@ inline Comparison check_kernel(const KernelVariant &v, const std::string &key, s
     return d->check();
 }
 
+// A deliberately wrong kernel: `good` with the generator param `fragment_mutation` set (a wrong fragment layout,
+// never in a dispatched kernel). On the same fresh data `good` must match the float64 reference and the mutant
+// must miss it on more than a quarter of the outputs.
+inline void require_mutant_fails(const KernelVariant &good, const std::string &key, int mutation) {
+    KernelVariant mutant = good;
+    mutant.knobs["fragment_mutation"] = mutation;
+    mutant.name = good.name + "_mutant" + std::to_string(mutation);
+    REQUIRE(mutant.request().hash() != good.request().hash());
+    const uint64_t seed = std::random_device{}();
+    INFO("seed " << seed);
+    std::mt19937_64 a(seed), b(seed);
+    REQUIRE(check_kernel(good, key, a).ok());
+    const Comparison bad = check_kernel(mutant, key, b);
+    INFO("mutant: " << bad.summary());
+    CHECK_FALSE(bad.ok());
+    CHECK(bad.violations > bad.elements / 4);
+}
+
 // Kernels generated (or found in the kernel cache) all at once, as many at a time as there are cores, each
 // in its own process: what a test needs before it runs them.
 inline std::vector<BuildOutcome> build_kernels(const std::vector<const KernelVariant *> &kernels) {

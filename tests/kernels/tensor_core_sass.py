@@ -80,9 +80,29 @@ def steps_of(counts, want):
     return steps if steps >= 1 and list(counts) == [steps * w for w in want] else 0
 
 
-def check_entry(name, func, usage, cap, knobs, n=None):
-    """Prints one entry's registers and K loops; returns what is wrong with it (knobs None: no HMMA expected).
-    n: a generated kernel's layer, whose N (and K) are static (see expected_counts; one K step needs no loop)."""
+def gemm_expectation(knobs, n=None):
+    """What a GEMM entry of this tiling holds: (HMMA, LDSM.x4, LDSM.x2) per K step, the step's name, and whether its
+    loop may be gone (n: a generated kernel's layer, whose N and K are static: one K step needs no loop)."""
+    want, k_step = expected_counts(knobs, n)
+    return want, f"K step(s) of {k_step}", n is not None
+
+
+def fused_tc_expectation(params, knobs):
+    """The same for the FFN fused on tensor cores (generators/ffn_tc_algorithm.h), per hidden chunk: the expand's
+    mt x chunk/8 HMMA and mt + chunk/16 LDSM.x4 per 16 of C, the project's mt x C'/8 HMMA and C'/16 LDSM.x4 per 16 of
+    the chunk; one chunk (the whole hidden width) needs no loop."""
+    c = int(params["channels"])
+    e = c * int(params["expansion"])
+    chunk = max(d for d in range(1, int(knobs.get("chunk", 8)) + 1) if e % d == 0)  # effective_chunk
+    mt = int(knobs.get("tc_warp_m", 16)) // 16
+    ks = c // 16
+    want = (mt * chunk // 8 * ks + mt * c // 8 * (chunk // 16), (mt + chunk // 16) * ks + c // 16 * (chunk // 16), 0)
+    return want, f"hidden chunk(s) of {chunk}", e == chunk
+
+
+def check_entry(name, func, usage, cap, expect):
+    """Prints one entry's registers and K loops; returns what is wrong with it (expect None: no HMMA expected;
+    else gemm_expectation's or fused_tc_expectation's)."""
     u = usage.get(name, {})
     spill = u.get("spill", (0, 0))
     ops = [op for _, op, _ in sass_mix.instructions(func)]
@@ -93,28 +113,28 @@ def check_entry(name, func, usage, cap, knobs, n=None):
     print(f"{name}: {u.get('regs', '?')} registers (cap {cap}), spill {spill[0]}/{spill[1]} B, stack "
           f"{u.get('stack', '?')} B; per function HMMA {hmma}, LDSM.x4 {x4}, LDSM.x2 {x2}, CALL {calls} "
           f"(ptxas' own subroutines: the epilogue's IEEE division slow path)")
-    if knobs is None:
+    if expect is None:
         return [f"{hmma} HMMA in a kernel without tensor-core layers"] if hmma or x4 or x2 else []
-    want, k_step = expected_counts(knobs, n)
+    want, step_name, static = expect
     bad = []
     k_loops = [(s, e, o) for s, e, o in sass_mix.loops(func) if any(x.startswith("HMMA") for x in o)]
     for s, e, o in k_loops:
         c, mix = sass_mix.opcode_mix(o, 12)
         cnt = [sum(x.startswith(p) for x in o) for p in ("HMMA.16816.F32", "LDSM.16.M88.4", "LDSM.16.M88.2")]
         steps = steps_of(cnt, want)
-        print(f"  K loop 0x{s:04x}-0x{e:04x}: {len(o)} instructions for {steps} K step(s) of {k_step}: {mix}")
+        print(f"  K loop 0x{s:04x}-0x{e:04x}: {len(o)} instructions for {steps} {step_name}: {mix}")
         if not steps:
-            bad.append(f"K loop HMMA/LDSM.x4/LDSM.x2 {cnt}, not whole K steps of {want}")
+            bad.append(f"K loop HMMA/LDSM.x4/LDSM.x2 {cnt}, not whole {step_name} of {want}")
         if c.get("CALL", 0):
             bad.append("a CALL in the K loop")
     if spill != (0, 0) or u.get("stack", 0):
         bad.append("spills")
     # ptxas may unroll the K loop and peel steps off it: the function holds whole K steps.
     steps = steps_of((hmma, x4, x2), want)
-    if not k_loops and not (n is not None and steps == 1):  # a static K of one step has no loop
+    if not k_loops and not (static and steps == 1):  # a static K of one step has no loop
         bad.append("no K loop with HMMA")
     if not steps:
-        bad.append(f"HMMA/LDSM.x4/LDSM.x2 ({hmma}, {x4}, {x2}) not whole K steps of {want}")
+        bad.append(f"HMMA/LDSM.x4/LDSM.x2 ({hmma}, {x4}, {x2}) not whole {step_name} of {want}")
     return bad
 
 
@@ -140,7 +160,7 @@ def gemm_kernel_ptx(cli, generator, kernel, work):
     # split K: two kernels (the accumulators' and the epilogue's), each whole tiles and general
     entries = 4 if split_k(knobs) else 2
     return (code, max(int(m.group(1)), MIN_REGISTERS),
-            lambda name: None if split_epilogue(name, knobs) else (knobs, None), entries)
+            lambda name: None if split_epilogue(name, knobs) else gemm_expectation(knobs), entries)
 
 
 def split_k(knobs):
@@ -173,13 +193,16 @@ def generated_kernel_ptx(cli, key, strategy, work):
 
     def tiling(name):
         if d["family"] == "conv2d_tc":  # the implicit GEMM alone (a conv2d or conv3d), N static
-            return None if split_epilogue(name, knobs) else (knobs, int(params["out_channels"]))
+            return None if split_epilogue(name, knobs) else gemm_expectation(knobs, int(params["out_channels"]))
+        if params.get("strategy") == "fused_tc":  # one kernel, both layers' mma (whole tiles and the general entry)
+            return fused_tc_expectation(params, knobs)
         m = re.search(r"_layer(\d+)_gemm", name)
         if not m:
             return None
         p = f"tc{m.group(1)}_"
         i = int(m.group(1))
-        return {k[len(p):]: v for k, v in knobs.items() if k.startswith(p)}, n_of[i] if i < len(n_of) else None
+        return gemm_expectation({k[len(p):]: v for k, v in knobs.items() if k.startswith(p)},
+                                n_of[i] if i < len(n_of) else None)
 
     return ptx[0], max(cap, MIN_REGISTERS), tiling, None
 
@@ -239,7 +262,7 @@ def main(argv):
     for func in funcs:
         name = func.split("\n")[0].strip()
         t = tiling(name)
-        bad = check_entry(name, func, usage, cap, *(t if t else (None, None)))
+        bad = check_entry(name, func, usage, cap, t)
         if bad:
             print(f"FAIL: {name}: {'; '.join(bad)}")
             ok = False

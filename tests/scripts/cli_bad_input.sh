@@ -24,7 +24,7 @@ expect "unknown suite 'nosuchsuite'" bench --suite nosuchsuite
 expect "--dtype 'f8' is not supported" bench --suite conv2d --dtype f8
 expect "a stage (blocks = 3) needs stride 1" bench --workload "mbconv:n=1,c=8,h=9,w=9,e=2,stride=2,blocks=3"
 expect "field 'blocks' = 9 must be 1 to 4" check "mbconv:n=1,c=8,h=4,w=4,e=2,blocks=9"
-expect "--strategies 'fast' is not one of layer_by_layer, fused, depth_first, layer_by_layer_tc, direct" bench --workload "mbconv:n=1,c=8,h=9,w=9,e=2" --strategies fast
+expect "--strategies 'fast' is not one of layer_by_layer, fused, depth_first, layer_by_layer_tc, fused_tc, direct" bench --workload "mbconv:n=1,c=8,h=9,w=9,e=2" --strategies fast
 expect "tuning records '/nonexistent/records.jsonl': no such file" bench --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --tuning-records /nonexistent/records.jsonl
 bad_records=$(mktemp)
 echo '{"version": 2, "workload": "conv2d:n=1,c=8", "strategy": "direct", "family": "conv2d", "knobs": {}, "target": "cpu", "halide_version": "21.0.0", "median_ms": 1}' > "$bad_records"

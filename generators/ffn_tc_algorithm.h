@@ -1,0 +1,166 @@
+// The FFN of a block fused on tensor cores (Eq. 32 with the accumulators in mma.sync fragments), the algorithm
+// only: y = phi(X U + a) V + b [+ residual], X the block input seen as pixels x channels (M x C), U the C -> E
+// expand and V the E -> C' project, f16 or bf16 storage, f32 accumulation. No scheduling call appears here.
+//
+// Fragment space as generators/gemm_algorithm.h writes it (m16n8k16, the ISA tables of generators/mma_abi.h):
+// a thread block of `warps` warps owns block_m = warps x warp_m pixels and every output channel; each warp
+// owns warp_m pixels (mt_count instruction tiles of 16 rows) and all C' output channels (nt_count n-tiles of
+// 8). The output accumulator acc(q, lane, nt, mt, w, bm) is the warp's registers for the whole hidden
+// reduction, which runs over chunks of `chunk` hidden channels (hc): per chunk, the warp's hidden
+// pre-activations hidden_acc(q, lane, ht, mt, w, bm, hc) = X U[chunk] (K = C), then phi(. + a) rounded to the
+// storage type and packed into the project's A fragments in the same lane (C/D register pair q = 2 (r % 2),
+// + 1 of n-tile 2 hk + r / 2 is A register r of hidden K step hk: the accumulator layout of two adjacent
+// n-tiles is the A layout of one 16-wide K step), consumed by the project's mma, discarded. The hidden
+// activations never leave the registers.
+//
+// Layouts (Halide dims, innermost first): input (c, x, y, n) in the storage type; u (kr, e) and v (kr, k) the
+// weights as N x K bits with K innermost, rows of K rounded up to 8 (runtime/conv2d_tc.h's layout of a 1x1
+// layer); a (e), b (k) f32; output (k, x, y, n). Needs C, E and C' multiples of 16 and chunk | E (checked by
+// the generator's knob check).
+#pragma once
+#include "Halide.h"
+#include "generators/activation.h"
+#include "generators/gemm_algorithm.h"
+#include "generators/mma.h"
+#include "generators/storage.h"
+
+namespace blockfuse {
+
+struct FfnTcTiling {
+    int warps = 4;          // warps per thread block, stacked along the pixels
+    int warp_m = 16;        // pixels per warp, a multiple of 16
+    int chunk = 32;         // hidden channels per step of the output's reduction, a multiple of 16
+    bool prefetch = false;  // the next chunk's U and V rows loaded during this chunk's mma (the schedule's)
+    int mt_count() const { return warp_m / mma::kTileM; }
+    int block_m() const { return warps * warp_m; }
+};
+
+struct FfnTcShape {
+    int c = 0, e = 0, k = 0;  // input, hidden, output channels
+    int h = 0, w = 0;         // the image, static (pixels are divided by constants)
+    Activation act = Activation::relu;
+};
+
+struct FfnTcFuncs {
+    Halide::Func x_panel;      // (ke, kg, m): bits of X, zero past M; per thread block, every channel
+    Halide::Func u_panel;      // (ke, kg, e): the chunk's rows of U
+    Halide::Func v_panel;      // (ke, kg, n): V's rows, the chunk's columns
+    Halide::Func x_frag;       // (r, lane, mt, w, bm, kt): A of the expand, K step kt of C
+    Halide::Func u_frag;       // (j, lane, ep, kt): B of hidden n-tiles 2 ep, 2 ep + 1 (j = 2 (nt % 2) + r)
+    Halide::Func hidden_acc;   // (q, lane, ht, mt, w, bm, hc), f32: n-tile ht of chunk hc
+    Halide::Func hidden_frag;  // (r, lane, hk, mt, w, bm, hc): A of the project, hidden K step hk of chunk hc
+    Halide::Func v_frag;       // (j, lane, np, kh): B of output n-tiles 2 np, 2 np + 1, hidden K step kh
+    Halide::Func acc;          // (q, lane, nt, mt, w, bm), f32
+    Halide::Func output;       // (k, x, y, n): the epilogue as storage, an update over rc
+    Halide::RDom rk_expand;    // (kt): C / 16 K steps
+    Halide::RDom rk_project;   // (hk, hc): chunk / 16 K steps of each chunk, E / chunk chunks
+    Halide::RDom rc;           // (q0, mh, nt, mt, lane, w, bm): the C registers, as gemm()'s
+    Halide::Var r{"r"}, j{"j"}, lane{"lane"}, q{"q"}, nt{"nt"}, ht{"ht"}, hk{"hk"}, hc{"hc"}, mt{"mt"}, w{"w"},
+        bm{"bm"}, ep{"ep"}, np{"np"}, kt{"kt"}, kh{"kh"}, ke{"ke"}, kg{"kg"}, m{"m"};
+    Halide::Expr exact;  // M is whole thread blocks: no row guard (schedules specialize on it)
+};
+
+// fragment_mutation = 2 (tests only): the hidden A registers 1 and 2 swapped, a wrong C-to-A mapping the checks
+// must catch. `residual` (optional, the output's shape and storage type) is added after the project's bias.
+inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const Halide::Func &a, const Halide::Func &v,
+                         const Halide::Func &b, const FfnTcShape &s, const Halide::Expr &images, const FfnTcTiling &t,
+                         mma::Elem elem, const Halide::Type &storage, const Halide::Target &target,
+                         const Halide::Func &residual = Halide::Func(), int fragment_mutation = 0) {
+    using namespace Halide;
+    using namespace mma;
+    FfnTcFuncs f;
+    const bool native = target.has_feature(Target::CUDA);
+    const int MT = t.mt_count(), BM = t.block_m(), NT = s.k / kTileN, HT = t.chunk / kTileN;
+    const int W = s.w, HW = s.h * s.w;
+    const Expr M = images * HW;
+    f.exact = M % BM == 0;
+    Var ke = f.ke, kg = f.kg, m = f.m, lane = f.lane;
+
+    // Panels: 8-element groups of one row (16 bytes), so each is one vector load; X's rows past M are zeros.
+    Expr mc = select(f.exact, unsafe_promise_clamped(m, 0, M - 1), clamp(m, 0, M - 1));
+    Expr x_bits = reinterpret(UInt(16), input(8 * kg + ke, mc % W, (mc / W) % s.h, mc / HW));
+    f.x_panel = Func("ffn_x_panel");
+    f.x_panel(ke, kg, m) = select(f.exact || m < M, x_bits, cast(UInt(16), 0));
+    f.u_panel = Func("ffn_u_panel");
+    f.u_panel(ke, kg, f.m) = u(8 * kg + ke, f.m);
+    f.v_panel = Func("ffn_v_panel");
+    f.v_panel(ke, kg, f.m) = v(8 * kg + ke, f.m);
+
+    auto panel_at = [](const Func &p) { return [p](const Expr &k, const Expr &row) { return p(k % 8, k / 8, row); }; };
+    f.x_frag = Func("ffn_x_frag");
+    f.x_frag(f.r, lane, f.mt, f.w, f.bm, f.kt) = ldmatrix(
+        4, f.r, lane, panel_at(f.x_panel),
+        [&](const Expr &l) {
+            return std::pair{f.kt * kTileK + ldsm_a_k(l), f.bm * BM + f.w * t.warp_m + f.mt * kTileM + ldsm_a_row(l)};
+        },
+        native);
+    auto b_pair = [&](Func frag, const Func &panel, const Var &pair, const Var &step) {
+        frag(f.j, lane, pair, step) = ldmatrix(
+            4, f.j, lane, panel_at(panel),
+            [&](const Expr &l) {
+                return std::pair{step * kTileK + ldsm_b_k(l), pair * 2 * kTileN + ldsm_b_col(l)};
+            },
+            native);
+        return frag;
+    };
+    f.u_frag = b_pair(Func("ffn_u_frag"), f.u_panel, f.ep, f.kt);
+    f.v_frag = b_pair(Func("ffn_v_frag"), f.v_panel, f.np, f.kh);
+
+    // The expand of chunk hc: its n-tile ht is hidden n-tile hc * HT + ht (HT even: pairs stay within a chunk).
+    f.rk_expand = RDom(0, s.c / kTileK, "ffn_rk_expand");
+    f.hidden_acc = Func("ffn_hidden_acc");
+    std::vector<Var> hid_args{f.q, lane, f.ht, f.mt, f.w, f.bm, f.hc};
+    f.hidden_acc(hid_args) = 0.0f;
+    Expr hnt = f.hc * HT + f.ht;
+    f.hidden_acc(hid_args) = mma::mma(
+        elem, f.q, lane, [&](const Expr &reg, const Expr &l) { return f.x_frag(reg, l, f.mt, f.w, f.bm, f.rk_expand); },
+        [&](const Expr &reg, const Expr &l) { return f.u_frag(2 * (hnt % 2) + reg, l, hnt / 2, f.rk_expand); },
+        f.hidden_acc(hid_args), native);
+
+    // phi(hidden + a) in storage precision, packed as the project's A: register r of hidden K step hk holds
+    // row c_row(2 (r % 2)), columns 16 hk + 8 (r / 2) + c_col(q0) of the chunk, i.e. registers 2 (r % 2) and
+    // 2 (r % 2) + 1 of n-tile 2 hk + r / 2 of this lane.
+    Expr reg = fragment_mutation == 2 ? select(f.r == 1, 2, f.r == 2, 1, f.r) : Expr(f.r);
+    auto hidden_value = [&](const Expr &q0) {
+        Expr tile = 2 * f.hk + reg / 2;
+        Expr channel = f.hc * t.chunk + tile * kTileN + c_col(q0, Expr(lane));
+        Expr x = apply_activation(f.hidden_acc(q0, lane, tile, f.mt, f.w, f.bm, f.hc) + a(channel), s.act);
+        // f16 on CUDA: the native scalar conversion (one cvt.rn.f16.f32; the integer rounding of f32_to_b16 is
+        // about ten instructions a value, here inside the chunk loop). Scalar only: Halide 21's vectorized f16 cast
+        // is wrong on CUDA (generators/b16_bits.h); every value here is a scalar of an unrolled register.
+        if (native && elem == Elem::f16) return reinterpret(UInt(16), cast(Float(16), x));
+        return f32_to_b16(x, elem);
+    };
+    f.hidden_frag = Func("ffn_hidden_frag");
+    f.hidden_frag(f.r, lane, f.hk, f.mt, f.w, f.bm, f.hc) =
+        pack_b16(hidden_value(2 * (reg % 2)), hidden_value(2 * (reg % 2) + 1));
+
+    f.rk_project = RDom(0, t.chunk / kTileK, 0, s.e / t.chunk, "ffn_rk_project");
+    const Expr rhk = f.rk_project.x, rhc = f.rk_project.y;
+    f.acc = Func("ffn_acc");
+    std::vector<Var> acc_args{f.q, lane, f.nt, f.mt, f.w, f.bm};
+    f.acc(acc_args) = 0.0f;
+    f.acc(acc_args) = mma::mma(
+        elem, f.q, lane, [&](const Expr &r_, const Expr &l) { return f.hidden_frag(r_, l, rhk, f.mt, f.w, f.bm, rhc); },
+        [&](const Expr &r_, const Expr &l) {
+            return f.v_frag(2 * (f.nt % 2) + r_, l, f.nt / 2, rhc * (t.chunk / kTileK) + rhk);
+        },
+        f.acc(acc_args), native);
+
+    // The store, from the fragment space as gemm()'s: each lane its registers, rows past M not stored.
+    f.rc = RDom(Region{{0, 2}, {0, 2}, {0, NT}, {0, MT}, {0, kWarp}, {0, t.warps}, {0, (M + BM - 1) / BM}}, "ffn_rc");
+    Expr q0 = f.rc[0], mh = f.rc[1], cnt = f.rc[2], cmt = f.rc[3], cl = f.rc[4], cw = f.rc[5], cbm = f.rc[6];
+    Expr cn = cnt * kTileN + c_col(q0, cl);
+    Expr cm = cbm * BM + cw * t.warp_m + cmt * kTileM + c_row(2 * mh, cl);
+    f.rc.where(f.exact || cm < M);
+    cm = unsafe_promise_clamped(cm, 0, M - 1);
+    const std::vector<Expr> coords{cn, cm % W, (cm / W) % s.h, cm / HW};
+    Expr value = f.acc(2 * mh + q0, cl, cnt, cmt, cw, cbm) + b(cn);
+    if (residual.defined()) value += to_f32(residual(coords));
+    f.output = Func("ffn_output");
+    f.output(Var("k"), Var("x"), Var("y"), Var("n")) = undef(storage);
+    f.output(coords) = reinterpret(storage, f32_to_b16(value, elem));
+    return f;
+}
+
+}  // namespace blockfuse

@@ -1,0 +1,17 @@
+// Schedules of the FFN fused on tensor cores (generators/ffn_tc_algorithm.h, the block strategy fused_tc):
+// the mma.sync path on CUDA and the same fragment space emulated on the CPU. Schedules only.
+#pragma once
+#include "Halide.h"
+#include "generators/ffn_tc_algorithm.h"
+#include <string>
+
+namespace blockfuse {
+
+// `pad`: elements past each shared panel row (8: the 8 row addresses of an ldmatrix phase in distinct banks).
+void schedule_ffn_tc(FfnTcFuncs &f, const FfnTcShape &s, const FfnTcTiling &t, int pad, const Halide::Target &target);
+// Its lowering passes: with t.prefetch the chunk loop pipelined by one step (schedules/panel_prefetch.h), on any
+// target; on CUDA schedules/mma_lowering.h (both accumulators per warp in registers).
+void add_ffn_tc_lowering(Halide::Pipeline p, const Halide::Target &target, const std::string &kernel,
+                         const FfnTcFuncs &f, const FfnTcTiling &t);
+
+}  // namespace blockfuse

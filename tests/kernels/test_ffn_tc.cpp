@@ -1,0 +1,135 @@
+// The FFN fused on tensor cores (strategy fused_tc, generators/ffn_tc_algorithm.h): random FFN shapes (N = 1, 1x1
+// and odd images, so that the pixels are no whole thread blocks; every activation; f16 and bf16) on random tilings
+// (chunks of 16 to 64, 1 to 8 warps of 16 or 32 pixels, the chunk loop pipelined or not) against the float64 reference with a poisoned output, on
+// the CPU (mma.sync emulated from the ISA tables) or, with BLOCKFUSE_TEST_DEVICES=cuda, on the GPU (kernels from a
+// cache filled where Halide is, BLOCKFUSE_TEST_FILL_ONLY=1); a wrong mapping of the expand's accumulators onto the
+// project's A fragments caught; which blocks have the strategy; its launch checks.
+#define CATCH_CONFIG_RUNNER
+#include "runtime/block.h"
+#include "runtime/dispatch.h"
+#include "schedules/block_knobs.h"
+#include "schedules/heuristics.h"
+#include "tests/common/check_kernel.h"
+#include "tests/common/random_shapes.h"
+#include "tests/common/test_env.h"
+#include <catch2/catch.hpp>
+#include <iostream>
+
+using namespace blockfuse;
+
+namespace {
+
+struct Case {
+    std::string key;
+    std::map<std::string, int> knobs;
+};
+
+std::vector<Case> cases(uint64_t seed, int random_count) {
+    std::vector<Case> out{
+        // one pixel: a single thread block of which one row is real
+        {"ffn:n=1,c=16,h=1,w=1,e=1,act=relu,dtype=f16", {{"chunk", 16}, {"tc_warps", 1}, {"tc_warp_m", 16}}},
+        // 189 pixels over blocks of 64 (two m-tiles per warp), a hidden width of 96 in chunks of 32, GELU (erf)
+        {"ffn:n=3,c=48,h=7,w=9,e=2,act=gelu,dtype=bf16", {{"chunk", 32}, {"tc_warps", 2}, {"tc_warp_m", 32}}},
+        // fewer pixels than one block of 4 warps, one chunk of the whole hidden width
+        {"ffn:n=2,c=32,h=5,w=5,e=2,act=silu,dtype=f16", {{"chunk", 64}, {"tc_warps", 4}, {"tc_warp_m", 16}}},
+        // the chunk loop pipelined (schedules/panel_prefetch.h): three chunks, the last reloading its own panels
+        {"ffn:n=1,c=16,h=3,w=11,e=3,act=relu6,dtype=bf16",
+         {{"chunk", 16}, {"tc_warps", 2}, {"tc_warp_m", 16}, {"tc_prefetch", 1}}},
+    };
+    std::mt19937_64 r(seed);
+    using test::one_of;
+    using test::uniform;
+    for (int i = 0; i < random_count; ++i) {
+        const int c = 16 * uniform(r, 1, 4), e = uniform(r, 1, 4);
+        const std::string key = "ffn:n=" + std::to_string(uniform(r, 1, 3)) + ",c=" + std::to_string(c) +
+                                ",h=" + std::to_string(uniform(r, 1, 9)) + ",w=" + std::to_string(uniform(r, 1, 9)) +
+                                ",e=" + std::to_string(e) +
+                                ",act=" + one_of<std::string>(r, {"relu", "relu6", "silu", "gelu"}) +
+                                ",dtype=" + one_of<std::string>(r, {"f16", "bf16"});
+        std::map<std::string, int> knobs{{"chunk", one_of(r, std::vector<int>{16, 32, 48, 64})},
+                                         {"tc_warps", one_of(r, std::vector<int>{1, 2, 4, 8})},
+                                         {"tc_warp_m", one_of(r, std::vector<int>{16, 32})},
+                                         {"tc_prefetch", uniform(r, 0, 1)}};
+        const BlockSpec spec = parse_block(key).spec();
+        if (!fused_tc_error(spec, knobs["tc_warps"], knobs["tc_warp_m"], effective_chunk(spec.hidden, knobs["chunk"]))
+                 .empty())
+            knobs["chunk"] = 16;  // a chunk whose divisor of the hidden width is no multiple of 16
+        out.push_back({key, knobs});
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("fused_tc FFN blocks on random shapes and tilings match the float64 reference", "[blocks][ffn_tc]") {
+    install_halide_error_handler();
+    std::cout << "BLOCKFUSE_TEST_SEED=" << test::test_seed() << " (set it to reproduce this run)\n";
+    INFO("BLOCKFUSE_TEST_SEED=" << test::test_seed());
+    const std::vector<Case> all = cases(test::test_seed(), std::stoi(test::env("BLOCKFUSE_TEST_SHAPES", "6")));
+    for (Device d : test::test_devices()) {
+        if (d == Device::opencl) continue;  // f16 blocks do not run there (CLHalf)
+        std::vector<const KernelVariant *> kernels;
+        for (const Case &c : all) kernels.push_back(kernel_with_knobs(c.key, kFusedTc, d, c.knobs, 0, "test"));
+        for (const BuildOutcome &b : test::build_kernels(kernels)) {
+            INFO(b.message);
+            REQUIRE(b.ok);
+        }
+        if (test::fill_only()) continue;
+        std::mt19937_64 data(test::test_seed() + 1);
+        for (size_t i = 0; i < all.size(); ++i) {
+            INFO(kernels[i]->name << " [" << kernels[i]->knob_summary() << "] on " << all[i].key);
+            test::require_match(test::check_kernel(*kernels[i], all[i].key, data));
+        }
+    }
+}
+
+TEST_CASE("fused_tc with the hidden A registers 1 and 2 swapped fails the reference check", "[blocks][ffn_tc]") {
+    if (!test::testing_device(Device::cpu)) return;
+    install_halide_error_handler();
+    const std::string key = "ffn:n=1,c=32,h=5,w=7,e=2,act=relu,dtype=f16";
+    test::require_mutant_fails(*kernel_with_knobs(key, kFusedTc, Device::cpu, {}, 0, "test"), key, 2);
+}
+
+TEST_CASE("fused_tc is offered for f16/bf16 FFN blocks of whole mma tiles, and refused elsewhere by name",
+          "[blocks][ffn_tc]") {
+    auto has = [](const std::string &key) {
+        const auto s = strategies_of(key);
+        return std::find(s.begin(), s.end(), kFusedTc) != s.end();
+    };
+    CHECK(has("ffn:n=1,c=16,h=5,w=7,e=4,act=relu,dtype=f16"));
+    CHECK(has("ffn:n=128,c=256,h=14,w=14,e=4,act=relu,dtype=bf16"));
+    CHECK_FALSE(has("ffn:n=1,c=16,h=5,w=7,e=4,act=relu,dtype=f32"));     // mma.sync takes f16 and bf16
+    CHECK_FALSE(has("ffn:n=1,c=12,h=5,w=7,e=4,act=relu,dtype=f16"));     // channels no multiple of 16
+    CHECK_FALSE(has("ffn:n=8,c=384,h=28,w=28,e=4,act=gelu,dtype=f16"));  // 384 outputs: 200 accumulators per thread
+    CHECK_FALSE(has("mbconv:n=1,c=16,h=5,w=7,e=4,k=3,stride=1,act=relu6,dtype=f16"));
+    const BlockWorkload mb = parse_block("convfirst:n=1,c=64,h=8,w=8,e=4,k=3,stride=1,act=relu,dtype=f16");
+    CHECK_THROWS_WITH(block_heuristic(mb, kFusedTc, Device::cuda), Catch::Contains("builds single FFN blocks"));
+    CHECK(block_knobs_error(mb.spec(), kFusedTc, block_knobs_from({}), true) ==
+          "strategy fused_tc is built for FFN blocks only");
+}
+
+TEST_CASE("fused_tc launches are checked: accumulator registers, shared memory, threads", "[blocks][ffn_tc]") {
+    const BlockWorkload w = parse_block("ffn:n=128,c=256,h=14,w=14,e=4,act=relu,dtype=f16");
+    KernelVariant v = block_kernel_for(w, kFusedTc, Device::cuda, block_heuristic(w, kFusedTc, Device::cuda));
+    const LaunchLimits h200{1024, 232448};
+    CHECK(v.threads_per_block() == 256);  // the heuristic's 8 warps, chunks of 64
+    CHECK(v.knob("chunk") == 64);
+    CHECK_NOTHROW(check_block_launch(v, w, h200));
+    // 128 rows of X, 64 of U, the V chunk: 138240 bytes, past the 48 KB a block gets without opting in.
+    CHECK_THROWS_WITH(check_block_launch(v, w, LaunchLimits{1024, 48 * 1024}),
+                      Catch::Contains("138240 bytes of shared memory"));
+    v.knobs["tc_warp_m"] = 32;  // two m-tiles of 32 n-tiles and a chunk of 8: 320 accumulators per thread
+    CHECK_THROWS_WITH(check_block_launch(v, w, h200), Catch::Contains("320 accumulator registers per thread"));
+    v.knobs["tc_warp_m"] = 16;
+    v.knobs["tc_warps"] = 64;
+    CHECK_THROWS_WITH(check_block_launch(v, w, h200), Catch::Contains("2048 threads per block"));
+    // Few pixels (N=8: 1568): 2 warps, the next chunk prefetched.
+    const BlockWorkload small = parse_block("ffn:n=8,c=256,h=14,w=14,e=4,act=relu,dtype=f16");
+    const ScheduleChoice s = block_heuristic(small, kFusedTc, Device::cuda);
+    CHECK(s.knobs.at("tc_warps") == 2);
+    CHECK(s.knobs.at("tc_prefetch") == 1);
+}
+
+int main(int argc, char **argv) {
+    return test::run_on_test_devices([&] { return Catch::Session().run(argc, argv); });
+}
