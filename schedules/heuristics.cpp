@@ -371,22 +371,20 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
             throw WorkloadError(std::string(kFusedTc) +
                                 " builds single FFN blocks, f16 or bf16, with channels divisible by 16: " + to_key(w));
         // The H200's tuner rounds on FFN c=256 (bench/results/h200/ffn-tc/): chunks of 64 hidden channels, 8 warps
-        // of 16 pixels (one 128-pixel block per SM, 0.173 ms at N=128 against 0.232 on 4 warps with chunks of 32);
-        // where 128-pixel blocks leave SMs idle (N=8: 1568 pixels), 2 warps and the next chunk prefetched (0.068
-        // ms). Smaller chunks where 64 does not divide the hidden width, and within the accumulator budget.
+        // of 16 pixels (one 128-pixel block per SM): 0.161 ms at N=128 (0.232 on 4 warps with chunks of 32); where
+        // 128-pixel blocks leave SMs idle (N=8: 1568 pixels), 2 warps (0.070 ms, the best 0.064). Smaller chunks where
+        // 64 does not divide the hidden width, or past the accumulator budget. No prefetch: its 64 registers a thread
+        // for the next chunk spill in the kernel's general entry (tails) at 8 warps; the tuned record prefetches where
+        // it measured faster (0.155 ms).
         ScheduleChoice s;
         const long long pixels = 1LL * w.n * w.h * w.w;
-        const bool few_blocks = pixels / 128 < 132;
         int chunk = 16;
         for (int c : {64, 32})
             if (spec.hidden % c == 0 && fused_tc_accumulators(spec, 16, c) <= kFusedTcMaxAccumulators) {
                 chunk = c;
                 break;
             }
-        s.knobs = {{"chunk", chunk},
-                   {"tc_warps", few_blocks ? 2 : 8},
-                   {"tc_warp_m", 16},
-                   {"tc_prefetch", few_blocks && spec.hidden > chunk ? 1 : 0}};
+        s.knobs = {{"chunk", chunk}, {"tc_warps", pixels / 128 < 132 ? 2 : 8}, {"tc_warp_m", 16}, {"tc_prefetch", 0}};
         s.why = "heuristic: fused_tc's chunk from the hidden width, its warps and prefetch from the pixels";
         return s;
     }
