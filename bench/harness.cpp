@@ -8,8 +8,10 @@
 #include "runtime/model.h"
 #include "runtime/check.h"
 #include "runtime/conv2d.h"
+#include "runtime/conv2d_tc.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/timing.h"
+#include "schedules/block_knobs.h"
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -452,12 +454,11 @@ int run_bench(const BenchOptions &opt) {
     if (opt.variants != "all" && opt.variants != "default")
         throw WorkloadError("--variants '" + opt.variants + "' is not one of all, default");
     for (const auto &a : opt.autoschedulers) check_autoscheduler_name(a);
+    const std::vector<std::string> known{"layer_by_layer", "fused",  "depth_first", kLayerByLayerTc,
+                                         kFusedTc,         "direct", kTensorCores};
     for (const auto &s : opt.strategies)
-        if (s != "layer_by_layer" && s != "fused" && s != "depth_first" && s != "direct" && s != "tensor_cores" &&
-            s != "layer_by_layer_tc" && s != "fused_tc")
-            throw WorkloadError("--strategies '" + s +
-                                "' is not one of layer_by_layer, fused, depth_first, layer_by_layer_tc, fused_tc, "
-                                "direct, tensor_cores");
+        if (std::find(known.begin(), known.end(), s) == known.end())
+            throw WorkloadError("--strategies '" + s + "' is not one of " + fmt::format("{}", fmt::join(known, ", ")));
     DType dfilter{};
     if (!opt.dtype.empty() && !parse_dtype(opt.dtype, &dfilter))
         throw WorkloadError("--dtype '" + opt.dtype + "' is not supported (f32, f16, bf16)");

@@ -163,6 +163,10 @@ void randomize(BlockTensors &t, const BlockWorkload &w, std::mt19937_64 &rng) {
     poison(t.output, w.dtype);
 }
 
+bool fused_tc_serves(const BlockWorkload &w) {
+    return w.dtype != DType::f32 && w.blocks == 1 && fused_tc_applies(w.spec());  // mma.sync takes f16 and bf16
+}
+
 std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Device device) {
     std::vector<const KernelVariant *> out;
     const auto layers = w.layers();
@@ -593,7 +597,7 @@ public:
         std::vector<std::string> out{"layer_by_layer", "fused"};
         if (w_.blocks > 1) out.push_back("depth_first");
         if (w_.dtype != DType::f32) out.push_back(kLayerByLayerTc);  // mma.sync takes f16 and bf16
-        if (w_.dtype != DType::f32 && w_.blocks == 1 && fused_tc_applies(w_.spec())) out.push_back(kFusedTc);
+        if (fused_tc_serves(w_)) out.push_back(kFusedTc);
         return out;
     }
     ScheduleChoice heuristic(const std::string &s, Device d) const override { return block_heuristic(w_, s, d); }

@@ -48,13 +48,14 @@ int KernelVariant::threads_per_block() const {
     if (mma_ptx::tensor_core_family(family)) return gemm_knobs_from(knobs).threads_per_block();  // whole warps
     if (family == "block") {
         BlockFamily f;
-        if (param("strategy") == kLayerByLayerTc && block_family_from_name(param("family"), &f)) {
-            // each layer's kernel: its GEMM tiling or its layer_ mapping (the spec says which)
+        const std::string strategy = param("strategy");
+        if ((strategy == kLayerByLayerTc || strategy == kFusedTc) && block_family_from_name(param("family"), &f)) {
+            // layer by layer, each layer's kernel: its GEMM tiling or its layer_ mapping (the spec says which);
+            // fused_tc, its warps
             const BlockSpec spec = make_block_spec(f, knob("channels"), knob("expansion"), knob("kernel_size"),
                                                    knob("stride", 1), knob("act"), knob("se") == 1);
-            return block_threads_per_block(spec, kLayerByLayerTc, block_knobs_from(knobs));
+            return block_threads_per_block(spec, strategy, block_knobs_from(knobs));
         }
-        if (param("strategy") == kFusedTc) return knob("tc_warps") * 32;
         if (param("strategy") != "layer_by_layer")
             return fused_kernel_threads(knob("channels"), knob("vec_k"), knob("tile_x"), knob("se") == 1,
                                         knob("chunk"));

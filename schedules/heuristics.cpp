@@ -367,7 +367,7 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
     }
     if (strategy == kFusedTc) {
         const BlockSpec spec = w.spec();
-        if (w.dtype == DType::f32 || w.blocks != 1 || !fused_tc_applies(spec))
+        if (!fused_tc_serves(w))
             throw WorkloadError(std::string(kFusedTc) +
                                 " builds single FFN blocks, f16 or bf16, with channels divisible by 16: " + to_key(w));
         // The H200's tuner rounds on FFN c=256 (bench/results/h200/ffn-tc/): chunks of 64 hidden channels, 8 warps
@@ -385,7 +385,7 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
                 break;
             }
         s.knobs = {{"chunk", chunk}, {"tc_warps", pixels / 128 < 132 ? 2 : 8}, {"tc_warp_m", 16}, {"tc_prefetch", 0}};
-        s.why = "heuristic: fused_tc's chunk from the hidden width, its warps and prefetch from the pixels";
+        s.why = "heuristic: fused_tc's chunk from the hidden width, its warps from the pixels";
         return s;
     }
     if (device == Device::cpu) {
