@@ -118,17 +118,26 @@ public:
     }
 
     // fused_tc: the FFN in one kernel on the tensor cores, its own schedule (the generator's knob check has
-    // refused every other family and tiling).
+    // refused every other family and tiling); ConvFirst's grouped layer computed into the FFN's X rows.
     void generate_fused_tc(const blockfuse::BlockSpec &spec, const blockfuse::BlockKnobs &kn) {
+        const bool convfirst = spec.family == BlockFamily::convfirst;
+        const size_t ffn = convfirst ? 1 : 0;  // the FFN's first layer
+        blockfuse::FfnTcPrologue grouped;
+        int oh = height, ow = width;
+        if (convfirst) {
+            const blockfuse::LayerSpec &g = spec.layers[0];
+            grouped = {*weights[0], *biases[0], g.ks, g.stride, height, width};
+            oh = (height - 1) / g.stride + 1, ow = (width - 1) / g.stride + 1;  // same padding
+        }
         const blockfuse::FfnTcShape s{spec.c, spec.hidden, spec.cout,
-                                      height, width,       blockfuse::Activation(spec.layers[0].act)};
+                                      oh,     ow,          blockfuse::Activation(spec.layers[ffn].act)};
         // One chunk (the whole hidden width) has no next chunk: Halide drops the loop, and the prefetch with it.
         const bool prefetch = kn.tc_prefetch != 0 && spec.hidden / kn.chunk > 1;
         const blockfuse::FfnTcTiling t{kn.tc_warps, kn.tc_warp_m, kn.chunk, prefetch};
         const auto elem = Type(storage) == Float(16) ? blockfuse::mma::Elem::f16 : blockfuse::mma::Elem::bf16;
-        blockfuse::FfnTcFuncs f = blockfuse::ffn_tc(*input, *weights[0], *biases[0], *weights[1], *biases[1], s,
-                                                    input->dim(3).extent(), t, elem, Type(storage), get_target(),
-                                                    spec.residual ? Func(*input) : Func(), fragment_mutation);
+        blockfuse::FfnTcFuncs f = blockfuse::ffn_tc(
+            *input, *weights[ffn], *biases[ffn], *weights[ffn + 1], *biases[ffn + 1], s, input->dim(3).extent(), t,
+            elem, Type(storage), get_target(), spec.residual ? Func(*input) : Func(), fragment_mutation, grouped);
         *output = f.output;
         blockfuse::schedule_ffn_tc(f, s, t, blockfuse::kFusedTcPad, get_target());
         blockfuse::add_ffn_tc_lowering(get_pipeline(), get_target(), "block (fused_tc)", f, t);

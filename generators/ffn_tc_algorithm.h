@@ -17,6 +17,11 @@
 // weights as N x K bits with K innermost, rows of K rounded up to 8 (runtime/conv2d_tc.h's layout of a 1x1
 // layer); a (e), b (k) f32; output (k, x, y, n). Needs C, E and C' multiples of 16 and chunk | E (checked by
 // the generator's knob check).
+//
+// ConvFirst (FfnTcPrologue): X is the grouped k x k convolution of the input (group width 8, stride s, zero
+// padding k / 2, bias, no activation) instead of the input itself, computed on CUDA cores straight into X's
+// shared rows (f32 sums of the group's 8 input channels over the window, rounded to the storage type as the
+// layer's stored output would be); the FFN then runs as above and the residual is the block's input.
 #pragma once
 #include "Halide.h"
 #include "generators/activation.h"
@@ -41,8 +46,19 @@ struct FfnTcShape {
     Activation act = Activation::relu;
 };
 
+// ConvFirst's grouped layer before the FFN: weights (k, r, kx, ky) in the storage type (r the 8 input channels
+// of k's group), bias (k) f32; the input image in_w x in_h (FfnTcShape's h, w are the output's).
+struct FfnTcPrologue {
+    Halide::Func weights, bias;
+    int ks = 0, stride = 1, in_h = 0, in_w = 0;
+    bool defined() const { return ks > 0; }
+};
+
 struct FfnTcFuncs {
     Halide::Func x_panel;      // (ke, kg, m): bits of X, zero past M; per thread block, every channel
+    Halide::Func x_conv;       // (ke, kg, m), f32: ConvFirst's grouped layer at channel 8 kg + ke (else undefined)
+    Halide::Func x_tap;        // (r, kg, m, kx, ky), f32: its input, tap (kx, ky) of group kg's channel r at pixel m
+    Halide::RDom rk_group;     // (r, kx, ky): its window over the group's 8 input channels
     Halide::Func u_panel;      // (ke, kg, e): the chunk's rows of U
     Halide::Func v_panel;      // (ke, kg, n): V's rows, the chunk's columns
     Halide::Func x_frag;       // (r, lane, mt, w, bm, kt): A of the expand, K step kt of C
@@ -65,7 +81,8 @@ struct FfnTcFuncs {
 inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const Halide::Func &a, const Halide::Func &v,
                          const Halide::Func &b, const FfnTcShape &s, const Halide::Expr &images, const FfnTcTiling &t,
                          mma::Elem elem, const Halide::Type &storage, const Halide::Target &target,
-                         const Halide::Func &residual = Halide::Func(), int fragment_mutation = 0) {
+                         const Halide::Func &residual = Halide::Func(), int fragment_mutation = 0,
+                         const FfnTcPrologue &grouped = FfnTcPrologue()) {
     using namespace Halide;
     using namespace mma;
     FfnTcFuncs f;
@@ -78,7 +95,26 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
 
     // Panels: 8-element groups of one row (16 bytes), so each is one vector load; X's rows past M are zeros.
     Expr mc = select(f.exact, unsafe_promise_clamped(m, 0, M - 1), clamp(m, 0, M - 1));
-    Expr x_bits = reinterpret(UInt(16), input(8 * kg + ke, mc % W, (mc / W) % s.h, mc / HW));
+    Expr x_bits;
+    if (grouped.defined()) {
+        f.rk_group = RDom(0, 8, 0, grouped.ks, 0, grouped.ks, "ffn_rk_group");
+        const int pad = grouped.ks / 2;
+        // The window's tap (kx, ky) of the group's 8 input channels r at pixel m, zero outside the image.
+        Var r = f.r, kx("kx"), ky("ky");
+        Expr ix = (mc % W) * grouped.stride + kx - pad, iy = ((mc / W) % s.h) * grouped.stride + ky - pad;
+        Expr inside = ix >= 0 && ix < grouped.in_w && iy >= 0 && iy < grouped.in_h;
+        f.x_tap = Func("ffn_x_tap");
+        f.x_tap(r, kg, m, kx, ky) = select(
+            inside, to_f32(input(8 * kg + r, clamp(ix, 0, grouped.in_w - 1), clamp(iy, 0, grouped.in_h - 1), mc / HW)),
+            0.0f);
+        f.x_conv = Func("ffn_x_conv");
+        f.x_conv(ke, kg, m) = grouped.bias(8 * kg + ke);
+        const RDom &g = f.rk_group;
+        f.x_conv(ke, kg, m) += to_f32(grouped.weights(8 * kg + ke, g.x, g.y, g.z)) * f.x_tap(g.x, kg, m, g.y, g.z);
+        x_bits = f32_to_b16(f.x_conv(ke, kg, m), elem);
+    } else {
+        x_bits = reinterpret(UInt(16), input(8 * kg + ke, mc % W, (mc / W) % s.h, mc / HW));
+    }
     f.x_panel = Func("ffn_x_panel");
     f.x_panel(ke, kg, m) = select(f.exact || m < M, x_bits, cast(UInt(16), 0));
     f.u_panel = Func("ffn_u_panel");

@@ -35,7 +35,7 @@ bool is_block_key(const std::string &key);
 // The block families (single blocks and stages) behind the Op interface (runtime/op.h).
 std::unique_ptr<Op> block_op(const std::string &key);
 BlockWorkload parse_block(const std::string &key);  // throws WorkloadError
-// Whether strategy fused_tc builds this block: a single f16/bf16 FFN block some fused_tc tiling fits.
+// Whether strategy fused_tc builds this block: a single f16/bf16 FFN or ConvFirst block some fused_tc tiling fits.
 bool fused_tc_serves(const BlockWorkload &w);
 std::string to_key(const BlockWorkload &w);
 

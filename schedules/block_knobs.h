@@ -48,7 +48,8 @@ struct BlockKnobs {
 constexpr const char *kLayerByLayerTc = "layer_by_layer_tc";
 inline std::string tensor_core_prefix(size_t layer) { return "tc" + std::to_string(layer) + "_"; }
 // The FFN fused on the tensor cores (generators/ffn_tc_algorithm.h): both 1x1 layers' mma in one kernel, the
-// hidden chunk from the expand's accumulators into the project's A fragments, in registers. The FFN family only.
+// hidden chunk from the expand's accumulators into the project's A fragments, in registers. FFN blocks, and
+// ConvFirst's (its grouped layer on CUDA cores into the FFN's shared input rows).
 constexpr const char *kFusedTc = "fused_tc";
 constexpr int kFusedTcPad = 8;  // elements past each shared panel row (ldmatrix rows in distinct banks)
 // Accumulator registers per thread the fused_tc tiling may hold (output and one hidden chunk): above it the
@@ -64,7 +65,8 @@ inline long long fused_tc_shared_bytes(const BlockSpec &spec, int warps, int war
 // Why fused_tc cannot build this block with these knobs ("" if it can).
 inline std::string fused_tc_error(const BlockSpec &spec, int warps, int warp_m, int chunk) {
     auto n = [](int v) { return std::to_string(v); };
-    if (spec.family != BlockFamily::ffn) return "strategy fused_tc is built for FFN blocks only";
+    if (spec.family != BlockFamily::ffn && spec.family != BlockFamily::convfirst)
+        return "strategy fused_tc is built for FFN and ConvFirst blocks only";
     if (spec.c % 16 || spec.hidden % 16 || spec.cout % 16)
         return "fused_tc needs input, hidden and output channels divisible by 16 (mma.sync K steps and n-tile pairs), "
                "not " +

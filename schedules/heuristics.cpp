@@ -368,8 +368,9 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
     if (strategy == kFusedTc) {
         const BlockSpec spec = w.spec();
         if (!fused_tc_serves(w))
-            throw WorkloadError(std::string(kFusedTc) +
-                                " builds single FFN blocks, f16 or bf16, with channels divisible by 16: " + to_key(w));
+            throw WorkloadError(
+                std::string(kFusedTc) +
+                " builds single FFN and ConvFirst blocks, f16 or bf16, with channels divisible by 16: " + to_key(w));
         // The H200's tuner rounds on FFN c=256 (bench/results/h200/ffn-tc/): chunks of 64 hidden channels, 8 warps
         // of 16 pixels (one 128-pixel block per SM): 0.161 ms at N=128 (0.232 on 4 warps with chunks of 32); where
         // 128-pixel blocks leave SMs idle (N=8: 1568 pixels), 2 warps (0.070 ms, the best 0.064). Smaller chunks where

@@ -1,5 +1,7 @@
-// The FFN fused on tensor cores (strategy fused_tc, generators/ffn_tc_algorithm.h): random FFN shapes (N = 1, 1x1
-// and odd images, so that the pixels are no whole thread blocks; every activation; f16 and bf16) on random tilings
+// The FFN fused on tensor cores (strategy fused_tc, generators/ffn_tc_algorithm.h), alone and as ConvFirst's (its
+// grouped k x k computed into the FFN's input rows: stride 2 on odd images, 1x1 images all padding but the centre,
+// k = 5): random shapes (N = 1, 1x1 and odd images, so that the pixels are no whole thread blocks; every
+// activation; f16 and bf16) on random tilings
 // (chunks of 16 to 64, 1 to 8 warps of 16 or 32 pixels, the chunk loop pipelined or not) against the float64 reference with a poisoned output, on
 // the CPU (mma.sync emulated from the ISA tables) or, with BLOCKFUSE_TEST_DEVICES=cuda, on the GPU (kernels from a
 // cache filled where Halide is, BLOCKFUSE_TEST_FILL_ONLY=1); a wrong mapping of the expand's accumulators onto the
@@ -35,16 +37,29 @@ std::vector<Case> cases(uint64_t seed, int random_count) {
         // the chunk loop pipelined (schedules/panel_prefetch.h): three chunks, the last reloading its own panels
         {"ffn:n=1,c=16,h=3,w=11,e=3,act=relu6,dtype=bf16",
          {{"chunk", 16}, {"tc_warps", 2}, {"tc_warp_m", 16}, {"tc_prefetch", 1}}},
+        // ConvFirst: a 1x1 image (the window's padding everywhere but its centre), with the residual
+        {"convfirst:n=2,c=16,h=1,w=1,e=2,k=3,stride=1,act=relu,dtype=f16", {{"chunk", 16}, {"tc_warps", 1}}},
+        // stride 2 on an odd image (4 x 5 outputs, no residual), two groups per 16 channels
+        {"convfirst:n=3,c=32,h=7,w=9,e=2,k=3,stride=2,act=relu,dtype=bf16",
+         {{"chunk", 32}, {"tc_warps", 2}, {"tc_warp_m", 32}}},
+        // a 5 x 5 window over image borders, the chunk loop pipelined
+        {"convfirst:n=1,c=48,h=6,w=5,e=2,k=5,stride=1,act=relu,dtype=f16",
+         {{"chunk", 32}, {"tc_warps", 4}, {"tc_warp_m", 16}, {"tc_prefetch", 1}}},
     };
     std::mt19937_64 r(seed);
     using test::one_of;
     using test::uniform;
     for (int i = 0; i < random_count; ++i) {
         const int c = 16 * uniform(r, 1, 4), e = uniform(r, 1, 4);
-        const std::string key = "ffn:n=" + std::to_string(uniform(r, 1, 3)) + ",c=" + std::to_string(c) +
+        const bool convfirst = uniform(r, 0, 1) == 1;  // ConvFirst uses ReLU
+        const std::string act = convfirst ? "relu" : one_of<std::string>(r, {"relu", "relu6", "silu", "gelu"});
+        const std::string window = convfirst ? ",k=" + std::to_string(one_of(r, std::vector<int>{1, 3, 5})) +
+                                                   ",stride=" + std::to_string(uniform(r, 1, 2))
+                                             : "";
+        const std::string key = std::string(convfirst ? "convfirst" : "ffn") +
+                                ":n=" + std::to_string(uniform(r, 1, 3)) + ",c=" + std::to_string(c) +
                                 ",h=" + std::to_string(uniform(r, 1, 9)) + ",w=" + std::to_string(uniform(r, 1, 9)) +
-                                ",e=" + std::to_string(e) +
-                                ",act=" + one_of<std::string>(r, {"relu", "relu6", "silu", "gelu"}) +
+                                ",e=" + std::to_string(e) + window + ",act=" + act +
                                 ",dtype=" + one_of<std::string>(r, {"f16", "bf16"});
         std::map<std::string, int> knobs{{"chunk", one_of(r, std::vector<int>{16, 32, 48, 64})},
                                          {"tc_warps", one_of(r, std::vector<int>{1, 2, 4, 8})},
@@ -90,7 +105,7 @@ TEST_CASE("fused_tc with the hidden A registers 1 and 2 swapped fails the refere
     test::require_mutant_fails(*kernel_with_knobs(key, kFusedTc, Device::cpu, {}, 0, "test"), key, 2);
 }
 
-TEST_CASE("fused_tc is offered for f16/bf16 FFN blocks of whole mma tiles, and refused elsewhere by name",
+TEST_CASE("fused_tc is offered for f16/bf16 FFN and ConvFirst blocks of whole mma tiles, and refused elsewhere by name",
           "[blocks][ffn_tc]") {
     auto has = [](const std::string &key) {
         const auto s = strategies_of(key);
@@ -101,11 +116,15 @@ TEST_CASE("fused_tc is offered for f16/bf16 FFN blocks of whole mma tiles, and r
     CHECK_FALSE(has("ffn:n=1,c=16,h=5,w=7,e=4,act=relu,dtype=f32"));     // mma.sync takes f16 and bf16
     CHECK_FALSE(has("ffn:n=1,c=12,h=5,w=7,e=4,act=relu,dtype=f16"));     // channels no multiple of 16
     CHECK_FALSE(has("ffn:n=8,c=384,h=28,w=28,e=4,act=gelu,dtype=f16"));  // 384 outputs: 200 accumulators per thread
+    CHECK(has("convfirst:n=128,c=64,h=56,w=56,e=4,k=3,stride=1,act=relu,dtype=f16"));
+    CHECK(has("convfirst:n=1,c=32,h=7,w=7,e=4,k=3,stride=2,act=relu,dtype=bf16"));
+    CHECK_FALSE(has("convfirst:n=1,c=24,h=7,w=7,e=4,k=3,stride=1,act=relu,dtype=f16"));  // groups of 8, K of 16
     CHECK_FALSE(has("mbconv:n=1,c=16,h=5,w=7,e=4,k=3,stride=1,act=relu6,dtype=f16"));
-    const BlockWorkload mb = parse_block("convfirst:n=1,c=64,h=8,w=8,e=4,k=3,stride=1,act=relu,dtype=f16");
-    CHECK_THROWS_WITH(block_heuristic(mb, kFusedTc, Device::cuda), Catch::Contains("builds single FFN blocks"));
+    const BlockWorkload mb = parse_block("mbconv:n=1,c=64,h=8,w=8,e=4,k=3,stride=1,act=relu6,dtype=f16");
+    CHECK_THROWS_WITH(block_heuristic(mb, kFusedTc, Device::cuda),
+                      Catch::Contains("builds single FFN and ConvFirst blocks"));
     CHECK(block_knobs_error(mb.spec(), kFusedTc, block_knobs_from({}), true) ==
-          "strategy fused_tc is built for FFN blocks only");
+          "strategy fused_tc is built for FFN and ConvFirst blocks only");
 }
 
 TEST_CASE("fused_tc launches are checked: accumulator registers, shared memory, threads", "[blocks][ffn_tc]") {
