@@ -385,7 +385,11 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
                 chunk = c;
                 break;
             }
-        s.knobs = {{"chunk", chunk}, {"tc_warps", pixels / 128 < 132 ? 2 : 8}, {"tc_warp_m", 16}, {"tc_prefetch", 0}};
+        // ConvFirst: 4 warps (its grouped layer runs before the FFN in each block; the H200's tuner round,
+        // bench/results/h200/convfirst-tc/: c=64 N=128 0.451 ms on 4 warps, 0.509 on 8; c=256 0.260 and 0.273).
+        const int many = w.family == BlockFamily::convfirst ? 4 : 8;
+        s.knobs = {
+            {"chunk", chunk}, {"tc_warps", pixels / 128 < 132 ? 2 : many}, {"tc_warp_m", 16}, {"tc_prefetch", 0}};
         s.why = "heuristic: fused_tc's chunk from the hidden width, its warps from the pixels";
         return s;
     }
