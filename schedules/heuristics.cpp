@@ -385,8 +385,9 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
                 chunk = c;
                 break;
             }
-        // ConvFirst: 4 warps (its grouped layer runs before the FFN in each block; the H200's tuner round,
-        // bench/results/h200/convfirst-tc/: c=64 N=128 0.451 ms on 4 warps, 0.509 on 8; c=256 0.260 and 0.273).
+        // ConvFirst: 4 warps (its grouped layer runs before the FFN in each block; the H200's tuner rounds,
+        // bench/results/h200/convfirst-tc/: c=64 N=128 0.451 ms on 4 warps, 0.509 on 8; c=256 0.260 and 0.273; N=8
+        // 0.038 and 0.052; c=128 the exception, 0.335 and 0.318).
         const int many = w.family == BlockFamily::convfirst ? 4 : 8;
         s.knobs = {
             {"chunk", chunk}, {"tc_warps", pixels / 128 < 132 ? 2 : many}, {"tc_warp_m", 16}, {"tc_prefetch", 0}};
