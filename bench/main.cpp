@@ -213,6 +213,7 @@ int main(int argc, char **argv) {
     for (auto *c : {cache_list, cache_clear})
         c->add_option("--cache", cache_root, "the cache folder (default: BLOCKFUSE_KERNEL_CACHE)");
     BenchOptions fopt;
+    fopt.variants = "default";  // a fill makes what a default bench run loads, unless asked for all
     fopt.device = "cuda";
     std::string fill_into, fill_gpu;
     int fill_jobs = 0;
@@ -240,7 +241,6 @@ int main(int argc, char **argv) {
     cache_fill->add_option("--jobs", fill_jobs, "generators run at once (default: the cores)");
     cache_fill->add_flag("--quiet", fill_quiet, "only failures and a summary");
     cache_fill->add_flag("--prune", fill_prune, "remove every other kernel from the folder");
-    fopt.variants = "default";
 
     CLI11_PARSE(app, argc, argv);
     try {

@@ -58,6 +58,7 @@ struct GemmFuncs {
     Halide::Expr exact;       // M, N and K are whole tiles: the panels need no clamps (schedules specialize on it)
     bool b_pairs = true;      // B fragments loaded two n-tiles at a time (ldmatrix.x4)
     bool prefetch = false;    // set by the schedule: the K loop pipelined by schedules/panel_prefetch.h
+    int stages = 1;           // set by the schedule: > 1, the panels a ring of that many K steps (same header)
 };
 
 struct GemmShape {

@@ -18,6 +18,13 @@ constexpr const char *kMmaBf16 = "blockfuse_mma_m16n8k16_f32_bf16";
 // matrix r, whose 8 rows of 16 bytes start at the addresses lanes 8r..8r+7 pass.
 constexpr const char *kLdmatrixX4 = "blockfuse_ldmatrix_x4";
 constexpr const char *kLdmatrixX2 = "blockfuse_ldmatrix_x2";
+// The asynchronous copies of a multi-stage panel pipeline (schedules/panel_prefetch.h), one instruction each:
+// cp_async_16(shared_byte_address, global_pointer, src_bytes) -> 0 is cp.async.cg.shared.global of 16 bytes, the
+// bytes past src_bytes (0 or 16) zero-filled; cp_async_commit() -> 0 is cp.async.commit_group; cp_async_wait(n) -> 0
+// is cp.async.wait_group n (n a constant).
+constexpr const char *kCpAsync16 = "blockfuse_cp_async_16";
+constexpr const char *kCpAsyncCommit = "blockfuse_cp_async_commit";
+constexpr const char *kCpAsyncWait = "blockfuse_cp_async_wait";
 // Every extern of this family starts with this: the rewriter rejects one it does not know.
 constexpr const char *kExternPrefix = "blockfuse_";
 

@@ -235,7 +235,7 @@ std::string tensor_core_layer_launch_error(const KernelVariant &v, const BlockWo
     for (const auto &[name, value] : v.knobs)
         if (name.rfind(prefix, 0) == 0) g.knobs[name.substr(prefix.size())] = value;
     const GemmWorkload gemm = implicit_gemm_of(w.layers()[i]);
-    const std::string why = tensor_core_launch_error(g, gemm.m, gemm.n, limits);
+    const std::string why = tensor_core_launch_error(g, gemm.m, gemm.n, limits, w.layers()[i].c);
     return why.empty() ? "" : "layer " + std::to_string(i) + " (" + prefix + "): " + why;
 }
 }  // namespace

@@ -60,7 +60,7 @@ KernelVariant conv2d_tc_kernel_for(const Conv2dWorkload &w, Device device, const
 std::string conv2d_tc_launch_error(const KernelVariant &v, const Conv2dWorkload &w, const LaunchLimits &limits,
                                    const TcDepth &z) {
     const GemmWorkload g = implicit_gemm_of(w, z);
-    return tensor_core_launch_error(v, g.m, g.n, limits);
+    return tensor_core_launch_error(v, g.m, g.n, limits, w.c);
 }
 
 void run_conv2d_tc(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &t, const TcDepth &z,

@@ -157,7 +157,7 @@ GemmLaunch tensor_core_launch(const KernelVariant &v, long long m, long long n) 
     l.shape.grid[2] = kn.split_k;  // the accumulators' kernel (the epilogue's has one split)
     // The A and B panels of one K step (padded rows), and on OpenCL the emulation's block arrays too:
     // the accumulators and the fragments of one K step (schedules/gemm_schedule.cpp).
-    l.shape.shared_bytes = 2 * (bm + bn) * (kn.k_step + kn.pad);
+    l.shape.shared_bytes = 2 * (bm + bn) * (kn.k_step + kn.pad) * kn.stages;
     if (v.device == Device::opencl)
         l.shape.shared_bytes += 4 * bm * bn + 4 * (bm * kn.k_step / 2) + 4 * (bn * kn.k_step / 2);
     if (v.device == Device::cuda) l.registers = mma_ptx::register_cap(register_cap(v));
@@ -166,9 +166,15 @@ GemmLaunch tensor_core_launch(const KernelVariant &v, long long m, long long n) 
 
 GemmLaunch gemm_launch(const KernelVariant &v, const GemmWorkload &w) { return tensor_core_launch(v, w.m, w.n); }
 
-std::string tensor_core_launch_error(const KernelVariant &v, long long m, long long n, const LaunchLimits &limits) {
+std::string tensor_core_launch_error(const KernelVariant &v, long long m, long long n, const LaunchLimits &limits,
+                                     int channels) {
+    const GemmKnobs kn = gemm_knobs_from(v.knobs);
+    if (std::string why = gemm_knobs_error(kn); !why.empty()) return why;
+    if (kn.stages > 1 && channels % 8)
+        return fmt::format("stages = {} needs input channels that are a multiple of 8 (cp.async copies whole 16-byte "
+                           "rows of them), not {}",
+                           kn.stages, channels);
     if (v.device == Device::cpu) return "";
-    if (std::string why = gemm_knobs_error(gemm_knobs_from(v.knobs)); !why.empty()) return why;
     const GemmLaunch l = tensor_core_launch(v, m, n);
     std::string why = launch_limit_violation(l.shape, limits);
     if (why.empty() && 1LL * l.registers * l.shape.threads > limits.max_registers)

@@ -11,18 +11,35 @@
 namespace blockfuse::mma_ptx {
 namespace {
 
-enum class Op { mma_f16, mma_bf16, ldmatrix_x4, ldmatrix_x2 };
+enum class Op { mma_f16, mma_bf16, ldmatrix_x4, ldmatrix_x2, cp_async_16, cp_async_commit, cp_async_wait };
 
 std::optional<Op> known_extern(const std::string &name) {
     if (name == mma::kMmaF16) return Op::mma_f16;
     if (name == mma::kMmaBf16) return Op::mma_bf16;
     if (name == mma::kLdmatrixX4) return Op::ldmatrix_x4;
     if (name == mma::kLdmatrixX2) return Op::ldmatrix_x2;
+    if (name == mma::kCpAsync16) return Op::cp_async_16;
+    if (name == mma::kCpAsyncCommit) return Op::cp_async_commit;
+    if (name == mma::kCpAsyncWait) return Op::cp_async_wait;
     return std::nullopt;
 }
+const char *known_externs() {
+    return "blockfuse_mma_m16n8k16_f32_{f16,bf16}, blockfuse_ldmatrix_x{4,2}, blockfuse_cp_async_{16,commit,wait}";
+}
 bool is_mma(Op op) { return op == Op::mma_f16 || op == Op::mma_bf16; }
+// The asynchronous copies: one call, one instruction (no group).
+bool is_single(Op op) { return op == Op::cp_async_16 || op == Op::cp_async_commit || op == Op::cp_async_wait; }
 int members_of(Op op) { return op == Op::ldmatrix_x2 ? 2 : 4; }
-size_t params_of(Op op) { return is_mma(op) ? 8 : 2; }
+size_t params_of(Op op) {
+    switch (op) {
+    case Op::mma_f16:
+    case Op::mma_bf16: return 8;
+    case Op::cp_async_16: return 3;
+    case Op::cp_async_commit: return 0;
+    case Op::cp_async_wait: return 1;
+    default: return 2;
+    }
+}
 bool ours(const std::string &name) { return name.rfind(mma::kExternPrefix, 0) == 0; }
 
 std::string trim(const std::string &s) {
@@ -121,9 +138,8 @@ private:
         std::string name = std::regex_search(flat, m, name_re) ? m[1].str() : "";
         if (ours(name)) {
             if (!known_extern(name) || body)
-                throw RewriteError("(module)", "unknown blockfuse extern '" + name + "' (known: " + mma::kMmaF16 +
-                                                   ", " + mma::kMmaBf16 + ", " + mma::kLdmatrixX4 + ", " +
-                                                   mma::kLdmatrixX2 + ")");
+                throw RewriteError("(module)",
+                                   "unknown blockfuse extern '" + name + "' (known: " + known_externs() + ")");
         } else {
             out << text;
         }
@@ -221,7 +237,7 @@ private:
         }
         if (end == lines.size()) fail("call block not closed: " + trim(lines[i]));
         static const std::regex call_re(R"(^call(?:\.uni)?\s*\((\w+)\),\s*([A-Za-z_$][A-Za-z0-9_$]*),\s*\(([^)]*)\);)");
-        static const std::regex st_re(R"(^st\.param\.b32\s*\[param(\d+)\],\s*([^;]+);)");
+        static const std::regex st_re(R"(^st\.param\.b(?:32|64)\s*\[param(\d+)\],\s*([^;]+);)");
         static const std::regex ld_re(R"(^ld\.param\.b32\s*(%\w+),\s*\[(\w+)\];)");
         std::string callee, retval;
         std::map<int, std::string> params;
@@ -259,8 +275,12 @@ private:
         if (param_count != params_of(*op) || params.size() != param_count)
             fail(callee + " called with " + std::to_string(param_count) + " arguments (" +
                  std::to_string(params.size()) + " passed), expected " + std::to_string(params_of(*op)));
-        if (in.result.empty()) fail(callee + " call whose result is not read into a register");
         for (size_t p = 0; p < param_count; ++p) in.operands.push_back(params[int(p)]);
+        if (is_single(*op)) {
+            body.push_back(single(*op, in));
+            return end;
+        }
+        if (in.result.empty()) fail(callee + " call whose result is not read into a register");
         const std::string &idx = in.operands[0];
         if (idx.empty() || idx.find_first_not_of("0123456789") != std::string::npos)
             fail(callee + " register index '" + idx + "' is not a constant");
@@ -275,6 +295,55 @@ private:
             if (is_register(in.operands[p])) in.uses.insert(in.operands[p]);
         body.push_back(in);
         return end;
+    }
+
+    // An asynchronous-copy call as its instruction (a result read from it becomes 0). A copy is an ordinary
+    // instruction to the fusion (it reads its operand registers; its shared destination is a ring copy no
+    // ldmatrix of the same step reads); a commit or wait orders the copies, so nothing is fused across it.
+    Instr single(Op op, const Instr &call) {
+        Instr in;
+        // Immediate operands through scoped registers: %bf_s<i> 32-bit, %bf_d<i> 64-bit (the last one the global
+        // address).
+        int s32 = 0, s64 = 0;
+        std::vector<std::string> pre;
+        auto reg = [&](const std::string &v, bool wide) {
+            if (is_register(v)) return v;
+            const std::string t = (wide ? "%bf_d" : "%bf_s") + std::to_string(wide ? s64++ : s32++);
+            pre.push_back(std::string("\tmov.") + (wide ? "b64" : "b32") + " \t" + t + ", " + v + ";");
+            return t;
+        };
+        std::vector<std::string> text;
+        if (op == Op::cp_async_16) {
+            text.push_back("\t{");
+            const std::string dst = reg(call.operands[0], false), src = reg(call.operands[1], true),
+                              bytes = reg(call.operands[2], false);
+            const std::string global = "%bf_d" + std::to_string(s64);
+            if (s32) text.push_back("\t.reg .b32 \t%bf_s<" + std::to_string(s32) + ">;");
+            text.push_back("\t.reg .b64 \t%bf_d<" + std::to_string(s64 + 1) + ">;");
+            text.insert(text.end(), pre.begin(), pre.end());
+            text.push_back("\tcvta.to.global.u64 \t" + global + ", " + src + ";");
+            text.push_back("\tcp.async.cg.shared.global \t[" + dst + "], [" + global + "], 16, " + bytes + ";");
+            in.kind = Instr::plain;
+            for (const std::string &o : call.operands)
+                if (is_register(o)) in.uses.insert(o);
+            if (stats) stats->cp_async++;
+        } else if (op == Op::cp_async_commit) {
+            text.push_back("\tcp.async.commit_group;");
+            in.kind = Instr::split;
+        } else {
+            const std::string &n = call.operands[0];
+            if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos)
+                fail(std::string(mma::kCpAsyncWait) + " with '" + n + "', not a constant group count");
+            text.push_back("\tcp.async.wait_group \t" + n + ";");
+            in.kind = Instr::split;
+        }
+        if (!call.result.empty()) {
+            text.push_back("\tmov.b32 \t" + call.result + ", 0;");
+            in.defs.insert(call.result);
+        }
+        if (op == Op::cp_async_16) text.push_back("\t}");
+        in.lines = text;
+        return in;
     }
 
     std::string group_text(const Instr &m) const {

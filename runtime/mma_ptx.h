@@ -7,8 +7,12 @@
 //     => mma.sync.aligned.m16n8k16.row.col.f32.{f16.f16|bf16.bf16}.f32 {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3};
 //   N x blockfuse_ldmatrix_xN(r, address) -> register r   (r = 0..N-1, same address; N = 4 or 2)
 //     => ldmatrix.sync.aligned.m8n8.xN.shared.b16 {r0..}, [address];
+//   blockfuse_cp_async_16(shared_address, global_address, src_bytes)
+//     => cp.async.cg.shared.global [shared_address], [global_address], 16, src_bytes;
+//   blockfuse_cp_async_commit() => cp.async.commit_group;   blockfuse_cp_async_wait(n) => cp.async.wait_group n;
 //
-// and drops the externs' declarations. It is strict: a group split by a label, branch, barrier or store,
+// (the copies of schedules/panel_prefetch.h's multi-stage pipeline, one instruction each; their results, if read,
+// are 0), and drops the externs' declarations. It is strict: a group split by a label, branch, barrier or store,
 // a missing or duplicated member, a non-constant register index, operands it cannot order around the
 // fused instruction, any other blockfuse_ extern, or a call left over is an error naming the kernel (the
 // PTX .entry), never a module loaded with calls ptxas would reject or a silent fallback. Members need
@@ -32,7 +36,7 @@ struct RewriteError : std::runtime_error {
 };
 
 struct Stats {
-    int mma = 0, ldmatrix_x4 = 0, ldmatrix_x2 = 0;
+    int mma = 0, ldmatrix_x4 = 0, ldmatrix_x2 = 0, cp_async = 0;
     std::vector<std::string> kernels;  // entries that had at least one group
 };
 

@@ -15,6 +15,9 @@
     X(pad, 8, (0, 8), "b16 elements of padding per panel row: 8 makes ldmatrix rows conflict-free")                    \
     X(prefetch, 0, (0, 1),                                                                                             \
       "1: the next K step's panels loaded into registers while this step's mma run (K of more than one step)")         \
+    X(stages, 1, (1, 2, 3, 4),                                                                                         \
+      "shared-memory copies of the panels: 1 one per K step; 2-4 a ring filled by cp.async that many K steps "         \
+      "ahead (schedules/panel_prefetch.h)")                                                                            \
     X(split_k, 1, (1, 2, 4, 8),                                                                                        \
       "K split over this many blocks per output tile: f32 partial sums in a workspace, added by the epilogue's "       \
       "kernel")
@@ -43,6 +46,9 @@ inline std::string gemm_knobs_error(const GemmKnobs &kn) {
     if (kn.k_step <= 0 || kn.k_step % 16) return bad("k_step", kn.k_step, "must be a positive multiple of 16");
     if (kn.pad < 0 || kn.pad % 8) return bad("pad", kn.pad, "must be a non-negative multiple of 8 (16-byte rows)");
     if (kn.prefetch != 0 && kn.prefetch != 1) return bad("prefetch", kn.prefetch, "must be 0 or 1");
+    if (kn.stages < 1 || kn.stages > 8) return bad("stages", kn.stages, "must be 1 to 8");
+    if (kn.stages > 1 && kn.prefetch)
+        return bad("stages", kn.stages, "with prefetch = 1: the cp.async ring replaces the register prefetch");
     if (kn.split_k < 1 || kn.split_k > 64) return bad("split_k", kn.split_k, "must be 1 to 64");
     return "";
 }

@@ -147,21 +147,25 @@ void schedule_emulated(GemmFuncs &f, const GemmKnobs &kn, bool gpu) {
         acc.gpu_threads(f.lane, f.wn, f.wm);
         acc.update().gpu_threads(f.lane, f.wn, f.wm);
     }
-    if (f.prefetch && gpu)
-        throw CompileError("gemm: prefetch = 1 is for CUDA and the CPU (OpenCL's emulation keeps fragments per panel)");
+    const bool pipelined = f.prefetch || f.stages > 1;
+    if (pipelined && gpu)
+        throw CompileError("gemm: prefetch = 1 and stages > 1 are for CUDA and the CPU (OpenCL's emulation keeps "
+                           "fragments per panel)");
     for (Func panel : {f.a_panel, f.b_panel}) {
         panel.compute_at(acc, rko).store_in(block_memory).bound(panel.args()[0], 0, 8);
         // Prefetching (schedules/panel_prefetch.h) stores the next K step's panels after this step has read its
         // own: storage that outlives the step (here the whole K of the block's rows: Halide does not fold it).
         if (f.prefetch) panel.store_at(tile);
+        // A ring of stages keeps one K step's panels per copy, as on CUDA: the panel allocated inside the K loop,
+        // the pass lifts it out and makes the copies.
         if (gpu) spread_over_block(panel, kn);
     }
     // Fragments of the whole panel at once: with one K step of 16 at a time, Halide 21 (FuseGPUThreadLoops,
     // shared-allocation liveness by barrier stage, blind to the K-step loop's second iteration) gave the
-    // B fragments the A panel's shared memory while the A panel was still to be read. Prefetching (CPU only)
+    // B fragments the A panel's shared memory while the A panel was still to be read. Pipelining (CPU only)
     // needs both panels' loads ahead of every fragment, so there they are per K step of 16, as on CUDA.
     for (Func frag : {f.a_frag, f.b_frag}) {
-        frag.compute_at(acc, f.prefetch ? rki : rko).store_in(block_memory);
+        frag.compute_at(acc, pipelined ? rki : rko).store_in(block_memory);
         if (gpu) {
             Var r = frag.args()[0], l = frag.args()[1], t3 = frag.args()[2], w = frag.args()[3], kt = frag.args()[5];
             frag.reorder(r, t3, kt, l, w).gpu_threads(l, w);
@@ -171,21 +175,28 @@ void schedule_emulated(GemmFuncs &f, const GemmKnobs &kn, bool gpu) {
 }  // namespace
 
 void schedule_gemm(GemmFuncs &f, const GemmKnobs &kn, const Target &target) {
+
     // A K loop of one step (a static K within one panel) has no next step: Halide drops the loop, and the
-    // knob makes the same kernel as prefetch = 0.
-    f.prefetch = kn.prefetch != 0 && !is_const_one(simplify(f.rk.y.extent()));
+    // knobs make the same kernel as prefetch = 0, stages = 1.
+    const bool one_step = is_const_one(simplify(f.rk.y.extent()));
+    f.prefetch = kn.prefetch != 0 && !one_step;
+    f.stages = one_step ? 1 : kn.stages;
     if (target.has_feature(Target::CUDA)) schedule_gemm_cuda(f, kn);
     else schedule_emulated(f, kn, target.has_feature(Target::OpenCL));
 }
 
 void add_gemm_lowering(Pipeline p, const Target &target, const std::string &kernel,
                        const std::vector<GemmFuncs> &gemms) {
-    std::vector<PanelLoop> prefetched;
-    for (const GemmFuncs &g : gemms)
-        if (g.prefetch)
-            prefetched.push_back({g.acc.name() + ".s1." + g.rk.y.name(), {g.a_panel.name(), g.b_panel.name()}});
+    std::vector<PanelLoop> prefetched, staged;
+    for (const GemmFuncs &g : gemms) {
+        const PanelLoop loop{g.acc.name() + ".s1." + g.rk.y.name(), {g.a_panel.name(), g.b_panel.name()}, g.stages};
+        if (g.prefetch) prefetched.push_back(loop);
+        if (g.stages > 1) staged.push_back(loop);
+    }
     // Before the mma pass: it then sees the K loop as it will run.
     if (!prefetched.empty()) p.add_custom_lowering_pass(make_panel_prefetch_pass(kernel, prefetched));
+    if (!staged.empty())
+        p.add_custom_lowering_pass(make_panel_pipeline_pass(kernel, staged, target.has_feature(Target::CUDA)));
     if (!target.has_feature(Target::CUDA) || gemms.empty()) return;
     std::vector<std::string> accumulators;
     for (const GemmFuncs &g : gemms) accumulators.push_back(g.acc.name());

@@ -81,10 +81,15 @@ def steps_of(counts, want):
 
 
 def gemm_expectation(knobs, n=None):
-    """What a GEMM entry of this tiling holds: (HMMA, LDSM.x4, LDSM.x2) per K step, the step's name, and whether its
-    loop may be gone (n: a generated kernel's layer, whose N and K are static: one K step needs no loop)."""
+    """What a GEMM entry of this tiling holds: (HMMA, LDSM.x4, LDSM.x2) per K step, the step's name, whether its
+    loop may be gone (n: a generated kernel's layer, whose N and K are static: one K step needs no loop), and its
+    panel pipeline: (stages, 16-byte panel vectors a thread copies per K step)."""
     want, k_step = expected_counts(knobs, n)
-    return want, f"K step(s) of {k_step}", n is not None
+    bm = int(knobs["warp_m"]) * int(knobs.get("warps_m", 2))
+    bn = int(knobs["warp_n"]) * int(knobs.get("warps_n", 2))
+    threads = 32 * int(knobs.get("warps_m", 2)) * int(knobs.get("warps_n", 2))
+    vectors = -(-(bm + bn) * (k_step // 8) // threads)
+    return want, f"K step(s) of {k_step}", n is not None, (int(knobs.get("stages", 1)), vectors)
 
 
 def fused_tc_expectation(params, knobs):
@@ -115,7 +120,8 @@ def check_entry(name, func, usage, cap, expect):
           f"(ptxas' own subroutines: the epilogue's IEEE division slow path)")
     if expect is None:
         return [f"{hmma} HMMA in a kernel without tensor-core layers"] if hmma or x4 or x2 else []
-    want, step_name, static = expect
+    want, step_name, static = expect[:3]
+    stages, vectors = expect[3] if len(expect) > 3 else (None, 0)
     bad = []
     k_loops = [(s, e, o) for s, e, o in sass_mix.loops(func) if any(x.startswith("HMMA") for x in o)]
     for s, e, o in k_loops:
@@ -125,6 +131,18 @@ def check_entry(name, func, usage, cap, expect):
         print(f"  K loop 0x{s:04x}-0x{e:04x}: {len(o)} instructions for {steps} {step_name}: {mix}")
         if not steps:
             bad.append(f"K loop HMMA/LDSM.x4/LDSM.x2 {cnt}, not whole {step_name} of {want}")
+        copies = sum(x.startswith("LDGSTS") for x in o)
+        if stages is not None and stages > 1:
+            # The cp.async ring (schedules/panel_prefetch.h): each step's copies without registers, one wait and
+            # one barrier a step, no shared store.
+            barriers = sum(x.startswith("BAR.SYNC") for x in o)
+            waits = sum(x.startswith("DEPBAR") for x in o)
+            stores = sum(x.startswith("STS") for x in o)
+            if steps and (copies != steps * vectors or barriers != steps or waits != steps or stores):
+                bad.append(f"K loop of a {stages}-stage ring: LDGSTS {copies}, BAR {barriers}, DEPBAR {waits}, STS "
+                           f"{stores} (expected {vectors}, 1, 1, 0 per step)")
+        elif stages is not None and copies:
+            bad.append(f"{copies} LDGSTS in the K loop of a one-stage tiling")
         if c.get("CALL", 0):
             bad.append("a CALL in the K loop")
     if spill != (0, 0) or u.get("stack", 0):

@@ -50,6 +50,36 @@ TEST_CASE("the panel prefetch on the emulated implicit GEMMs: conv2d shapes and 
         check_with_knobs(key, kLayerByLayerTc, {{"tc0_prefetch", 1}, {"tc1_prefetch", 1}, {"tc2_prefetch", 1}}, seed);
 }
 
+// The multi-stage panel ring (schedules/panel_prefetch.h, knob stages): each K step's panels copied stages - 1 steps
+// ahead into their copy of the ring (plain stores here, cp.async on CUDA), zeros past the last step; the gather of
+// every window, stride, dilation and padding, with and without split K, and the block layers. Channels that are no
+// multiple of 8 (the stem's 3) are refused before launch: cp.async copies whole 16-byte rows.
+TEST_CASE(
+    "the cp.async panel ring on the emulated implicit GEMMs: conv2d shapes and blocks match the float64 reference",
+    "[conv2d_tc][blocks][cpu]") {
+    install_halide_error_handler();
+    const uint64_t seed = std::random_device{}();
+    for (const auto &key : test::conv2d_tc_shapes())
+        for (const auto &[stages, split] : {std::pair{2, 1}, std::pair{3, 2}, std::pair{4, 1}}) {
+            const std::map<std::string, int> knobs{{"stages", stages}, {"split_k", split}};
+            if (parse_conv2d(key).c % 8) {
+                const KernelVariant *v = kernel_with_knobs(key, kTensorCores, Device::cpu, knobs, 0, "test");
+                CHECK_THAT(conv2d_tc_launch_error(*v, parse_conv2d(key), launch_limits(Device::cpu)),
+                           Catch::Contains("stages = " + std::to_string(stages) +
+                                           " needs input channels that are a multiple of 8"));
+                continue;
+            }
+            REQUIRE(check_with_knobs(key, kTensorCores, knobs, seed)->knob("stages") == stages);
+        }
+    // Dense layers with K of more than one step of 32 and input channels multiples of 8: FusedMBConv c=8 (3x3
+    // expand K = 72), ConvFirst c=64 (K = 64, 256), MBConv c=24 e=6 (project K = 144), FFN c=16.
+    for (const std::string key : {"fused_mbconv:n=2,c=8,h=7,w=9,e=2,k=3,stride=1,act=silu,dtype=bf16",
+                                  "convfirst:n=1,c=64,h=5,w=7,e=4,k=3,stride=1,act=relu,dtype=f16",
+                                  "mbconv:n=2,c=24,h=7,w=13,e=6,k=3,stride=1,act=relu6,dtype=bf16",
+                                  "ffn:n=3,c=16,h=1,w=9,e=4,act=relu,dtype=f16"})
+        check_with_knobs(key, kLayerByLayerTc, {{"tc0_stages", 3}, {"tc1_stages", 2}, {"tc2_stages", 4}}, seed);
+}
+
 // Split K (schedules/gemm_knobs.h split_k): the partial sums of each split in the workspace, added by the epilogue.
 // Splits of 2 and 3 (3 leaves the last split past K on most shapes: its panels must read zeros), with and without
 // the prefetch; a conv3d (the depth taps split over blocks) and the block layers (their residual) too.

@@ -26,6 +26,7 @@ std::string read(const std::string &path) {
 }
 
 std::string fixture() { return read(BLOCKFUSE_SOURCE_DIR "/tests/data/mma_callseq.ptx"); }
+std::string cp_async_fixture() { return read(BLOCKFUSE_SOURCE_DIR "/tests/data/cp_async_callseq.ptx"); }
 
 // The `{ // callseq N, 0 ... } // callseq N` block of call N.
 std::pair<size_t, size_t> block(const std::string &ptx, int n) {
@@ -71,12 +72,43 @@ std::string shape_of(const std::string &blk) {
     s = std::regex_replace(s, std::regex(R"(callseq [0-9]+)"), "callseq N");
     return std::regex_replace(s, std::regex(R"(\[param0\], [0-9]+)"), "[param0], I");
 }
-std::set<std::string> blockfuse_call_shapes(const std::string &ptx) {
+// The shapes of the call blocks of externs whose names start with `prefix`.
+std::set<std::string> blockfuse_call_shapes(const std::string &ptx, const std::string &prefix = "blockfuse_") {
     std::set<std::string> out;
     static const std::regex re(R"(\t\{ // callseq ([0-9]+), 0\n[\s\S]*?\} // callseq \1\n)");
     for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), re); it != std::sregex_iterator(); ++it)
-        if (it->str().find("blockfuse_") != std::string::npos) out.insert(shape_of(it->str()));
+        if (it->str().find(prefix) != std::string::npos) out.insert(shape_of(it->str()));
     return out;
+}
+
+// The device code of a named CUDA gemm variant, as this build's gemm generator makes it (as the kernel cache does).
+std::string emitted_ptx(const std::string &variant) {
+    const KernelVariant *v = find_data_variant(variant);
+    REQUIRE(v != nullptr);
+    const KernelRequest r = v->request();
+    REQUIRE(!generator_dir().empty());
+    const std::string dir = BLOCKFUSE_TEST_TMP "/mma_ptx_emitted";
+    std::filesystem::create_directories(dir);
+    std::vector<std::string> cmd{
+        generator_dir() + "/gemm.generator", "-g", "gemm", "-e", "device_code", "-o", dir, "-n", variant, "-f", variant,
+        "target=" + r.target + "-no_runtime"};
+    cmd.insert(cmd.end(), r.params.begin(), r.params.end());
+    const ProcessResult pr = run_process(cmd, dir + "/" + variant + ".log", 600);
+    INFO("see " << dir << "/" << variant << ".log");
+    REQUIRE(pr.ok());
+    return read(dir + "/" + variant + ".device_code");
+}
+
+// Every shape of `built` is in `fixed` and the other way round.
+void require_same_shapes(const std::set<std::string> &built, const std::set<std::string> &fixed) {
+    for (const auto &s : built) {
+        INFO("emitted by this build, not in the fixture:\n" << s);
+        CHECK(fixed.count(s) == 1);
+    }
+    for (const auto &s : fixed) {
+        INFO("in the fixture, not emitted by this build:\n" << s);
+        CHECK(built.count(s) == 1);
+    }
 }
 
 }  // namespace
@@ -109,45 +141,52 @@ TEST_CASE("the fixture has the callseq shape the current build emits", "[mma_ptx
     // params, as the kernel cache makes it), must hold exactly the fixture's call shapes for these externs:
     // if the LLVM in the Halide wheel prints them differently, this fails (and the fixture and the
     // rewriter must follow).
-    const KernelVariant *v = find_data_variant("gemm_a_f16_cuda");
-    REQUIRE(v != nullptr);
-    const KernelRequest r = v->request();
-    REQUIRE(!generator_dir().empty());
-    const std::string dir = BLOCKFUSE_TEST_TMP "/mma_ptx_emitted";
-    std::filesystem::create_directories(dir);
-    std::vector<std::string> cmd{generator_dir() + "/gemm.generator",
-                                 "-g",
-                                 "gemm",
-                                 "-e",
-                                 "device_code",
-                                 "-o",
-                                 dir,
-                                 "-n",
-                                 "gemm_a",
-                                 "-f",
-                                 "gemm_a",
-                                 "target=" + r.target + "-no_runtime"};
-    cmd.insert(cmd.end(), r.params.begin(), r.params.end());
-    const ProcessResult pr = run_process(cmd, dir + "/generate.log", 600);
-    INFO("see " << dir << "/generate.log");
-    REQUIRE(pr.ok());
-    const std::string ptx = read(dir + "/gemm_a.device_code");
-    const std::set<std::string> built = blockfuse_call_shapes(ptx), fixed = blockfuse_call_shapes(fixture());
+    const std::string ptx = emitted_ptx("gemm_a_f16_cuda");
+    const std::set<std::string> fixed = blockfuse_call_shapes(fixture());
     REQUIRE(fixed.size() == 2);  // ldmatrix.x4, mma f16
-    for (const auto &s : built) {
-        INFO("emitted by this build, not in the fixture:\n" << s);
-        CHECK(fixed.count(s) == 1);
-    }
-    for (const auto &s : fixed) {
-        INFO("in the fixture, not emitted by this build:\n" << s);
-        CHECK(built.count(s) == 1);
-    }
+    require_same_shapes(blockfuse_call_shapes(ptx), fixed);
     // The declarations, as emitted.
     for (const std::string decl :
          {".extern .func  (.param .b32 func_retval0) blockfuse_ldmatrix_x4\n(\n\t.param .b32 "
           "blockfuse_ldmatrix_x4_param_0,\n\t.param .b32 blockfuse_ldmatrix_x4_param_1\n)\n;\n",
           ".extern .func  (.param .b32 func_retval0) blockfuse_mma_m16n8k16_f32_f16\n(\n"})
         CHECK(ptx.find(decl) != std::string::npos);
+}
+
+TEST_CASE("the asynchronous copies become cp.async, commit_group and wait_group; the fixture is what the build emits",
+          "[mma_ptx]") {
+    mma_ptx::Stats st;
+    const std::string out = mma_ptx::rewrite(cp_async_fixture(), &st);
+    CHECK(st.cp_async == 2);
+    CHECK(out.find("blockfuse_") == std::string::npos);
+    // Register operands as they are; a constant byte count through a scoped register; the source made global.
+    CHECK(out.find("\tcvta.to.global.u64 \t%bf_d0, %rd3;\n\tcp.async.cg.shared.global \t[%r3], [%bf_d0], 16, %r2;\n"
+                   "\tmov.b32 \t%r4, 0;") != std::string::npos);
+    CHECK(out.find("\tmov.b32 \t%bf_s0, 16;") != std::string::npos);
+    CHECK(out.find("cp.async.cg.shared.global \t[%r5], [%bf_d0], 16, %bf_s0;") != std::string::npos);
+    CHECK(out.find("\tcp.async.commit_group;\n\tmov.b32 \t%r7, 0;") != std::string::npos);
+    CHECK(out.find("\tcp.async.wait_group \t1;\n\tmov.b32 \t%r8, 0;") != std::string::npos);
+    // A three-stage ring's kernel as this build emits it holds exactly the fixture's call shapes.
+    const std::set<std::string> fixed = blockfuse_call_shapes(cp_async_fixture());
+    REQUIRE(fixed.size() == 4);  // two copies (byte count in a register, constant), commit, wait
+    require_same_shapes(blockfuse_call_shapes(emitted_ptx("gemm_t_f16_cuda"), "blockfuse_cp_async"), fixed);
+}
+
+TEST_CASE("malformed asynchronous copies are refused with an error naming the kernel", "[mma_ptx]") {
+    const std::string f = cp_async_fixture();
+    SECTION("a wait whose group count is not a constant") {
+        require_refused(replace_in_block(f, 3, "[param0], 1", "[param0], %r2"),
+                        "blockfuse_cp_async_wait with '%r2', not a constant group count");
+    }
+    SECTION("a copy with the wrong arity") {
+        require_refused(replace_in_block(f, 0, "(param0, param1, param2);", "(param0, param1);"),
+                        "blockfuse_cp_async_16 called with 2 arguments (3 passed), expected 3");
+    }
+    SECTION("a commit inside an mma group") {
+        auto [a, b] = block(f, 2);
+        require_refused(insert_after_block(fixture(), 9, f.substr(a, b - a - 1)),
+                        "is split by 'cp.async.commit_group;'");
+    }
 }
 
 TEST_CASE("malformed groups are refused with an error naming the kernel", "[mma_ptx]") {
