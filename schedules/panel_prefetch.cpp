@@ -276,15 +276,18 @@ private:
         Expr v = st->value, cond = const_true();
         for (;;) {
             if (const Select *sel = v.as<Select>()) {
-                if (!is_const_zero(sel->false_value))
-                    fail(where + " selects a value other than zero where it reads nothing (cp.async fills zeros)");
+                // The zero on either side (the simplifier puts it where it likes).
+                const bool zero_true = is_const_zero(sel->true_value);
+                if (!zero_true && !is_const_zero(sel->false_value))
+                    fail(where + " selects between two values that are not zero (cp.async can only fill zeros): " +
+                         text(st->value));
                 Expr c = sel->condition;
                 if (const Broadcast *b = c.as<Broadcast>()) c = b->value;
                 if (!c.type().is_scalar())
                     fail(where + " reads under a condition that differs between the row's elements (cp.async copies "
                                  "whole 16-byte rows: channels a multiple of 8)");
-                cond = cond && c;
-                v = sel->true_value;
+                cond = cond && (zero_true ? !c : c);
+                v = zero_true ? sel->false_value : sel->true_value;
             } else if (const Reinterpret *r = v.as<Reinterpret>()) {
                 v = r->value;
             } else {
@@ -327,7 +330,9 @@ private:
         if (!stage_elements.count(st->name)) fail("the panel loads store into " + st->name + ", not a panel");
         if (!is_const_one(st->predicate)) fail("the store into " + st->name + " is predicated");
         const Expr index = in_stage(st->name, st->index, stage);
-        if (!async)
+        // A row known to be zero (past N or in the padding, where the simplifier proved it) stays a plain store: the
+        // copy it writes is not read before the barrier that makes it visible.
+        if (!async || is_const_zero(st->value))
             return Store::make(st->name, select(valid, st->value, zero_of(st->value.type())), index, st->param,
                                st->predicate, ModulusRemainder());
         auto [ld, cond] = global_row(st);
