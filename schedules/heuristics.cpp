@@ -469,7 +469,10 @@ namespace {
 // against 0.194-0.196 on 2 x 2 warps (docs/tensor-cores.md). The panel prefetch
 // wherever its registers fit beside the accumulators (4 per 16-byte vector a thread loads, at most 176 with the
 // accumulators): on 32 x 64 warp tiles of 1-2 warps it measured 1.11-1.27x on most dense conv2d rows (0.87x on
-// one), on 2 x 2 warps of 64 x 64 with K steps of 64 (254 registers) 0.90-0.98x, so not there. Where the smallest
+// one), on 2 x 2 warps of 64 x 64 with K steps of 64 (254 registers) 0.90-0.98x, so not there. One panel stage: the
+// cp.async ring (knob stages) measured 0.59-1.36x against the best one-stage tiling of the same row, with no rule of
+// the shape between its wins and losses (H200, 2026-12-03, bench/results/h200/cp-async/), so it comes from the
+// tuner's records only. Where the smallest
 // tiles still leave SMs idle, K is split over up to 8 blocks per tile (split_k, schedules/gemm_knobs.h).
 // OpenCL and the CPU run the emulation (fragments in shared memory or block arrays): 32 x 32 warp tiles keep
 // OpenCL's block within 48 KB.
