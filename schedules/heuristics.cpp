@@ -143,15 +143,20 @@ std::map<std::string, int> layer_mapping_for(const Conv2dWorkload &l, DType dtyp
 
 // The CPU register tile of one layer. f32 lanes: one AVX-512 register where the host has it, else
 // AVX's 8. A dense or 1x1 layer keeps vec_k vectors of output channels x tile pixels of accumulators,
-// about 24 of the 32 vector registers (the rest: the step's weight vectors), the channel vectors
-// chosen to divide K where they can (a partial last tile is recomputed in part); a depthwise layer
+// about three quarters of the vector registers (24 of AVX-512's 32, 12 of AVX2's 16; the rest: the
+// step's weight vectors and the broadcast input), at least 4 pixels a tile, the channel vectors chosen
+// to divide K where they can (a partial last tile is recomputed in part). On an AVX2 host (AMD EPYC,
+// 2 cores, 2026-12-03) 24 accumulators spilled: 3x3 C=K=64 28x28 N=2 f32 1.72 ms, against 0.78 for the
+// tuner's 10 (bench/results/cpu/avx2/). A depthwise layer
 // one vector of channels x 4 pixels, its window unrolled, reading the input directly (staging it
 // cost 1.4x in the tuner on dw3x3 c=144 28x28 n=8); a grouped layer one vector of channels within
 // one group where the group's width allows (its lanes then share one broadcast input value: 2.4 ms
 // against 18.8 with four 16-lane vectors spanning 8 groups, 3x3 c=128 k=256 g=32 28x28), the window
 // innermost. Rows per task: enough tasks for every core several times over.
 std::map<std::string, int> cpu_mapping(const Conv2dWorkload &l) {
-    int lanes = host_target().find("avx512") != std::string::npos ? 16 : 8;
+    const bool avx512 = host_target().find("avx512") != std::string::npos;
+    int lanes = avx512 ? 16 : 8;
+    const int accumulators = (avx512 ? 32 : 16) * 3 / 4;
     const int ow = l.out_w(), oh = l.out_h();
     int vec_k = 1, tx = 1, ty = 1, window_inner = 0, stage_input = 1;
     if (l.kind() == ConvKindTag::depthwise) {
@@ -164,11 +169,11 @@ std::map<std::string, int> cpu_mapping(const Conv2dWorkload &l) {
         window_inner = 1;
     } else {
         for (int v : {4, 3, 2, 1})
-            if (l.k >= v * lanes && (l.k % (v * lanes) == 0 || v == 1)) {
+            if ((accumulators / v >= 4 || v == 1) && l.k >= v * lanes && (l.k % (v * lanes) == 0 || v == 1)) {
                 vec_k = v;
                 break;
             }
-        const int budget = 24 / vec_k;  // pixels per tile
+        const int budget = accumulators / vec_k;  // pixels per tile
         // the widest row of pixels within the budget that wastes the fewest columns, then rows
         double best = -1;
         for (int x = 1; x <= std::min(budget, ow); ++x) {
