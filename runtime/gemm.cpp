@@ -155,8 +155,8 @@ GemmLaunch tensor_core_launch(const KernelVariant &v, long long m, long long n) 
     l.shape.grid[0] = ceil_div(n, bn);
     l.shape.grid[1] = ceil_div(m, bm);
     l.shape.grid[2] = kn.split_k;  // the accumulators' kernel (the epilogue's has one split)
-    // The A and B panels of one K step (padded rows), and on OpenCL the emulation's block arrays too:
-    // the accumulators and the fragments of one K step (schedules/gemm_schedule.cpp).
+    // The A and B panels of one K step (padded rows), once per copy of the cp.async ring, and on OpenCL the
+    // emulation's block arrays too: the accumulators and the fragments of one K step (schedules/gemm_schedule.cpp).
     l.shape.shared_bytes = 2 * (bm + bn) * (kn.k_step + kn.pad) * kn.stages;
     if (v.device == Device::opencl)
         l.shape.shared_bytes += 4 * bm * bn + 4 * (bm * kn.k_step / 2) + 4 * (bn * kn.k_step / 2);

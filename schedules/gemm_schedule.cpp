@@ -175,7 +175,6 @@ void schedule_emulated(GemmFuncs &f, const GemmKnobs &kn, bool gpu) {
 }  // namespace
 
 void schedule_gemm(GemmFuncs &f, const GemmKnobs &kn, const Target &target) {
-
     // A K loop of one step (a static K within one panel) has no next step: Halide drops the loop, and the
     // knobs make the same kernel as prefetch = 0, stages = 1.
     const bool one_step = is_const_one(simplify(f.rk.y.extent()));
