@@ -7,24 +7,29 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <utility>
 
 namespace blockfuse::mma_ptx {
 namespace {
 
 enum class Op { mma_f16, mma_bf16, ldmatrix_x4, ldmatrix_x2, cp_async_16, cp_async_commit, cp_async_wait };
 
+// The externs the rewrite knows, once: their names and what each stands for.
+constexpr std::pair<const char *, Op> kExterns[] = {
+    {mma::kMmaF16, Op::mma_f16},           {mma::kMmaBf16, Op::mma_bf16},
+    {mma::kLdmatrixX4, Op::ldmatrix_x4},   {mma::kLdmatrixX2, Op::ldmatrix_x2},
+    {mma::kCpAsync16, Op::cp_async_16},    {mma::kCpAsyncCommit, Op::cp_async_commit},
+    {mma::kCpAsyncWait, Op::cp_async_wait}};
+
 std::optional<Op> known_extern(const std::string &name) {
-    if (name == mma::kMmaF16) return Op::mma_f16;
-    if (name == mma::kMmaBf16) return Op::mma_bf16;
-    if (name == mma::kLdmatrixX4) return Op::ldmatrix_x4;
-    if (name == mma::kLdmatrixX2) return Op::ldmatrix_x2;
-    if (name == mma::kCpAsync16) return Op::cp_async_16;
-    if (name == mma::kCpAsyncCommit) return Op::cp_async_commit;
-    if (name == mma::kCpAsyncWait) return Op::cp_async_wait;
+    for (const auto &[n, op] : kExterns)
+        if (name == n) return op;
     return std::nullopt;
 }
-const char *known_externs() {
-    return "blockfuse_mma_m16n8k16_f32_{f16,bf16}, blockfuse_ldmatrix_x{4,2}, blockfuse_cp_async_{16,commit,wait}";
+std::string known_externs() {
+    std::string out;
+    for (const auto &[n, op] : kExterns) out += (out.empty() ? "" : ", ") + std::string(n);
+    return out;
 }
 bool is_mma(Op op) { return op == Op::mma_f16 || op == Op::mma_bf16; }
 // The asynchronous copies: one call, one instruction (no group).
@@ -48,6 +53,34 @@ std::string trim(const std::string &s) {
 }
 
 bool is_register(const std::string &operand) { return !operand.empty() && operand[0] == '%'; }
+bool is_constant(const std::string &operand) {
+    return !operand.empty() && operand.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// Immediate operands of a rewritten instruction through registers declared in a scope of its own (mma.sync and
+// cp.async take registers): %bf_s<i> 32-bit, %bf_d<i> 64-bit.
+struct ScopedTemps {
+    std::vector<std::string> movs;
+    int b32 = 0, b64 = 0;
+    std::string reg(const std::string &v, bool wide = false) {
+        if (is_register(v)) return v;
+        const std::string t = wide ? fresh64() : "%bf_s" + std::to_string(b32++);
+        movs.push_back(std::string("\tmov.") + (wide ? "b64" : "b32") + " \t" + t + ", " + v + ";");
+        return t;
+    }
+    std::string fresh64() { return "%bf_d" + std::to_string(b64++); }  // a 64-bit temporary the text writes
+    // `text` after the immediates are set, in a scope declaring the temporaries; as it is without any.
+    std::vector<std::string> scoped(const std::vector<std::string> &text) const {
+        if (!b32 && !b64) return text;
+        std::vector<std::string> out{"\t{"};
+        if (b32) out.push_back("\t.reg .b32 \t%bf_s<" + std::to_string(b32) + ">;");
+        if (b64) out.push_back("\t.reg .b64 \t%bf_d<" + std::to_string(b64) + ">;");
+        out.insert(out.end(), movs.begin(), movs.end());
+        out.insert(out.end(), text.begin(), text.end());
+        out.push_back("\t}");
+        return out;
+    }
+};
 
 std::set<std::string> registers_in(const std::string &text) {
     std::set<std::string> out;
@@ -282,8 +315,7 @@ private:
         }
         if (in.result.empty()) fail(callee + " call whose result is not read into a register");
         const std::string &idx = in.operands[0];
-        if (idx.empty() || idx.find_first_not_of("0123456789") != std::string::npos)
-            fail(callee + " register index '" + idx + "' is not a constant");
+        if (!is_constant(idx)) fail(callee + " register index '" + idx + "' is not a constant");
         in.index = std::stoi(idx);
         if (in.index >= members_of(*op))
             fail(callee + " register index " + idx + " out of range 0.." + std::to_string(members_of(*op) - 1));
@@ -302,25 +334,11 @@ private:
     // ldmatrix of the same step reads); a commit or wait orders the copies, so nothing is fused across it.
     Instr single(Op op, const Instr &call) {
         Instr in;
-        // Immediate operands through scoped registers: %bf_s<i> 32-bit, %bf_d<i> 64-bit (the last one the global
-        // address).
-        int s32 = 0, s64 = 0;
-        std::vector<std::string> pre;
-        auto reg = [&](const std::string &v, bool wide) {
-            if (is_register(v)) return v;
-            const std::string t = (wide ? "%bf_d" : "%bf_s") + std::to_string(wide ? s64++ : s32++);
-            pre.push_back(std::string("\tmov.") + (wide ? "b64" : "b32") + " \t" + t + ", " + v + ";");
-            return t;
-        };
+        ScopedTemps temps;
         std::vector<std::string> text;
         if (op == Op::cp_async_16) {
-            text.push_back("\t{");
-            const std::string dst = reg(call.operands[0], false), src = reg(call.operands[1], true),
-                              bytes = reg(call.operands[2], false);
-            const std::string global = "%bf_d" + std::to_string(s64);
-            if (s32) text.push_back("\t.reg .b32 \t%bf_s<" + std::to_string(s32) + ">;");
-            text.push_back("\t.reg .b64 \t%bf_d<" + std::to_string(s64 + 1) + ">;");
-            text.insert(text.end(), pre.begin(), pre.end());
+            const std::string dst = temps.reg(call.operands[0]), src = temps.reg(call.operands[1], true),
+                              bytes = temps.reg(call.operands[2]), global = temps.fresh64();
             text.push_back("\tcvta.to.global.u64 \t" + global + ", " + src + ";");
             text.push_back("\tcp.async.cg.shared.global \t[" + dst + "], [" + global + "], 16, " + bytes + ";");
             in.kind = Instr::plain;
@@ -332,8 +350,7 @@ private:
             in.kind = Instr::split;
         } else {
             const std::string &n = call.operands[0];
-            if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos)
-                fail(std::string(mma::kCpAsyncWait) + " with '" + n + "', not a constant group count");
+            if (!is_constant(n)) fail(std::string(mma::kCpAsyncWait) + " with '" + n + "', not a constant group count");
             text.push_back("\tcp.async.wait_group \t" + n + ";");
             in.kind = Instr::split;
         }
@@ -341,8 +358,7 @@ private:
             text.push_back("\tmov.b32 \t" + call.result + ", 0;");
             in.defs.insert(call.result);
         }
-        if (op == Op::cp_async_16) text.push_back("\t}");
-        in.lines = text;
+        in.lines = temps.scoped(text);
         return in;
     }
 
@@ -472,14 +488,8 @@ private:
     // The fused instruction's text; immediate operands go through scoped temporaries (mma takes registers).
     std::vector<std::string> instruction(const std::vector<Instr> &body, const std::vector<int> &g) {
         const Instr &m0 = body[g[0]];
-        std::vector<std::string> pre;
-        int temps = 0;
-        auto reg = [&](const std::string &v) {
-            if (is_register(v)) return v;
-            const std::string t = "%bf_imm" + std::to_string(temps++);
-            pre.push_back("\tmov.b32 \t" + t + ", " + v + ";");
-            return t;
-        };
+        ScopedTemps temps;
+        auto reg = [&](const std::string &v) { return temps.reg(v); };
         auto list = [](const std::vector<std::string> &v) {
             std::string s = "{";
             for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
@@ -503,12 +513,7 @@ private:
                    ", [" + m0.operands[1] + "];";
             if (stats) (x4 ? stats->ldmatrix_x4 : stats->ldmatrix_x2)++;
         }
-        if (pre.empty()) return {text};
-        std::vector<std::string> out{"\t{", "\t.reg .b32 \t%bf_imm<" + std::to_string(temps) + ">;"};
-        out.insert(out.end(), pre.begin(), pre.end());
-        out.push_back(text);
-        out.push_back("\t}");
-        return out;
+        return temps.scoped({text});
     }
 };
 

@@ -223,9 +223,6 @@ private:
     }
 };
 
-// Zero of a store's value type.
-Expr zero_of(const Type &t) { return make_zero(t); }
-
 // The multi-stage ring (schedules/panel_prefetch.h): the panels' allocations hold `stages` copies; K step p's loads
 // go to copy p % stages, issued stages - 1 steps ahead of the step that reads them.
 class PanelPipeline : public KLoopPass {
@@ -255,11 +252,17 @@ private:
                        ? Stmt(op)
                        : Allocate::make(op->name, op->type, op->memory_type, op->extents, op->condition, body,
                                         op->new_expr, op->free_function, op->padding);
-        std::vector<Expr> extents = op->extents;  // flat by now: the copies, outermost, scale the last
-        extents.back() = simplify(extents.back() * it->second);
+        const int stages = it->second;
         staged.erase(it);
-        return Allocate::make(op->name, op->type, op->memory_type, extents, op->condition, body, op->new_expr,
-                              op->free_function, op->padding);
+        return with_copies(op, body, stages);
+    }
+
+    // `a` holding `stages` copies of itself (the copies outermost: its flat last extent scaled) around `body`.
+    static Stmt with_copies(const Allocate *a, const Stmt &body, int stages) {
+        std::vector<Expr> extents = a->extents;
+        extents.back() = simplify(extents.back() * stages);
+        return Allocate::make(a->name, a->type, a->memory_type, extents, a->condition, body, a->new_expr,
+                              a->free_function, a->padding);
     }
 
     // `index` moved to copy `stage` of its allocation.
@@ -333,7 +336,7 @@ private:
         // A row known to be zero (past N or in the padding, where the simplifier proved it) stays a plain store: the
         // copy it writes is not read before the barrier that makes it visible.
         if (!async || is_const_zero(st->value))
-            return Store::make(st->name, select(valid, st->value, zero_of(st->value.type())), index, st->param,
+            return Store::make(st->name, select(valid, st->value, make_zero(st->value.type())), index, st->param,
                                st->predicate, ModulusRemainder());
         auto [ld, cond] = global_row(st);
         const Ramp *dst = index.as<Ramp>();
@@ -440,9 +443,7 @@ private:
         for (const Allocate *a : lifted) {
             sizes.pop(a->name);
             staged.erase(a->name);  // allocated here, with its copies
-            std::vector<Expr> extents = a->extents;
-            extents.back() = simplify(extents.back() * S);
-            result = Allocate::make(a->name, a->type, a->memory_type, extents, a->condition, result);
+            result = with_copies(a, result, S);
         }
         return result;
     }
