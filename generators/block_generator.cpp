@@ -6,7 +6,7 @@
 #include "generators/conv2d_tc_algorithm.h"
 #include "generators/ffn_tc_algorithm.h"
 #include "schedules/block_schedule.h"
-#include "schedules/ffn_tc_schedule.h"
+#include "schedules/fused_tc_schedule.h"
 #include "schedules/gemm_schedule.h"
 
 namespace {
@@ -43,8 +43,8 @@ public:
     GeneratorParam<int> est_n{"est_n", 0}, est_h{"est_h", 0}, est_w{"est_w", 0};
     // layer_by_layer_tc, fused_tc: the input image's size, static (the GEMMs index pixels by constant divisions).
     GeneratorParam<int> height{"height", 0}, width{"width", 0};
-    // fused_tc, tests only: 2 swaps two of the hidden A registers (generators/ffn_tc_algorithm.h), a layout the
-    // checks must catch.
+    // fused_tc, tests only: a layout the checks must catch. FFN: 2 swaps two of the hidden A registers
+    // (generators/ffn_tc_algorithm.h); MBConv: 3 reads the depthwise rows one pixel off (mbconv_tc_algorithm.h).
     GeneratorParam<int> fragment_mutation{"fragment_mutation", 0};
     // Schedule knobs, one GeneratorParam each, from their declaration (schedules/block_knobs.h): the
     // block-level ones, and the conv2d mapping of each kind of layer (layer by layer), prefixed.
@@ -118,8 +118,21 @@ public:
     }
 
     // fused_tc: the FFN in one kernel on the tensor cores, its own schedule (the generator's knob check has
-    // refused every other family and tiling); ConvFirst's grouped layer computed into the FFN's X rows.
+    // refused every other family and tiling); ConvFirst's grouped layer computed into the FFN's X rows; MBConv's
+    // three layers around a tile and its halo.
     void generate_fused_tc(const blockfuse::BlockSpec &spec, const blockfuse::BlockKnobs &kn) {
+        const auto elem = Type(storage) == Float(16) ? blockfuse::mma::Elem::f16 : blockfuse::mma::Elem::bf16;
+        if (spec.family == BlockFamily::mbconv) {
+            const blockfuse::MbconvTcGeometry g = blockfuse::mbconv_tc_geometry(spec, kn);
+            const blockfuse::MbconvTcShape s{height, width, blockfuse::Activation(spec.layers[0].act), spec.residual};
+            blockfuse::MbconvTcFuncs f = blockfuse::mbconv_tc(*input, *weights[0], *biases[0], *weights[1], *biases[1],
+                                                              *weights[2], *biases[2], g, s, input->dim(3).extent(),
+                                                              elem, Type(storage), get_target(), fragment_mutation);
+            *output = f.output;
+            blockfuse::schedule_mbconv_tc(f, g, s.residual, get_target());
+            blockfuse::add_mbconv_tc_lowering(get_pipeline(), get_target(), "block (fused_tc)", f);
+            return;
+        }
         const bool convfirst = spec.family == BlockFamily::convfirst;
         const size_t ffn = convfirst ? 1 : 0;  // the FFN's first layer
         blockfuse::FfnTcPrologue grouped;
@@ -134,7 +147,6 @@ public:
         // One chunk (the whole hidden width) has no next chunk: Halide drops the loop, and the prefetch with it.
         const bool prefetch = kn.tc_prefetch != 0 && spec.hidden / kn.chunk > 1;
         const blockfuse::FfnTcTiling t{kn.tc_warps, kn.tc_warp_m, kn.chunk, prefetch};
-        const auto elem = Type(storage) == Float(16) ? blockfuse::mma::Elem::f16 : blockfuse::mma::Elem::bf16;
         blockfuse::FfnTcFuncs f = blockfuse::ffn_tc(
             *input, *weights[ffn], *biases[ffn], *weights[ffn + 1], *biases[ffn + 1], s, input->dim(3).extent(), t,
             elem, Type(storage), get_target(), spec.residual ? Func(*input) : Func(), fragment_mutation, grouped);

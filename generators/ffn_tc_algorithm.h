@@ -122,25 +122,15 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
     f.v_panel = Func("ffn_v_panel");
     f.v_panel(ke, kg, f.m) = v(8 * kg + ke, f.m);
 
-    auto panel_at = [](const Func &p) { return [p](const Expr &k, const Expr &row) { return p(k % 8, k / 8, row); }; };
     f.x_frag = Func("ffn_x_frag");
     f.x_frag(f.r, lane, f.mt, f.w, f.bm, f.kt) = ldmatrix(
-        4, f.r, lane, panel_at(f.x_panel),
+        4, f.r, lane, grouped_panel(f.x_panel),
         [&](const Expr &l) {
             return std::pair{f.kt * kTileK + ldsm_a_k(l), f.bm * BM + f.w * t.warp_m + f.mt * kTileM + ldsm_a_row(l)};
         },
         native);
-    auto b_pair = [&](Func frag, const Func &panel, const Var &pair, const Var &step) {
-        frag(f.j, lane, pair, step) = ldmatrix(
-            4, f.j, lane, panel_at(panel),
-            [&](const Expr &l) {
-                return std::pair{step * kTileK + ldsm_b_k(l), pair * 2 * kTileN + ldsm_b_col(l)};
-            },
-            native);
-        return frag;
-    };
-    f.u_frag = b_pair(Func("ffn_u_frag"), f.u_panel, f.ep, f.kt);
-    f.v_frag = b_pair(Func("ffn_v_frag"), f.v_panel, f.np, f.kh);
+    f.u_frag = b_pair_fragments(Func("ffn_u_frag"), f.u_panel, f.j, lane, f.ep, f.kt, native);
+    f.v_frag = b_pair_fragments(Func("ffn_v_frag"), f.v_panel, f.j, lane, f.np, f.kh, native);
 
     // The expand of chunk hc: its n-tile ht is hidden n-tile hc * HT + ht (HT even: pairs stay within a chunk).
     f.rk_expand = RDom(0, s.c / kTileK, "ffn_rk_expand");

@@ -54,6 +54,25 @@ inline Halide::Expr ldmatrix(int count, const Halide::Expr &reg, const Halide::E
     return pack_b16(panel(k + e, row), panel(k + e + 1, row));
 }
 
+// A panel of 8-element groups (ke, kg, row), element k of a row at (k % 8, k / 8): as ldmatrix reads it.
+inline PanelAt grouped_panel(const Halide::Func &p) {
+    return [p](const Halide::Expr &k, const Halide::Expr &row) { return p(k % 8, k / 8, row); };
+}
+
+// Defines frag(j, lane, pair, step) as the B fragments of n-tiles 2 pair and 2 pair + 1 (register j = 2 (n-tile %
+// 2) + r) at K step `step`, one ldmatrix.x4 from a grouped panel whose rows are the N columns.
+inline Halide::Func b_pair_fragments(Halide::Func frag, const Halide::Func &panel, const Halide::Var &j,
+                                     const Halide::Var &lane, const Halide::Var &pair, const Halide::Var &step,
+                                     bool native) {
+    frag(j, lane, pair, step) = ldmatrix(
+        4, j, lane, grouped_panel(panel),
+        [&](const Halide::Expr &l) {
+            return std::pair{step * kTileK + ldsm_b_k(l), pair * 2 * kTileN + ldsm_b_col(l)};
+        },
+        native);
+    return frag;
+}
+
 // Register q of D = A * B + C for lane `lane`, where c is that lane's register q of C.
 // Native: a pure extern carrying only its own c (a tuple-free update; Halide 21's SplitTuples does not
 // look inside call arguments). Emulated: the 16-term dot product, A's and B's elements read from the

@@ -267,10 +267,8 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
         const BlockSpec spec = w.spec();
         if (strategy == kFusedTc) {
             const BlockKnobs kn = block_knobs_from(v.knobs);
-            const int chunk = effective_chunk(spec.hidden, kn.chunk);
-            if (const std::string why = fused_tc_error(spec, kn.tc_warps, kn.tc_warp_m, chunk); !why.empty())
-                throw KernelError(what() + why);
-            shared = fused_tc_shared_bytes(spec, kn.tc_warps, kn.tc_warp_m, chunk);
+            if (const std::string why = fused_tc_error(spec, kn); !why.empty()) throw KernelError(what() + why);
+            shared = fused_tc_shared_bytes(spec, kn);
         }
         for (size_t i = 0; strategy == kLayerByLayerTc && i < spec.layers.size(); ++i)
             if (tensor_core_layer(spec.layers[i]))
@@ -636,7 +634,10 @@ public:
         const BlockSpec spec = w_.spec();
         std::vector<std::string> out;
         const bool tc = strategy == kLayerByLayerTc;
-        if (strategy == kFusedTc) return {"chunk", "tc_warps", "tc_warp_m", "tc_prefetch"};
+        if (strategy == kFusedTc)
+            return spec.family == BlockFamily::mbconv
+                       ? std::vector<std::string>{"chunk", "tc_warps", "tile_x", "tile_y"}
+                       : std::vector<std::string>{"chunk", "tc_warps", "tc_warp_m", "tc_prefetch"};
         if (d == Device::cpu && strategy != "layer_by_layer" && !tc)  // the CPU's fused and depth-first read these
             return {"tile_x", "tile_y", "chunk"};
         if (strategy == "layer_by_layer" || tc) {             // the knobs of each mapping its layers use

@@ -6,6 +6,7 @@
 // its implicit GEMM's tiling, tc<i>_ (schedules/gemm_knobs.h), and the other layers the layer_ mapping.
 #pragma once
 #include "generators/block_spec.h"
+#include "generators/mbconv_tc_geometry.h"
 #include "schedules/conv2d_knobs.h"
 #include "schedules/gemm_knobs.h"
 #include <algorithm>
@@ -47,41 +48,78 @@ struct BlockKnobs {
 // The strategy whose dense layers run on the tensor cores, and the prefix of layer i's tiling knobs.
 constexpr const char *kLayerByLayerTc = "layer_by_layer_tc";
 inline std::string tensor_core_prefix(size_t layer) { return "tc" + std::to_string(layer) + "_"; }
-// The FFN fused on the tensor cores (generators/ffn_tc_algorithm.h): both 1x1 layers' mma in one kernel, the
-// hidden chunk from the expand's accumulators into the project's A fragments, in registers. FFN blocks, and
-// ConvFirst's (its grouped layer on CUDA cores into the FFN's shared input rows).
+// Blocks fused on the tensor cores, strategy fused_tc: the FFN (generators/ffn_tc_algorithm.h), both 1x1 layers'
+// mma in one kernel, the hidden chunk from the expand's accumulators into the project's A fragments, in registers;
+// ConvFirst's (its grouped layer on CUDA cores into the FFN's shared input rows); and MBConv
+// (generators/mbconv_tc_algorithm.h): expand and project on mma.sync over a tile and its halo, the depthwise layer
+// on CUDA cores between them in shared memory.
 constexpr const char *kFusedTc = "fused_tc";
 constexpr int kFusedTcPad = 8;  // elements past each shared panel row (ldmatrix rows in distinct banks)
 // Accumulator registers per thread the fused_tc tiling may hold (output and one hidden chunk): above it the
 // kernel spills at the 255-register cap.
 constexpr int kFusedTcMaxAccumulators = 176;
-inline int fused_tc_accumulators(const BlockSpec &spec, int warp_m, int chunk) {
+inline int fused_tc_accumulators(const BlockSpec &spec, int warp_m, int chunk) {  // the FFN's
     return warp_m / 16 * (spec.cout / 8 + chunk / 8) * 4;
 }
-// Shared memory of a fused_tc thread block: X's rows, the chunk's rows of U and columns of V, each row padded.
-inline long long fused_tc_shared_bytes(const BlockSpec &spec, int warps, int warp_m, int chunk) {
-    return 2LL * ((1LL * warps * warp_m + chunk) * (spec.c + kFusedTcPad) + 1LL * spec.cout * (chunk + kFusedTcPad));
+// MBConv's thread block for these knobs: tile_x x tile_y output pixels, tc_warps warps, the chunk.
+inline MbconvTcGeometry mbconv_tc_geometry(const BlockSpec &spec, const BlockKnobs &kn) {
+    const LayerSpec &dw = spec.layers[1];
+    return {spec.c,    spec.hidden, spec.cout,
+            dw.ks,     dw.stride,   kn.tc_warps,
+            kn.tile_x, kn.tile_y,   effective_chunk(spec.hidden, kn.chunk)};
+}
+// Shared memory of a fused_tc thread block. FFN and ConvFirst: X's rows, the chunk's rows of U and columns of V,
+// each row padded; MBConv: its geometry's.
+inline long long fused_tc_shared_bytes(const BlockSpec &spec, const BlockKnobs &kn) {
+    if (spec.family == BlockFamily::mbconv) return mbconv_tc_geometry(spec, kn).shared_bytes();
+    const int chunk = effective_chunk(spec.hidden, kn.chunk);
+    return 2LL * ((1LL * kn.tc_warps * kn.tc_warp_m + chunk) * (spec.c + kFusedTcPad) +
+                  1LL * spec.cout * (chunk + kFusedTcPad));
 }
 // Why fused_tc cannot build this block with these knobs ("" if it can).
-inline std::string fused_tc_error(const BlockSpec &spec, int warps, int warp_m, int chunk) {
+inline std::string fused_tc_error(const BlockSpec &spec, const BlockKnobs &kn) {
     auto n = [](int v) { return std::to_string(v); };
-    if (spec.family != BlockFamily::ffn && spec.family != BlockFamily::convfirst)
-        return "strategy fused_tc is built for FFN and ConvFirst blocks only";
-    if (spec.c % 16 || spec.hidden % 16 || spec.cout % 16)
+    const int chunk = effective_chunk(spec.hidden, kn.chunk);
+    const bool mbconv = spec.family == BlockFamily::mbconv;
+    if (spec.family != BlockFamily::ffn && spec.family != BlockFamily::convfirst && !mbconv)
+        return "strategy fused_tc is built for FFN, ConvFirst and MBConv blocks only";
+    if (spec.has_se()) return "strategy fused_tc builds MBConv without Squeeze-Excitation (se = 0)";
+    if (mbconv && (spec.c % 8 || spec.hidden % 16 || spec.cout % 8))
+        return "fused_tc needs MBConv's input and output channels divisible by 8 (16-byte rows) and its hidden "
+               "channels by 16 (mma.sync K steps), not " +
+               n(spec.c) + ", " + n(spec.hidden) + ", " + n(spec.cout);
+    if (!mbconv && (spec.c % 16 || spec.hidden % 16 || spec.cout % 16))
         return "fused_tc needs input, hidden and output channels divisible by 16 (mma.sync K steps and n-tile pairs), "
                "not " +
                n(spec.c) + ", " + n(spec.hidden) + ", " + n(spec.cout);
     if (chunk % 16)
         return "fused_tc: chunk " + n(chunk) + " (the divisor of the hidden width used) is not a multiple of 16";
-    if (warps < 1 || warps > 32) return "fused_tc: tc_warps = " + n(warps) + " must be 1 to 32";
-    if (warp_m < 16 || warp_m % 16) return "fused_tc: tc_warp_m = " + n(warp_m) + " must be a multiple of 16";
-    if (const int regs = fused_tc_accumulators(spec, warp_m, chunk); regs > kFusedTcMaxAccumulators)
-        return "fused_tc: " + n(regs) + " accumulator registers per thread (tc_warp_m " + n(warp_m) + ", " +
+    if (kn.tc_warps < 1 || kn.tc_warps > 32) return "fused_tc: tc_warps = " + n(kn.tc_warps) + " must be 1 to 32";
+    if (mbconv) {
+        if (kn.tile_x < 1 || kn.tile_y < 1)
+            return "fused_tc: tile_x = " + n(kn.tile_x) + ", tile_y = " + n(kn.tile_y) + " must be positive";
+        if (kn.tc_prefetch) return "fused_tc: tc_prefetch applies to FFN and ConvFirst blocks, not MBConv";
+        const MbconvTcGeometry g = mbconv_tc_geometry(spec, kn);
+        if (const int regs = g.accumulators(); regs > kFusedTcMaxAccumulators)
+            return "fused_tc: " + n(regs) + " accumulator registers per thread (" + n(g.project_mt()) + " and " +
+                   n(g.expand_mt()) + " m-tiles a warp of the project and the expand, " + n(g.n_padded()) +
+                   " output channels, chunk " + n(chunk) + ") exceed " + n(kFusedTcMaxAccumulators);
+        return "";
+    }
+    if (kn.tc_warp_m < 16 || kn.tc_warp_m % 16)
+        return "fused_tc: tc_warp_m = " + n(kn.tc_warp_m) + " must be a multiple of 16";
+    if (const int regs = fused_tc_accumulators(spec, kn.tc_warp_m, chunk); regs > kFusedTcMaxAccumulators)
+        return "fused_tc: " + n(regs) + " accumulator registers per thread (tc_warp_m " + n(kn.tc_warp_m) + ", " +
                n(spec.cout) + " output channels, chunk " + n(chunk) + ") exceed " + n(kFusedTcMaxAccumulators);
     return "";
 }
-// Whether some fused_tc tiling builds this block (the smallest: one warp of 16 pixels, chunks of 16).
-inline bool fused_tc_applies(const BlockSpec &spec) { return fused_tc_error(spec, 1, 16, 16).empty(); }
+// Whether some fused_tc tiling builds this block (the smallest: one warp of 16 pixels or one pixel's tile, chunks
+// of 16).
+inline bool fused_tc_applies(const BlockSpec &spec) {
+    BlockKnobs kn;
+    kn.tc_warps = 1, kn.tc_warp_m = 16, kn.chunk = 16, kn.tile_x = 1, kn.tile_y = 1, kn.tc_prefetch = 0;
+    return fused_tc_error(spec, kn).empty();
+}
 
 // Which layers of layer_by_layer_tc are implicit GEMMs: the dense ones (one group); depthwise and grouped
 // layers keep the CUDA-core layer_ mapping.
@@ -164,7 +202,7 @@ inline std::string block_knobs_error(const BlockSpec &spec, const std::string &s
             return "full_vec = " + n(kn.full_vec) + " must divide the channels (" + n(spec.layers[i].out_ch) +
                    ") of every full-width layer before the last";
     if (strategy == kFusedTc)
-        if (const std::string why = fused_tc_error(spec, kn.tc_warps, kn.tc_warp_m, chunk); !why.empty()) return why;
+        if (const std::string why = fused_tc_error(spec, kn); !why.empty()) return why;
     if (strategy == kLayerByLayerTc)
         for (size_t i = 0; i < spec.layers.size(); ++i)
             if (tensor_core_layer(spec.layers[i]))

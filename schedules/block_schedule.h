@@ -15,7 +15,7 @@ namespace blockfuse {
 // layer_by_layer_tc: layer by layer with the dense layers as implicit GEMMs on the tensor cores
 // (BlockFuncs::tensor_core; schedules/gemm_schedule.h).
 // fused_tc: an FFN block in one kernel on the tensor cores (generators/ffn_tc_algorithm.h,
-// schedules/ffn_tc_schedule.h), scheduled by its own schedule, not schedule_stage.
+// schedules/fused_tc_schedule.h), scheduled by its own schedule, not schedule_stage.
 enum class BlockStrategy { layer_by_layer, fused, depth_first, layer_by_layer_tc, fused_tc };
 const char *block_strategy_name(BlockStrategy s);
 

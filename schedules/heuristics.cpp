@@ -373,9 +373,33 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
     if (strategy == kFusedTc) {
         const BlockSpec spec = w.spec();
         if (!fused_tc_serves(w))
-            throw WorkloadError(
-                std::string(kFusedTc) +
-                " builds single FFN and ConvFirst blocks, f16 or bf16, with channels divisible by 16: " + to_key(w));
+            throw WorkloadError(std::string(kFusedTc) +
+                                " builds single FFN and ConvFirst blocks with channels divisible by 16 and MBConv "
+                                "blocks without SE with channels divisible by 8, f16 or bf16: " +
+                                to_key(w));
+        if (w.family == BlockFamily::mbconv) {
+            // A tile of 7 or 8 pixels a side, whichever wastes fewer of the output (8 on a tie), 4 warps, chunks of
+            // 48 hidden channels (a divisor of every MBConv hidden width of the suites), else 32 or 16.
+            auto side = [](int out) {
+                auto waste = [out](int t) { return (out + t - 1) / t * t - out; };
+                return out <= 8 ? out : waste(7) < waste(8) ? 7 : 8;
+            };
+            const LayerSpec &dw = spec.layers[1];
+            int chunk = 16;
+            for (int c : {48, 32})
+                if (effective_chunk(spec.hidden, c) % 16 == 0) {
+                    chunk = c;
+                    break;
+                }
+            ScheduleChoice s;
+            s.knobs = {{"chunk", chunk},
+                       {"tc_warps", 4},
+                       {"tile_x", side((w.w - 1) / dw.stride + 1)},
+                       {"tile_y", side((w.h - 1) / dw.stride + 1)},
+                       {"tc_prefetch", 0}};
+            s.why = "heuristic: fused_tc MBConv's tile from the output image, 4 warps, chunks of 48";
+            return s;
+        }
         // The H200's tuner rounds on FFN c=256 (bench/results/h200/ffn-tc/): chunks of 64 hidden channels, 8 warps
         // of 16 pixels (one 128-pixel block per SM): 0.161 ms at N=128 (0.232 on 4 warps with chunks of 32); where
         // 128-pixel blocks leave SMs idle (N=8: 1568 pixels), 2 warps (0.070 ms, the best 0.064). Smaller chunks where

@@ -13,7 +13,7 @@ stage="$root/.carry/stage"
 rm -rf "$root/.carry" && mkdir -p "$stage/kernels" "$stage/cache"
 git -C "$root" check-ignore -q .carry/carry.tar.xz ||  # .gitignore has it; info/exclude of a worktree is the main one's
     echo '/.carry/' >> "$(git -C "$root" rev-parse --path-format=absolute --git-path info/exclude)"
-for f in bench/blockfuse bench/blockfuse_gbench tests/test_conv2d_cuda tests/test_generated tests/test_pool tests/test_conv_nd tests/test_ffn_tc \
+for f in bench/blockfuse bench/blockfuse_gbench tests/test_conv2d_cuda tests/test_generated tests/test_pool tests/test_conv_nd tests/test_ffn_tc tests/test_mbconv_tc \
          runtime/libblockfuse_runtime.so; do
     [ -f "$build/$f" ] || { echo "prepare-carry: $build/$f is not built (skipped)" >&2; continue; }
     strip -o "$stage/$(basename "$f")" "$build/$f"

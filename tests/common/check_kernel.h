@@ -79,6 +79,32 @@ inline void require_match(const Comparison &c) {
 
 // The keys of a suite file under workloads/ of the source tree: BLOCKFUSE_SOURCE_DIR in the environment
 // (a GPU host's copy of the tree), else `source_dir` (where the test was built).
+// A workload key and the knobs its kernel is built with (over the heuristic's; none: the heuristic's kernel).
+struct KnobCase {
+    std::string key;
+    std::map<std::string, int> knobs;
+};
+
+// Each case's kernel of `strategy` on every test device but OpenCL (f16/bf16 blocks do not run there: CLHalf),
+// all built first, then each against the float64 reference on fresh data (BLOCKFUSE_TEST_FILL_ONLY: built only).
+inline void check_knob_cases(const std::vector<KnobCase> &cases, const std::string &strategy) {
+    for (Device d : test_devices()) {
+        if (d == Device::opencl) continue;
+        std::vector<const KernelVariant *> kernels;
+        for (const KnobCase &c : cases) kernels.push_back(kernel_with_knobs(c.key, strategy, d, c.knobs, 0, "test"));
+        for (const BuildOutcome &b : build_kernels(kernels)) {
+            INFO(b.message);
+            REQUIRE(b.ok);
+        }
+        if (fill_only()) continue;
+        std::mt19937_64 data(test_seed() + 1);
+        for (size_t i = 0; i < cases.size(); ++i) {
+            INFO(kernels[i]->name << " [" << kernels[i]->knob_summary() << "] on " << cases[i].key);
+            require_match(check_kernel(*kernels[i], cases[i].key, data));
+        }
+    }
+}
+
 inline std::vector<std::string> suite_keys(const std::string &source_dir, const std::string &name) {
     std::vector<std::string> keys;
     for (const auto &e : load_suite(env("BLOCKFUSE_SOURCE_DIR", source_dir) + "/workloads/" + name + ".txt"))

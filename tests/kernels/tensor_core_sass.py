@@ -105,6 +105,23 @@ def fused_tc_expectation(params, knobs):
     return want, f"hidden chunk(s) of {chunk}", e == chunk
 
 
+def mbconv_tc_expectation(params, knobs):
+    """The same for MBConv fused on tensor cores (generators/mbconv_tc_geometry.h), per hidden chunk: the expand's
+    mte x chunk/8 HMMA and mte + chunk/16 LDSM.x4 per 16 of the padded C over the halo's m-tiles, the project's mtp x
+    C'/8 HMMA (the n-tiles past C', padding, are stored by no lane: ptxas drops their HMMA) and mtp + C'p/16 LDSM.x4
+    per 16 of the chunk."""
+    c, ks, stride = int(params["channels"]), int(params["kernel_size"]), int(params["stride"])
+    e = c * int(params["expansion"])
+    chunk = max(d for d in range(1, int(knobs.get("chunk", 8)) + 1) if e % d == 0)  # effective_chunk
+    warps, tx, ty = int(knobs["tc_warps"]), int(knobs["tile_x"]), int(knobs["tile_y"])
+    halo = ((tx - 1) * stride + ks) * ((ty - 1) * stride + ks)
+    mte, mtp = -(-(-(-halo // 16)) // warps), -(-(-(-(tx * ty) // 16)) // warps)
+    kp, np_ = -(-c // 16), -(-c // 16) * 2  # K steps of the padded input, n-tiles of the padded output
+    want = (mte * chunk // 8 * kp + mtp * c // 8 * (chunk // 16), (mte + chunk // 16) * kp + (mtp + np_ // 2) *
+            (chunk // 16), 0)
+    return want, f"hidden chunk(s) of {chunk}", e == chunk
+
+
 def check_entry(name, func, usage, cap, expect):
     """Prints one entry's registers and K loops; returns what is wrong with it (expect None: no HMMA expected;
     else gemm_expectation's or fused_tc_expectation's)."""
@@ -214,6 +231,8 @@ def generated_kernel_ptx(cli, key, strategy, work, knobs=()):
         if d["family"] == "conv2d_tc":  # the implicit GEMM alone (a conv2d or conv3d), N static
             return None if split_epilogue(name, knobs) else gemm_expectation(knobs, int(params["out_channels"]))
         if params.get("strategy") == "fused_tc":  # one kernel, both layers' mma (whole tiles and the general entry)
+            if params.get("family") == "mbconv":
+                return mbconv_tc_expectation(params, knobs)
             return fused_tc_expectation(params, knobs)
         m = re.search(r"_layer(\d+)_gemm", name)
         if not m:

@@ -21,13 +21,8 @@ using namespace blockfuse;
 
 namespace {
 
-struct Case {
-    std::string key;
-    std::map<std::string, int> knobs;
-};
-
-std::vector<Case> cases(uint64_t seed, int random_count) {
-    std::vector<Case> out{
+std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
+    std::vector<test::KnobCase> out{
         // one pixel: a single thread block of which one row is real
         {"ffn:n=1,c=16,h=1,w=1,e=1,act=relu,dtype=f16", {{"chunk", 16}, {"tc_warps", 1}, {"tc_warp_m", 16}}},
         // 189 pixels over blocks of 64 (two m-tiles per warp), a hidden width of 96 in chunks of 32, GELU (erf)
@@ -66,8 +61,7 @@ std::vector<Case> cases(uint64_t seed, int random_count) {
                                          {"tc_warp_m", one_of(r, std::vector<int>{16, 32})},
                                          {"tc_prefetch", uniform(r, 0, 1)}};
         const BlockSpec spec = parse_block(key).spec();
-        if (!fused_tc_error(spec, knobs["tc_warps"], knobs["tc_warp_m"], effective_chunk(spec.hidden, knobs["chunk"]))
-                 .empty())
+        if (!fused_tc_error(spec, block_knobs_from(knobs)).empty())
             knobs["chunk"] = 16;  // a chunk whose divisor of the hidden width is no multiple of 16
         out.push_back({key, knobs});
     }
@@ -80,22 +74,9 @@ TEST_CASE("fused_tc FFN blocks on random shapes and tilings match the float64 re
     install_halide_error_handler();
     std::cout << "BLOCKFUSE_TEST_SEED=" << test::test_seed() << " (set it to reproduce this run)\n";
     INFO("BLOCKFUSE_TEST_SEED=" << test::test_seed());
-    const std::vector<Case> all = cases(test::test_seed(), std::stoi(test::env("BLOCKFUSE_TEST_SHAPES", "6")));
-    for (Device d : test::test_devices()) {
-        if (d == Device::opencl) continue;  // f16 blocks do not run there (CLHalf)
-        std::vector<const KernelVariant *> kernels;
-        for (const Case &c : all) kernels.push_back(kernel_with_knobs(c.key, kFusedTc, d, c.knobs, 0, "test"));
-        for (const BuildOutcome &b : test::build_kernels(kernels)) {
-            INFO(b.message);
-            REQUIRE(b.ok);
-        }
-        if (test::fill_only()) continue;
-        std::mt19937_64 data(test::test_seed() + 1);
-        for (size_t i = 0; i < all.size(); ++i) {
-            INFO(kernels[i]->name << " [" << kernels[i]->knob_summary() << "] on " << all[i].key);
-            test::require_match(test::check_kernel(*kernels[i], all[i].key, data));
-        }
-    }
+    const std::vector<test::KnobCase> all =
+        cases(test::test_seed(), std::stoi(test::env("BLOCKFUSE_TEST_SHAPES", "6")));
+    test::check_knob_cases(all, kFusedTc);
 }
 
 TEST_CASE("fused_tc with the hidden A registers 1 and 2 swapped fails the reference check", "[blocks][ffn_tc]") {
@@ -105,7 +86,8 @@ TEST_CASE("fused_tc with the hidden A registers 1 and 2 swapped fails the refere
     test::require_mutant_fails(*kernel_with_knobs(key, kFusedTc, Device::cpu, {}, 0, "test"), key, 2);
 }
 
-TEST_CASE("fused_tc is offered for f16/bf16 FFN and ConvFirst blocks of whole mma tiles, and refused elsewhere by name",
+TEST_CASE("fused_tc is offered for f16/bf16 FFN and ConvFirst blocks of whole mma tiles, and refused elsewhere by name "
+          "(MBConv's: test_mbconv_tc)",
           "[blocks][ffn_tc]") {
     auto has = [](const std::string &key) {
         const auto s = strategies_of(key);
@@ -119,12 +101,12 @@ TEST_CASE("fused_tc is offered for f16/bf16 FFN and ConvFirst blocks of whole mm
     CHECK(has("convfirst:n=128,c=64,h=56,w=56,e=4,k=3,stride=1,act=relu,dtype=f16"));
     CHECK(has("convfirst:n=1,c=32,h=7,w=7,e=4,k=3,stride=2,act=relu,dtype=bf16"));
     CHECK_FALSE(has("convfirst:n=1,c=24,h=7,w=7,e=4,k=3,stride=1,act=relu,dtype=f16"));  // groups of 8, K of 16
-    CHECK_FALSE(has("mbconv:n=1,c=16,h=5,w=7,e=4,k=3,stride=1,act=relu6,dtype=f16"));
-    const BlockWorkload mb = parse_block("mbconv:n=1,c=64,h=8,w=8,e=4,k=3,stride=1,act=relu6,dtype=f16");
-    CHECK_THROWS_WITH(block_heuristic(mb, kFusedTc, Device::cuda),
+    CHECK_FALSE(has("fused_mbconv:n=1,c=16,h=5,w=7,e=4,k=3,stride=1,act=silu,dtype=f16"));
+    const BlockWorkload fm = parse_block("fused_mbconv:n=1,c=64,h=8,w=8,e=4,k=3,stride=1,act=silu,dtype=f16");
+    CHECK_THROWS_WITH(block_heuristic(fm, kFusedTc, Device::cuda),
                       Catch::Contains("builds single FFN and ConvFirst blocks"));
-    CHECK(block_knobs_error(mb.spec(), kFusedTc, block_knobs_from({}), true) ==
-          "strategy fused_tc is built for FFN and ConvFirst blocks only");
+    CHECK(block_knobs_error(fm.spec(), kFusedTc, block_knobs_from({}), true) ==
+          "strategy fused_tc is built for FFN, ConvFirst and MBConv blocks only");
 }
 
 TEST_CASE("fused_tc launches are checked: accumulator registers, shared memory, threads", "[blocks][ffn_tc]") {

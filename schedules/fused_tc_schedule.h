@@ -1,8 +1,10 @@
-// Schedules of the FFN fused on tensor cores (generators/ffn_tc_algorithm.h, the block strategy fused_tc):
-// the mma.sync path on CUDA and the same fragment space emulated on the CPU. Schedules only.
+// Schedules of the blocks fused on tensor cores (the block strategy fused_tc): the FFN and ConvFirst
+// (generators/ffn_tc_algorithm.h) and MBConv (generators/mbconv_tc_algorithm.h), the mma.sync path on CUDA and the
+// same fragment space emulated on the CPU. Schedules only.
 #pragma once
 #include "Halide.h"
 #include "generators/ffn_tc_algorithm.h"
+#include "generators/mbconv_tc_algorithm.h"
 #include <string>
 
 namespace blockfuse {
@@ -13,5 +15,10 @@ void schedule_ffn_tc(FfnTcFuncs &f, const FfnTcShape &s, const FfnTcTiling &t, i
 // target; on CUDA schedules/mma_lowering.h (both accumulators per warp in registers).
 void add_ffn_tc_lowering(Halide::Pipeline p, const Halide::Target &target, const std::string &kernel,
                          const FfnTcFuncs &f, const FfnTcTiling &t);
+
+void schedule_mbconv_tc(MbconvTcFuncs &f, const MbconvTcGeometry &g, bool residual, const Halide::Target &target);
+// On CUDA schedules/mma_lowering.h (both accumulators per warp in registers); nothing elsewhere.
+void add_mbconv_tc_lowering(Halide::Pipeline p, const Halide::Target &target, const std::string &kernel,
+                            const MbconvTcFuncs &f);
 
 }  // namespace blockfuse

@@ -1,0 +1,228 @@
+#include "schedules/fused_tc_schedule.h"
+#include "schedules/mma_lowering.h"
+#include "schedules/panel_prefetch.h"
+
+namespace blockfuse {
+using namespace Halide;
+
+namespace {
+// A panel's (ke, kg, row) spread over every thread of the block, one 16-byte group per thread and step.
+void spread_over_block(Func panel, int warps, bool gpu, bool unrolled = true) {
+    Var ke = panel.args()[0], kg = panel.args()[1], row = panel.args()[2], tt("tt"), tx("tx"), ty("ty");
+    panel.bound(ke, 0, 8).vectorize(ke);
+    if (!gpu) return;
+    panel.fuse(kg, row, tt).split(tt, tt, tx, 32).split(tt, tt, ty, warps).reorder(ke, tt, tx, ty).gpu_threads(tx, ty);
+    if (unrolled) panel.unroll(tt);
+}
+
+// An accumulator's fragment space (q, lane, tile, mt, w) bound: the registers each lane holds.
+template <class Funcs>
+void bound_fragment_space(Func func, const Funcs &f, const Var &tile, int tiles, int mts, int warps) {
+    func.bound(f.q, 0, 4).bound(f.lane, 0, 32).bound(tile, 0, tiles).bound(f.mt, 0, mts).bound(f.w, 0, warps);
+}
+
+// The two GEMMs of a fused_tc block in fragment space, after their accumulators' compute_at: the expand
+// (hidden_acc over K steps kt of the input, per hidden chunk) and the project (acc over K steps hk of each chunk
+// hc); project_a is the project's A fragments (the FFN's hidden_frag, MBConv's p_frag).
+template <class Funcs>
+void schedule_two_gemms(Funcs &f, Func project_a, bool cuda) {
+    const RVar hk = f.rk_project.x, hc = f.rk_project.y, kt = f.rk_expand.x;
+    Func acc = f.acc, hidden = f.hidden_acc;
+    if (!cuda) {
+        // The emulated instructions read other lanes' registers: fragments and accumulators are the block's
+        // arrays, each fragment computed for every lane before it is read (per K step, outside the lane loops).
+        acc.update().reorder(f.q, f.nt, f.mt, f.lane, f.w, hk, hc, f.bm);
+        hidden.update().reorder(f.q, f.ht, f.mt, f.lane, f.w, kt, f.bm, f.hc);
+        f.x_frag.compute_at(hidden, kt);
+        f.u_frag.compute_at(hidden, kt);
+        project_a.compute_at(acc, hk);
+        f.v_frag.compute_at(acc, hk);
+        return;
+    }
+    // CUDA: lanes onto gpu_lanes, warps onto threads; every register index constant (unrolled), so the
+    // accumulators stay in registers (schedules/mma_lowering.h drops the warp from their index).
+    acc.reorder(f.q, f.nt, f.mt, f.lane, f.w, f.bm)
+        .unroll(f.q)
+        .unroll(f.nt)
+        .unroll(f.mt)
+        .gpu_lanes(f.lane)
+        .gpu_threads(f.w);
+    // The project: per hidden K step, the output n-tiles a pair at a time (one V ldmatrix.x4 per pair and step).
+    Var npo("npo"), nti("nti");
+    acc.update()
+        .split(f.nt, npo, nti, 2)
+        .reorder(f.q, nti, f.mt, npo, hk, f.lane, f.w, hc, f.bm)
+        .unroll(f.q)
+        .unroll(nti)
+        .unroll(f.mt)
+        .unroll(npo)
+        .unroll(hk)
+        .gpu_lanes(f.lane)
+        .gpu_threads(f.w);
+    hidden.reorder(f.q, f.ht, f.mt, f.lane, f.w, f.bm, f.hc)
+        .unroll(f.q)
+        .unroll(f.ht)
+        .unroll(f.mt)
+        .gpu_lanes(f.lane)
+        .gpu_threads(f.w);
+    hidden.update()
+        .reorder(f.q, f.ht, f.mt, kt, f.lane, f.w, f.bm, f.hc)
+        .unroll(f.q)
+        .unroll(f.ht)
+        .unroll(f.mt)
+        .unroll(kt)
+        .gpu_lanes(f.lane)
+        .gpu_threads(f.w);
+    f.x_frag.compute_at(hidden, kt).unroll(f.r).unroll(f.mt);
+    f.u_frag.compute_at(hidden, kt).unroll(f.j).unroll(f.ep);
+    project_a.compute_at(acc, hk).unroll(f.r).unroll(f.mt);
+    f.v_frag.compute_at(acc, npo).unroll(f.j);
+}
+}  // namespace
+
+// Per thread block (warps x warp_m pixels, every output channel): X's rows in shared memory once; then per
+// hidden chunk the chunk's rows of U and columns of V in shared memory (one barrier for both), each warp's
+// expand from ldmatrix fragments into hidden accumulators in registers, phi(. + a) packed into A fragments in
+// the same registers' lanes, the project's mma into the output accumulators (registers, the whole reduction);
+// then the store from the registers. The hidden activations are never stored anywhere.
+void schedule_ffn_tc(FfnTcFuncs &f, const FfnTcShape &s, const FfnTcTiling &t, int pad, const Target &target) {
+    const bool cuda = target.has_feature(Target::CUDA);
+    if (!cuda && target.has_gpu_feature())
+        throw CompileError("strategy fused_tc runs on CUDA, and emulated on the CPU; not on this GPU target");
+    const int NT = s.k / mma::kTileN;
+    const int HT = t.chunk / mma::kTileN;
+    const RDom rc = f.rc;
+    const RVar hc = f.rk_project.y;
+    Func acc = f.acc, hidden = f.hidden_acc;
+    Stage out = f.output.update();
+    out.allow_race_conditions().unroll(rc[0]).unroll(rc[1]).unroll(rc[2]).unroll(rc[3]);
+    if (cuda) out.gpu_lanes(rc[4]).gpu_threads(rc[5]).gpu_blocks(rc[6]);
+    else out.parallel(rc[6]);
+    // Whole thread blocks: the register pairs stored unguarded as 2-element vectors.
+    out.specialize(f.exact).vectorize(rc[0]);
+
+    const LoopLevel block(f.output, rc[6]);
+    const MemoryType warp_memory = cuda ? MemoryType::Register : MemoryType::Auto;
+    acc.compute_at(block).store_in(warp_memory);
+    bound_fragment_space(acc, f, f.nt, NT, t.mt_count(), t.warps);
+    hidden.compute_at(acc, hc).store_in(warp_memory);
+    bound_fragment_space(hidden, f, f.ht, HT, t.mt_count(), t.warps);
+    for (Func panel : {f.x_panel, f.u_panel, f.v_panel})
+        panel.store_in(cuda ? MemoryType::GPUShared : MemoryType::Auto);
+    f.x_panel.compute_at(block).align_storage(f.x_panel.args()[1], (s.c + pad) / 8);
+    // ConvFirst: each thread's 8 channels of one pixel's grouped conv in registers, over the window's taps (loops;
+    // unrolled they spill at c = 256): per tap the group's 8 input channels as one 16-byte load, the 8 channels'
+    // weights of each input channel as another. On the H200 ConvFirst c=256 N=128 takes 0.260 ms, its FFN alone
+    // 0.155: the grouped layer, on CUDA cores and before the block's mma, is the difference.
+    const bool grouped = f.x_conv.defined();
+    spread_over_block(f.x_panel, t.warps, cuda, !grouped);
+    if (grouped) {
+        const RDom &rg = f.rk_group;
+        Var ke = f.x_conv.args()[0], r = f.x_tap.args()[0];
+        f.x_conv.compute_at(f.x_panel, cuda ? Var("tt") : f.x_panel.args()[1])
+            .store_in(cuda ? MemoryType::Register : MemoryType::Auto)
+            .bound_extent(ke, 8)
+            .vectorize(ke);
+        f.x_conv.update().reorder(ke, rg.x, rg.y, rg.z).vectorize(ke);
+        if (cuda) f.x_conv.update().unroll(rg.x);
+        f.x_tap.compute_at(f.x_conv, rg.y).store_in(cuda ? MemoryType::Register : MemoryType::Auto).bound_extent(r, 8);
+        f.x_tap.vectorize(r);
+    }
+    for (Func panel : {f.u_panel, f.v_panel}) {
+        panel.compute_at(acc, hc);
+        spread_over_block(panel, t.warps, cuda);
+    }
+    f.u_panel.align_storage(f.u_panel.args()[1], (s.c + pad) / 8);
+    f.v_panel.align_storage(f.v_panel.args()[1], (t.chunk + pad) / 8);
+    // One loop nest for both chunk panels (CUDA: one barrier after both); on the CPU side by side, both before the
+    // chunk's mma (the prefetch needs the loads to lead the chunk loop).
+    f.v_panel.compute_with(f.u_panel, cuda ? Var("tx") : Var::outermost());
+    // Prefetching (schedules/panel_prefetch.h) stores the next chunk's panels after this chunk has read its own: the
+    // chunk loop then holds no storage of its own. The hidden accumulators live across it; so do the panels on the
+    // CPU (there for every chunk: Halide does not fold them), while CUDA's shared panels are the kernel's already
+    // (one chunk's: stored at block level they would be every chunk's, past the shared memory).
+    if (t.prefetch) {
+        hidden.store_at(block);
+        if (!cuda)
+            for (Func g : {f.u_panel, f.v_panel}) g.store_at(block);
+    }
+
+    schedule_two_gemms(f, f.hidden_frag, cuda);
+}
+
+// MBConv, per thread block (a tile of output pixels, every output channel): the halo's input rows in shared memory
+// (once, or per chunk without the residual: below); then per hidden chunk the chunk's rows of U and columns of P (one barrier for both), each warp's expand
+// over its m-tiles of the halo into registers, scattered as phi(. + a) into the halo's hidden rows (shared, a
+// barrier), the depthwise window over them on CUDA cores, 8 channels of one pixel a thread, into the project's A
+// rows (shared, a barrier), the project's mma into the output accumulators (registers, the whole reduction); then
+// the store from the registers.
+void schedule_mbconv_tc(MbconvTcFuncs &f, const MbconvTcGeometry &g, bool residual, const Target &target) {
+    const bool cuda = target.has_feature(Target::CUDA);
+    if (!cuda && target.has_gpu_feature())
+        throw CompileError("strategy fused_tc runs on CUDA, and emulated on the CPU; not on this GPU target");
+    const int NT = g.n_padded() / mma::kTileN, HT = g.chunk / mma::kTileN;
+    const RDom rc = f.rc, rh = f.rh;
+    const RVar hc = f.rk_project.y;
+    Func acc = f.acc, hidden = f.hidden_acc;
+    Stage out = f.output.update();
+    out.allow_race_conditions().unroll(rc[0]).unroll(rc[1]).unroll(rc[2]).unroll(rc[3]).vectorize(rc[0]);
+    if (cuda) out.gpu_lanes(rc[4]).gpu_threads(rc[5]).gpu_blocks(rc[6]);
+    else out.parallel(rc[6]);
+
+    const LoopLevel block(f.output, rc[6]);
+    const MemoryType warp_memory = cuda ? MemoryType::Register : MemoryType::Auto;
+    const MemoryType shared = cuda ? MemoryType::GPUShared : MemoryType::Auto;
+    acc.compute_at(block).store_in(warp_memory);
+    bound_fragment_space(acc, f, f.nt, NT, g.project_mt(), g.warps);
+    hidden.compute_at(acc, hc).store_in(warp_memory);
+    bound_fragment_space(hidden, f, f.ht, HT, g.expand_mt(), g.warps);
+    const int kp = (g.k_padded() + MbconvTcGeometry::kPad) / 8, cp = (g.chunk + MbconvTcGeometry::kPad) / 8;
+    // The halo's input rows: once per block where the residual reads them after the chunk loop. Without a read
+    // after the loop they are reloaded per chunk: Halide 21 (FuseGPUThreadLoops) shares shared memory between
+    // allocations by their barrier stages in program order, blind to the chunk loop's back edge, and would lay a
+    // chunk's hidden rows over input rows the next chunk still reads.
+    f.x_panel.compute_at(residual ? block : LoopLevel(acc, hc)).store_in(shared).align_storage(f.x_panel.args()[1], kp);
+    spread_over_block(f.x_panel, g.warps, cuda);
+    for (Func panel : {f.u_panel, f.v_panel}) {
+        panel.compute_at(acc, hc).store_in(shared);
+        spread_over_block(panel, g.warps, cuda);
+    }
+    f.u_panel.align_storage(f.u_panel.args()[1], kp);
+    f.v_panel.align_storage(f.v_panel.args()[1], cp);
+    f.v_panel.compute_with(f.u_panel, cuda ? Var("tx") : Var::outermost());
+    // The halo's hidden rows: each lane's registers scattered, a pair of channels of one pixel per register pair.
+    f.hidden.compute_at(acc, hc).store_in(shared).align_storage(f.hidden.args()[1], cp);
+    Stage scatter = f.hidden.update();
+    scatter.allow_race_conditions().unroll(rh[0]).unroll(rh[1]).unroll(rh[2]).unroll(rh[3]);
+    if (cuda) scatter.gpu_lanes(rh[4]).gpu_threads(rh[5]);
+    // The depthwise rows: a thread's 8 channels of one pixel summed in registers over the window (unrolled).
+    f.dw_panel.compute_at(acc, hc).store_in(shared).align_storage(f.dw_panel.args()[1], cp);
+    spread_over_block(f.dw_panel, g.warps, cuda);
+    {
+        Var ke = f.dw_sum.args()[0];
+        f.dw_sum.compute_at(f.dw_panel, cuda ? Var("tt") : f.dw_panel.args()[1])
+            .store_in(cuda ? MemoryType::Register : MemoryType::Auto)
+            .bound_extent(ke, 8)
+            .vectorize(ke);
+        f.dw_sum.update().reorder(ke, f.rdw.x, f.rdw.y).vectorize(ke).unroll(f.rdw.x).unroll(f.rdw.y);
+    }
+
+    schedule_two_gemms(f, f.p_frag, cuda);
+}
+
+void add_mbconv_tc_lowering(Pipeline p, const Target &target, const std::string &kernel, const MbconvTcFuncs &f) {
+    if (target.has_feature(Target::CUDA))
+        p.add_custom_lowering_pass(make_mma_lowering_pass(kernel, {f.acc.name(), f.hidden_acc.name()}));
+}
+
+void add_ffn_tc_lowering(Pipeline p, const Target &target, const std::string &kernel, const FfnTcFuncs &f,
+                         const FfnTcTiling &t) {
+    // Before the mma pass: it then sees the chunk loop as it will run.
+    if (t.prefetch)
+        p.add_custom_lowering_pass(make_panel_prefetch_pass(
+            kernel, {{f.acc.name() + ".s1." + f.rk_project.y.name(), {f.u_panel.name(), f.v_panel.name()}}}));
+    if (target.has_feature(Target::CUDA))
+        p.add_custom_lowering_pass(make_mma_lowering_pass(kernel, {f.acc.name(), f.hidden_acc.name()}));
+}
+
+}  // namespace blockfuse
