@@ -378,26 +378,38 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
                                 "blocks without SE with channels divisible by 8, f16 or bf16: " +
                                 to_key(w));
         if (w.family == BlockFamily::mbconv) {
-            // A tile of 7 or 8 pixels a side, whichever wastes fewer of the output (8 on a tie), 4 warps, chunks of
-            // 48 hidden channels (a divisor of every MBConv hidden width of the suites), else 32 or 16.
-            auto side = [](int out) {
+            // The H200's two tuner rounds (bench/results/h200/mbconv-tc/): chunks of 16 on 2 warps where the output
+            // has up to 48 channels (c=24 56x56 N=128 0.232 ms on 8x14 tiles against 0.307 on the 8x8 tiles, chunks
+            // of 48 and 4 warps first tried; c=16 112x112 0.506 on 14x14), chunks of 32 on 4 warps above (c=80
+            // 14x14 0.084-0.088 on 7 or 8 x 14 or 16). Tiles of two rows of 7 or 8 pixels: 7 or 8 across,
+            // whichever wastes fewer of the output (8 on a tie), 14 or 16 down (14 on a tie); fewer rows, then 8
+            // warps, where the accumulators do not fit.
+            auto side = [](int out, int a, int b) {
                 auto waste = [out](int t) { return (out + t - 1) / t * t - out; };
-                return out <= 8 ? out : waste(7) < waste(8) ? 7 : 8;
+                return out <= a ? out : waste(a) < waste(b) ? a : b;
             };
             const LayerSpec &dw = spec.layers[1];
-            int chunk = 16;
-            for (int c : {48, 32})
-                if (effective_chunk(spec.hidden, c) % 16 == 0) {
-                    chunk = c;
-                    break;
-                }
+            const int ow = (w.w - 1) / dw.stride + 1, oh = (w.h - 1) / dw.stride + 1;
+            const bool narrow = spec.cout <= 48;
+            BlockKnobs kn;
+            kn.chunk = narrow ? 16 : 32;
+            kn.tile_x = side(ow, 7, 8);
+            kn.tc_prefetch = 0;
+            bool found = false;
+            for (int warps : {narrow ? 2 : 4, 8})
+                for (int rows : {side(oh, 14, 16), side(oh, 7, 8), 1})
+                    if (!found) {
+                        kn.tc_warps = warps, kn.tile_y = rows;
+                        found = fused_tc_error(spec, kn).empty();
+                    }
             ScheduleChoice s;
-            s.knobs = {{"chunk", chunk},
-                       {"tc_warps", 4},
-                       {"tile_x", side((w.w - 1) / dw.stride + 1)},
-                       {"tile_y", side((w.h - 1) / dw.stride + 1)},
+            s.knobs = {{"chunk", kn.chunk},
+                       {"tc_warps", kn.tc_warps},
+                       {"tile_x", kn.tile_x},
+                       {"tile_y", kn.tile_y},
                        {"tc_prefetch", 0}};
-            s.why = "heuristic: fused_tc MBConv's tile from the output image, 4 warps, chunks of 48";
+            s.why = "heuristic: fused_tc MBConv's tile from the output image, its chunk and warps from the output "
+                    "channels";
             return s;
         }
         // The H200's tuner rounds on FFN c=256 (bench/results/h200/ffn-tc/): chunks of 64 hidden channels, 8 warps

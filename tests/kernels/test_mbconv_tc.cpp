@@ -109,25 +109,34 @@ TEST_CASE(
 TEST_CASE("fused_tc MBConv tilings: the heuristic's tile, accumulator registers, shared memory, threads",
           "[blocks][mbconv_tc]") {
     const LaunchLimits h200{1024, 232448};
-    // 56x56 outputs: 8x8 tiles; 28x28 and 14x14: 7x7 (no tile cut at the edge); stride 2 halves the output.
+    // Two rows of 7 or 8 pixels: 56x56 outputs in 8x14 tiles, 28x28 in 7x14; stride 2 halves the output; a small
+    // image in one tile.
     auto tile = [](const std::string &key) {
         const auto k = block_heuristic(parse_block(key), kFusedTc, Device::cuda).knobs;
         return std::pair{k.at("tile_x"), k.at("tile_y")};
     };
-    CHECK(tile("mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16") == std::pair{8, 8});
-    CHECK(tile("mbconv:n=128,c=40,h=28,w=28,e=6,k=5,stride=1,act=relu6,dtype=f16") == std::pair{7, 7});
-    CHECK(tile("mbconv:n=128,c=24,h=112,w=28,e=6,k=3,stride=2,act=relu6,dtype=f16") == std::pair{7, 8});
+    CHECK(tile("mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16") == std::pair{8, 14});
+    CHECK(tile("mbconv:n=128,c=40,h=28,w=28,e=6,k=5,stride=1,act=relu6,dtype=f16") == std::pair{7, 14});
+    CHECK(tile("mbconv:n=128,c=24,h=112,w=28,e=6,k=3,stride=2,act=relu6,dtype=f16") == std::pair{7, 14});
     CHECK(tile("mbconv:n=1,c=16,h=5,w=3,e=4,k=3,stride=1,act=relu6,dtype=f16") == std::pair{3, 5});
+    // 192 output channels: two rows of 7x14 pixels on 4 warps would hold 2 x 24 x 4 + 48 = 240 accumulators a
+    // thread; one row of 7 fits.
+    const auto wide = block_heuristic(parse_block("mbconv:n=8,c=192,h=7,w=7,e=6,k=5,stride=1,act=silu,dtype=f16"),
+                                      kFusedTc, Device::cuda)
+                          .knobs;
+    CHECK(fused_tc_error(parse_block("mbconv:n=8,c=192,h=7,w=7,e=6,k=5,stride=1,act=silu,dtype=f16").spec(),
+                         block_knobs_from(wide))
+              .empty());
 
     const BlockWorkload w = parse_block("mbconv:n=128,c=80,h=14,w=14,e=6,k=3,stride=1,act=relu6,dtype=f16");
     KernelVariant v = block_kernel_for(w, kFusedTc, Device::cuda, block_heuristic(w, kFusedTc, Device::cuda));
-    CHECK(v.threads_per_block() == 128);
+    CHECK(v.threads_per_block() == 128);  // 80 output channels: 4 warps, chunks of 32
     CHECK_NOTHROW(check_block_launch(v, w, h200));
-    // 7x7 tile, halo 9x9, 4 warps, chunk 48, K 80, N 80: 2*(128*88 + 48*88 + 81*56 + 64*56 + 80*56) = 56176 bytes.
+    // 7x14 tile, halo 9x16, K 80, N 80: 2 (192 x 88 + 32 x 88 + 144 x 40 + 128 x 40 + 80 x 40) = 67584 bytes.
     CHECK_THROWS_WITH(check_block_launch(v, w, LaunchLimits{1024, 48 * 1024}),
-                      Catch::Contains("56176 bytes of shared memory"));
-    v.knobs["tc_warps"] = 1;  // 4 project and 6 expand m-tiles a warp: 4*10*4 + 6*6*4 = 304 accumulators
-    CHECK_THROWS_WITH(check_block_launch(v, w, h200), Catch::Contains("304 accumulator registers per thread"));
+                      Catch::Contains("67584 bytes of shared memory"));
+    v.knobs["tc_warps"] = 1;  // 7 project and 9 expand m-tiles a warp: 7 x 10 x 4 + 9 x 4 x 4 = 424 accumulators
+    CHECK_THROWS_WITH(check_block_launch(v, w, h200), Catch::Contains("424 accumulator registers per thread"));
     v.knobs["tc_warps"] = 40;
     CHECK_THROWS_WITH(check_block_launch(v, w, h200), Catch::Contains("1280 threads per block"));
 }
