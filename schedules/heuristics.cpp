@@ -383,7 +383,7 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
             // of 48 and 4 warps first tried; c=16 112x112 0.506 on 14x14), chunks of 32 on 4 warps above (c=80
             // 14x14 0.084-0.088 on 7 or 8 x 14 or 16). Tiles of two rows of 7 or 8 pixels: 7 or 8 across,
             // whichever wastes fewer of the output (8 on a tie), 14 or 16 down (14 on a tie); fewer rows, then 8
-            // warps, where the accumulators do not fit.
+            // warps, then chunks of 16, where the accumulators do not fit.
             auto side = [](int out, int a, int b) {
                 auto waste = [out](int t) { return (out + t - 1) / t * t - out; };
                 return out <= a ? out : waste(a) < waste(b) ? a : b;
@@ -392,16 +392,16 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
             const int ow = (w.w - 1) / dw.stride + 1, oh = (w.h - 1) / dw.stride + 1;
             const bool narrow = spec.cout <= 48;
             BlockKnobs kn;
-            kn.chunk = narrow ? 16 : 32;
             kn.tile_x = side(ow, 7, 8);
             kn.tc_prefetch = 0;
             bool found = false;
-            for (int warps : {narrow ? 2 : 4, 8})
-                for (int rows : {side(oh, 14, 16), side(oh, 7, 8), 1})
-                    if (!found) {
-                        kn.tc_warps = warps, kn.tile_y = rows;
-                        found = fused_tc_error(spec, kn).empty();
-                    }
+            for (int chunk : {narrow ? 16 : 32, 16})
+                for (int warps : {narrow ? 2 : 4, 8})
+                    for (int rows : {side(oh, 14, 16), side(oh, 7, 8), 1})
+                        if (!found) {
+                            kn.chunk = chunk, kn.tc_warps = warps, kn.tile_y = rows;
+                            found = fused_tc_error(spec, kn).empty();
+                        }
             ScheduleChoice s;
             s.knobs = {{"chunk", kn.chunk},
                        {"tc_warps", kn.tc_warps},

@@ -128,6 +128,16 @@ TEST_CASE("fused_tc MBConv tilings: the heuristic's tile, accumulator registers,
                          block_knobs_from(wide))
               .empty());
 
+    // 328 output channels: only chunks of 16 fit the accumulators (42 x 4 + 2 x 4 = 176 a thread on one row).
+    const BlockSpec widest = parse_block("mbconv:n=8,c=328,h=7,w=7,e=2,k=3,stride=1,act=silu,dtype=f16").spec();
+    REQUIRE(fused_tc_applies(widest));
+    const auto widest_knobs =
+        block_heuristic(parse_block("mbconv:n=8,c=328,h=7,w=7,e=2,k=3,stride=1,act=silu,dtype=f16"), kFusedTc,
+                        Device::cuda)
+            .knobs;
+    CHECK(widest_knobs.at("chunk") == 16);
+    CHECK(fused_tc_error(widest, block_knobs_from(widest_knobs)).empty());
+
     const BlockWorkload w = parse_block("mbconv:n=128,c=80,h=14,w=14,e=6,k=3,stride=1,act=relu6,dtype=f16");
     KernelVariant v = block_kernel_for(w, kFusedTc, Device::cuda, block_heuristic(w, kFusedTc, Device::cuda));
     CHECK(v.threads_per_block() == 128);  // 80 output channels: 4 warps, chunks of 32
