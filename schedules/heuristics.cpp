@@ -383,7 +383,11 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
             // of 48 and 4 warps first tried; c=16 112x112 0.506 on 14x14), chunks of 32 on 4 warps above (c=80
             // 14x14 0.084-0.088 on 7 or 8 x 14 or 16). Tiles of two rows of 7 or 8 pixels: 7 or 8 across,
             // whichever wastes fewer of the output (8 on a tie), 14 or 16 down (14 on a tie); fewer rows, then 8
-            // warps, then chunks of 16, where the accumulators do not fit.
+            // warps, then chunks of 16, where the accumulators do not fit (below).
+            // Accumulators a thread the heuristic allows (the knob check's 176 is what fits at all): the tuned
+            // kernels hold 104 at most; 152 (c=40 k=5 on 7x14 tiles, 2 warps) spilled beside the 25-tap window, as
+            // did 2 warps on 7x7 tiles and 4 on 7x14 (windows past 3x3: one row of 7 or 8 on 4 warps, 161 registers).
+            constexpr int kHeuristicAccumulators = 128;
             auto side = [](int out, int a, int b) {
                 auto waste = [out](int t) { return (out + t - 1) / t * t - out; };
                 return out <= a ? out : waste(a) < waste(b) ? a : b;
@@ -395,13 +399,15 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
             kn.tile_x = side(ow, 7, 8);
             kn.tc_prefetch = 0;
             bool found = false;
-            for (int chunk : {narrow ? 16 : 32, 16})
-                for (int warps : {narrow ? 2 : 4, 8})
-                    for (int rows : {side(oh, 14, 16), side(oh, 7, 8), 1})
-                        if (!found) {
-                            kn.chunk = chunk, kn.tc_warps = warps, kn.tile_y = rows;
-                            found = fused_tc_error(spec, kn).empty();
-                        }
+            for (int limit : {kHeuristicAccumulators, kFusedTcMaxAccumulators})
+                for (int chunk : {narrow ? 16 : 32, 16})
+                    for (int warps : {narrow && dw.ks <= 3 ? 2 : 4, 8})
+                        for (int rows : {dw.ks <= 3 ? side(oh, 14, 16) : side(oh, 7, 8), side(oh, 7, 8), 1})
+                            if (!found) {
+                                kn.chunk = chunk, kn.tc_warps = warps, kn.tile_y = rows;
+                                found = fused_tc_error(spec, kn).empty() &&
+                                        mbconv_tc_geometry(spec, kn).accumulators() <= limit;
+                            }
             ScheduleChoice s;
             s.knobs = {{"chunk", kn.chunk},
                        {"tc_warps", kn.tc_warps},

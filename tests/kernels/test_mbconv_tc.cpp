@@ -109,15 +109,17 @@ TEST_CASE(
 TEST_CASE("fused_tc MBConv tilings: the heuristic's tile, accumulator registers, shared memory, threads",
           "[blocks][mbconv_tc]") {
     const LaunchLimits h200{1024, 232448};
-    // Two rows of 7 or 8 pixels: 56x56 outputs in 8x14 tiles, 28x28 in 7x14; stride 2 halves the output; a small
-    // image in one tile.
+    // Two rows of 7 or 8 pixels where the accumulators allow: 56x56 outputs in 8x14 tiles; a small image in one
+    // tile.
     auto tile = [](const std::string &key) {
         const auto k = block_heuristic(parse_block(key), kFusedTc, Device::cuda).knobs;
         return std::pair{k.at("tile_x"), k.at("tile_y")};
     };
     CHECK(tile("mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16") == std::pair{8, 14});
-    CHECK(tile("mbconv:n=128,c=40,h=28,w=28,e=6,k=5,stride=1,act=relu6,dtype=f16") == std::pair{7, 14});
-    CHECK(tile("mbconv:n=128,c=24,h=112,w=28,e=6,k=3,stride=2,act=relu6,dtype=f16") == std::pair{7, 14});
+    // c=40 k=5: one row of 7 on 4 warps (larger tiles or fewer warps spilled beside the 25-tap window).
+    CHECK(tile("mbconv:n=128,c=40,h=28,w=28,e=6,k=5,stride=1,act=relu6,dtype=f16") == std::pair{7, 7});
+    // stride 2: the halo of a 7x14 tile is 15x29 pixels (176 accumulators a thread): one row of 8.
+    CHECK(tile("mbconv:n=128,c=24,h=112,w=28,e=6,k=3,stride=2,act=relu6,dtype=f16") == std::pair{7, 8});
     CHECK(tile("mbconv:n=1,c=16,h=5,w=3,e=4,k=3,stride=1,act=relu6,dtype=f16") == std::pair{3, 5});
     // 192 output channels: two rows of 7x14 pixels on 4 warps would hold 2 x 24 x 4 + 48 = 240 accumulators a
     // thread; one row of 7 fits.
@@ -128,15 +130,13 @@ TEST_CASE("fused_tc MBConv tilings: the heuristic's tile, accumulator registers,
                          block_knobs_from(wide))
               .empty());
 
-    // 328 output channels: only chunks of 16 fit the accumulators (42 x 4 + 2 x 4 = 176 a thread on one row).
-    const BlockSpec widest = parse_block("mbconv:n=8,c=328,h=7,w=7,e=2,k=3,stride=1,act=silu,dtype=f16").spec();
-    REQUIRE(fused_tc_applies(widest));
-    const auto widest_knobs =
-        block_heuristic(parse_block("mbconv:n=8,c=328,h=7,w=7,e=2,k=3,stride=1,act=silu,dtype=f16"), kFusedTc,
-                        Device::cuda)
-            .knobs;
-    CHECK(widest_knobs.at("chunk") == 16);
-    CHECK(fused_tc_error(widest, block_knobs_from(widest_knobs)).empty());
+    // 328 output channels, 1312 hidden: only chunks of 16 fit the accumulators (42 x 4 + 2 x 4 = 176 a thread on
+    // one row of 7 pixels).
+    const BlockWorkload widest = parse_block("mbconv:n=8,c=328,h=7,w=7,e=4,k=3,stride=1,act=silu,dtype=f16");
+    REQUIRE(fused_tc_applies(widest.spec()));
+    const BlockKnobs widest_knobs = block_knobs_from(block_heuristic(widest, kFusedTc, Device::cuda).knobs);
+    CHECK(effective_chunk(widest.spec().hidden, widest_knobs.chunk) == 16);
+    CHECK(fused_tc_error(widest.spec(), widest_knobs).empty());
 
     const BlockWorkload w = parse_block("mbconv:n=128,c=80,h=14,w=14,e=6,k=3,stride=1,act=relu6,dtype=f16");
     KernelVariant v = block_kernel_for(w, kFusedTc, Device::cuda, block_heuristic(w, kFusedTc, Device::cuda));
