@@ -21,6 +21,31 @@ void bound_fragment_space(Func func, const Funcs &f, const Var &tile, int tiles,
     func.bound(f.q, 0, 4).bound(f.lane, 0, 32).bound(tile, 0, tiles).bound(f.mt, 0, mts).bound(f.w, 0, warps);
 }
 
+void require_cuda_or_cpu(const Target &target) {
+    if (!target.has_feature(Target::CUDA) && target.has_gpu_feature())
+        throw CompileError("strategy fused_tc runs on CUDA, and emulated on the CPU; not on this GPU target");
+}
+
+// The store from the output accumulators' registers (each lane its own, warps on threads, one thread block per
+// block of rows) and where the two accumulators live: the output's per block, the hidden chunk's per chunk, in
+// registers on CUDA. acc_mts / hidden_mts: m-tiles a warp of the project and the expand. Returns the block level.
+template <class Funcs>
+LoopLevel schedule_accumulators(Funcs &f, int output_tiles, int hidden_tiles, int acc_mts, int hidden_mts, int warps,
+                                bool cuda) {
+    const RDom rc = f.rc;
+    Stage out = f.output.update();
+    out.allow_race_conditions().unroll(rc[0]).unroll(rc[1]).unroll(rc[2]).unroll(rc[3]);
+    if (cuda) out.gpu_lanes(rc[4]).gpu_threads(rc[5]).gpu_blocks(rc[6]);
+    else out.parallel(rc[6]);
+    const LoopLevel block(f.output, rc[6]);
+    const MemoryType warp_memory = cuda ? MemoryType::Register : MemoryType::Auto;
+    f.acc.compute_at(block).store_in(warp_memory);
+    bound_fragment_space(f.acc, f, f.nt, output_tiles, acc_mts, warps);
+    f.hidden_acc.compute_at(f.acc, f.rk_project.y).store_in(warp_memory);
+    bound_fragment_space(f.hidden_acc, f, f.ht, hidden_tiles, hidden_mts, warps);
+    return block;
+}
+
 // The two GEMMs of a fused_tc block in fragment space, after their accumulators' compute_at: the expand
 // (hidden_acc over K steps kt of the input, per hidden chunk) and the project (acc over K steps hk of each chunk
 // hc); project_a is the project's A fragments (the FFN's hidden_frag, MBConv's p_frag).
@@ -86,27 +111,14 @@ void schedule_two_gemms(Funcs &f, Func project_a, bool cuda) {
 // the same registers' lanes, the project's mma into the output accumulators (registers, the whole reduction);
 // then the store from the registers. The hidden activations are never stored anywhere.
 void schedule_ffn_tc(FfnTcFuncs &f, const FfnTcShape &s, const FfnTcTiling &t, int pad, const Target &target) {
+    require_cuda_or_cpu(target);
     const bool cuda = target.has_feature(Target::CUDA);
-    if (!cuda && target.has_gpu_feature())
-        throw CompileError("strategy fused_tc runs on CUDA, and emulated on the CPU; not on this GPU target");
-    const int NT = s.k / mma::kTileN;
-    const int HT = t.chunk / mma::kTileN;
-    const RDom rc = f.rc;
     const RVar hc = f.rk_project.y;
     Func acc = f.acc, hidden = f.hidden_acc;
-    Stage out = f.output.update();
-    out.allow_race_conditions().unroll(rc[0]).unroll(rc[1]).unroll(rc[2]).unroll(rc[3]);
-    if (cuda) out.gpu_lanes(rc[4]).gpu_threads(rc[5]).gpu_blocks(rc[6]);
-    else out.parallel(rc[6]);
+    const LoopLevel block =
+        schedule_accumulators(f, s.k / mma::kTileN, t.chunk / mma::kTileN, t.mt_count(), t.mt_count(), t.warps, cuda);
     // Whole thread blocks: the register pairs stored unguarded as 2-element vectors.
-    out.specialize(f.exact).vectorize(rc[0]);
-
-    const LoopLevel block(f.output, rc[6]);
-    const MemoryType warp_memory = cuda ? MemoryType::Register : MemoryType::Auto;
-    acc.compute_at(block).store_in(warp_memory);
-    bound_fragment_space(acc, f, f.nt, NT, t.mt_count(), t.warps);
-    hidden.compute_at(acc, hc).store_in(warp_memory);
-    bound_fragment_space(hidden, f, f.ht, HT, t.mt_count(), t.warps);
+    f.output.update().specialize(f.exact).vectorize(f.rc[0]);
     for (Func panel : {f.x_panel, f.u_panel, f.v_panel})
         panel.store_in(cuda ? MemoryType::GPUShared : MemoryType::Auto);
     f.x_panel.compute_at(block).align_storage(f.x_panel.args()[1], (s.c + pad) / 8);
@@ -157,25 +169,16 @@ void schedule_ffn_tc(FfnTcFuncs &f, const FfnTcShape &s, const FfnTcTiling &t, i
 // rows (shared, a barrier), the project's mma into the output accumulators (registers, the whole reduction); then
 // the store from the registers.
 void schedule_mbconv_tc(MbconvTcFuncs &f, const MbconvTcGeometry &g, bool residual, const Target &target) {
+    require_cuda_or_cpu(target);
     const bool cuda = target.has_feature(Target::CUDA);
-    if (!cuda && target.has_gpu_feature())
-        throw CompileError("strategy fused_tc runs on CUDA, and emulated on the CPU; not on this GPU target");
-    const int NT = g.n_padded() / mma::kTileN, HT = g.chunk / mma::kTileN;
-    const RDom rc = f.rc, rh = f.rh;
+    const RDom rh = f.rh;
     const RVar hc = f.rk_project.y;
-    Func acc = f.acc, hidden = f.hidden_acc;
-    Stage out = f.output.update();
-    out.allow_race_conditions().unroll(rc[0]).unroll(rc[1]).unroll(rc[2]).unroll(rc[3]).vectorize(rc[0]);
-    if (cuda) out.gpu_lanes(rc[4]).gpu_threads(rc[5]).gpu_blocks(rc[6]);
-    else out.parallel(rc[6]);
-
-    const LoopLevel block(f.output, rc[6]);
-    const MemoryType warp_memory = cuda ? MemoryType::Register : MemoryType::Auto;
+    Func acc = f.acc;
+    const LoopLevel block = schedule_accumulators(f, g.n_padded() / mma::kTileN, g.chunk / mma::kTileN, g.project_mt(),
+                                                  g.expand_mt(), g.warps, cuda);
+    // Every register pair stored as a 2-element vector (a pair is all in or all out of the image and of C').
+    f.output.update().vectorize(f.rc[0]);
     const MemoryType shared = cuda ? MemoryType::GPUShared : MemoryType::Auto;
-    acc.compute_at(block).store_in(warp_memory);
-    bound_fragment_space(acc, f, f.nt, NT, g.project_mt(), g.warps);
-    hidden.compute_at(acc, hc).store_in(warp_memory);
-    bound_fragment_space(hidden, f, f.ht, HT, g.expand_mt(), g.warps);
     const int kp = (g.k_padded() + MbconvTcGeometry::kPad) / 8, cp = (g.chunk + MbconvTcGeometry::kPad) / 8;
     // The halo's input rows: once per block where the residual reads them after the chunk loop. Without a read
     // after the loop they are reloaded per chunk: Halide 21 (FuseGPUThreadLoops) shares shared memory between

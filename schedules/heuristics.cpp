@@ -389,7 +389,7 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
             // did 2 warps on 7x7 tiles and 4 on 7x14 (windows past 3x3: one row of 7 or 8 on 4 warps, 161 registers).
             constexpr int kHeuristicAccumulators = 128;
             auto side = [](int out, int a, int b) {
-                auto waste = [out](int t) { return (out + t - 1) / t * t - out; };
+                auto waste = [out](int t) { return ceil_div(out, t) * t - out; };
                 return out <= a ? out : waste(a) < waste(b) ? a : b;
             };
             const LayerSpec &dw = spec.layers[1];
@@ -398,16 +398,17 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
             BlockKnobs kn;
             kn.tile_x = side(ow, 7, 8);
             kn.tc_prefetch = 0;
-            bool found = false;
-            for (int limit : {kHeuristicAccumulators, kFusedTcMaxAccumulators})
-                for (int chunk : {narrow ? 16 : 32, 16})
-                    for (int warps : {narrow && dw.ks <= 3 ? 2 : 4, 8})
-                        for (int rows : {dw.ks <= 3 ? side(oh, 14, 16) : side(oh, 7, 8), side(oh, 7, 8), 1})
-                            if (!found) {
+            [&] {  // the first tiling in this order that fits
+                for (int limit : {kHeuristicAccumulators, kFusedTcMaxAccumulators})
+                    for (int chunk : {narrow ? 16 : 32, 16})
+                        for (int warps : {narrow && dw.ks <= 3 ? 2 : 4, 8})
+                            for (int rows : {dw.ks <= 3 ? side(oh, 14, 16) : side(oh, 7, 8), side(oh, 7, 8), 1}) {
                                 kn.chunk = chunk, kn.tc_warps = warps, kn.tile_y = rows;
-                                found = fused_tc_error(spec, kn).empty() &&
-                                        mbconv_tc_geometry(spec, kn).accumulators() <= limit;
+                                if (fused_tc_error(spec, kn).empty() &&
+                                    mbconv_tc_geometry(spec, kn).accumulators() <= limit)
+                                    return;
                             }
+            }();
             ScheduleChoice s;
             s.knobs = {{"chunk", kn.chunk},
                        {"tc_warps", kn.tc_warps},
