@@ -77,8 +77,6 @@ inline void require_match(const Comparison &c) {
     CHECK(c.violations == 0);
 }
 
-// The keys of a suite file under workloads/ of the source tree: BLOCKFUSE_SOURCE_DIR in the environment
-// (a GPU host's copy of the tree), else `source_dir` (where the test was built).
 // A workload key and the knobs its kernel is built with (over the heuristic's; none: the heuristic's kernel).
 struct KnobCase {
     std::string key;
@@ -105,6 +103,8 @@ inline void check_knob_cases(const std::vector<KnobCase> &cases, const std::stri
     }
 }
 
+// The keys of a suite file under workloads/ of the source tree: BLOCKFUSE_SOURCE_DIR in the environment
+// (a GPU host's copy of the tree), else `source_dir` (where the test was built).
 inline std::vector<std::string> suite_keys(const std::string &source_dir, const std::string &name) {
     std::vector<std::string> keys;
     for (const auto &e : load_suite(env("BLOCKFUSE_SOURCE_DIR", source_dir) + "/workloads/" + name + ".txt"))

@@ -114,9 +114,12 @@ def mbconv_tc_expectation(params, knobs):
     e = c * int(params["expansion"])
     chunk = max(d for d in range(1, int(knobs.get("chunk", 8)) + 1) if e % d == 0)  # effective_chunk
     warps, tx, ty = int(knobs["tc_warps"]), int(knobs["tile_x"]), int(knobs["tile_y"])
+    def ceil(a, b):
+        return -(-a // b)
+
     halo = ((tx - 1) * stride + ks) * ((ty - 1) * stride + ks)
-    mte, mtp = -(-(-(-halo // 16)) // warps), -(-(-(-(tx * ty) // 16)) // warps)
-    kp, np_ = -(-c // 16), -(-c // 16) * 2  # K steps of the padded input, n-tiles of the padded output
+    mte, mtp = ceil(ceil(halo, 16), warps), ceil(ceil(tx * ty, 16), warps)  # m-tiles a warp: expand, project
+    kp, np_ = ceil(c, 16), ceil(c, 16) * 2  # K steps of the padded input, n-tiles of the padded output (C' = C)
     want = (mte * chunk // 8 * kp + mtp * c // 8 * (chunk // 16), (mte + chunk // 16) * kp + (mtp + np_ // 2) *
             (chunk // 16), 0)
     return want, f"hidden chunk(s) of {chunk}", e == chunk
