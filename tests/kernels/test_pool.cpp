@@ -134,6 +134,24 @@ TEST_CASE("random pooling shapes of every family match the float64 reference", "
     }
 }
 
+// A kernel whose OpenCL C is right but which PoCL 3.1's default work-group method (loopvec) miscompiled:
+// one output of 180 wrong at these knobs, every seed. The PoCL tests pin POCL_WORK_GROUP_METHOD=loops
+// (tests/CMakeLists.txt); without it this case fails.
+TEST_CASE("a maxpool3d kernel PoCL's work-item vectorizer miscompiled matches the float64 reference", "[pool][pocl]") {
+    install_halide_error_handler();
+    const std::string key = "maxpool3d:n=2,c=3,d=7,h=8,w=3,kernel=3,stride=1,pad=0,ceil=1,return_indices=1,"
+                            "layout=ncdhw,dtype=f32";
+    const std::map<std::string, int> knobs{{"stage", 1}, {"tile_y", 2}, {"threads", 32}};
+    for (Device d : test::test_devices()) {
+        if (d == Device::cpu) continue;  // GPU schedule knobs
+        const KernelVariant *v = kernel_with_knobs(key, "direct", d, knobs, 0, "test");
+        INFO(v->name << " [" << v->knob_summary() << "]");
+        for (const BuildOutcome &b : test::build_kernels({v})) REQUIRE(b.ok);
+        if (test::fill_only()) continue;
+        for (int i = 0; i < 3; ++i) require_match(test::check_kernel(*v, key, rng()));
+    }
+}
+
 // Values from {-1, 0, 0.5, 1} (exact in every dtype: ties in every window), NaN at about one position in
 // 40, and the first plane -inf throughout (windows with no value above -inf: PyTorch keeps the first valid
 // tap's index).
