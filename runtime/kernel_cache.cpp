@@ -411,12 +411,17 @@ void export_kernel(const KernelRequest &r, const std::string &out_dir) {
     if (fs::exists(device_code))
         fs::rename(device_code,
                    fs::path(out_dir) / (r.name + (r.target.find("-cuda") != std::string::npos ? ".ptx" : ".cl")));
-    // One runtime for every kernel of a target, as the project links it.
+    // One runtime for every kernel of a target, as the project links it. strict_float is a kernel's feature
+    // (pooling's): Halide refuses it for the runtime, which sets its own fast-math flags.
+    std::string rt_target = r.target;
+    if (const size_t at = rt_target.find("-strict_float"); at != std::string::npos)
+        rt_target.erase(at, std::string("-strict_float").size());
     const std::vector<std::string> rt{gen,     "-r", "halide_runtime", "-o",
-                                      out_dir, "-e", "static_library", "target=" + r.target};
+                                      out_dir, "-e", "static_library", "target=" + rt_target};
     std::ofstream(log, std::ios::app) << "$ " << command_text(rt) << "\n";
     if (!(pr = run_process(rt, log.string(), kGeneratorTimeoutSeconds)).ok())
-        throw KernelError("generating the Halide runtime for " + r.target + ": " + pr.describe());
+        throw KernelError("generating the Halide runtime for " + rt_target + ": " + pr.describe() + ": " +
+                          first_error_line(log));
     // The description, with the arguments as the cached build of the same kernel reports them.
     const LoadedKernel &k = load_kernel(r);
     nlohmann::json d = read_json(fs::path(k.dir) / "description.json");

@@ -47,3 +47,10 @@ CPP
 g++ -std=c++17 -O1 -I "$dir" -I "$include" "$out/main.cpp" "$dir/$name.a" "$dir/halide_runtime.a" -o "$out/main" -ldl -lpthread
 "$out/main"
 echo "ok: $name built from the generated library and header, every output right"
+# A pooling kernel's target carries strict_float, which Halide refuses for the runtime: generate must
+# still write the runtime beside it.
+pool="$out/pool"
+"$run" generate "maxpool1d:n=1,c=2,l=9,kernel=3" --device cpu --out "$pool" >"$out/generate-pool.log" 2>&1 \
+    || { cat "$out/generate-pool.log"; echo "FAIL: generate of a pooling kernel exited non-zero"; exit 1; }
+[ -s "$(find "$pool" -name halide_runtime.a | head -1)" ] || { echo "FAIL: no runtime beside the pooling kernel"; exit 1; }
+echo "ok: a pooling kernel (strict_float) generated with its runtime"
