@@ -44,7 +44,8 @@ public:
     // layer_by_layer_tc, fused_tc: the input image's size, static (the GEMMs index pixels by constant divisions).
     GeneratorParam<int> height{"height", 0}, width{"width", 0};
     // fused_tc, tests only: a layout the checks must catch. FFN: 2 swaps two of the hidden A registers
-    // (generators/ffn_tc_algorithm.h); MBConv: 3 reads the depthwise rows one pixel off (mbconv_tc_algorithm.h).
+    // (generators/ffn_tc_algorithm.h); MBConv: 3 reads the depthwise rows one pixel off (mbconv_tc_algorithm.h);
+    // ConvNeXt: 4 leaves the last channel group out of the LayerNorm's statistics.
     GeneratorParam<int> fragment_mutation{"fragment_mutation", 0};
     // Schedule knobs, one GeneratorParam each, from their declaration (schedules/block_knobs.h): the
     // block-level ones, and the conv2d mapping of each kind of layer (layer by layer), prefixed.
@@ -118,8 +119,8 @@ public:
     }
 
     // fused_tc: the FFN in one kernel on the tensor cores, its own schedule (the generator's knob check has
-    // refused every other family and tiling); ConvFirst's grouped layer computed into the FFN's X rows; MBConv's
-    // three layers around a tile and its halo.
+    // refused every other family and tiling); ConvFirst's grouped layer and ConvNeXt's depthwise layer and
+    // LayerNorm computed into the FFN's X rows; MBConv's three layers around a tile and its halo.
     void generate_fused_tc(const blockfuse::BlockSpec &spec, const blockfuse::BlockKnobs &kn) {
         const auto elem = Type(storage) == Float(16) ? blockfuse::mma::Elem::f16 : blockfuse::mma::Elem::bf16;
         if (spec.family == BlockFamily::mbconv) {
@@ -133,13 +134,13 @@ public:
             blockfuse::add_mbconv_tc_lowering(get_pipeline(), get_target(), "block (fused_tc)", f);
             return;
         }
-        const bool convfirst = spec.family == BlockFamily::convfirst;
-        const size_t ffn = convfirst ? 1 : 0;  // the FFN's first layer
+        const bool prologue = spec.family == BlockFamily::convfirst || spec.family == BlockFamily::convnext;
+        const size_t ffn = prologue ? 1 : 0;  // the FFN's first layer
         blockfuse::FfnTcPrologue grouped;
         int oh = height, ow = width;
-        if (convfirst) {
+        if (prologue) {  // ConvFirst's grouped layer, ConvNeXt's depthwise layer and LayerNorm
             const blockfuse::LayerSpec &g = spec.layers[0];
-            grouped = {*weights[0], *biases[0], g.ks, g.stride, height, width};
+            grouped = {*weights[0], *biases[0], g.ks, g.stride, height, width, spec.family == BlockFamily::convnext};
             oh = (height - 1) / g.stride + 1, ow = (width - 1) / g.stride + 1;  // same padding
         }
         const blockfuse::FfnTcShape s{spec.c, spec.hidden, spec.cout,

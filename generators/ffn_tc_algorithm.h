@@ -22,9 +22,15 @@
 // padding k / 2, bias, no activation) instead of the input itself, computed on CUDA cores straight into X's
 // shared rows (f32 sums of the group's 8 input channels over the window, rounded to the storage type as the
 // layer's stored output would be); the FFN then runs as above and the residual is the block's input.
+//
+// ConvNeXt (FfnTcPrologue with layer_norm): X is LayerNorm over channels (no affine: its gamma and beta are folded
+// into U and a) of the depthwise k x k convolution of the input (bias, zero padding k / 2), both on CUDA cores: the
+// depthwise sums in f32 into the thread block's shared rows, each pixel's mean and variance over them (two passes),
+// then X's rows normalized and rounded to the storage type; the FFN then runs as above.
 #pragma once
 #include "Halide.h"
 #include "generators/activation.h"
+#include "generators/block_spec.h"
 #include "generators/gemm_algorithm.h"
 #include "generators/mma.h"
 #include "generators/storage.h"
@@ -46,19 +52,25 @@ struct FfnTcShape {
     Activation act = Activation::relu;
 };
 
-// ConvFirst's grouped layer before the FFN: weights (k, r, kx, ky) in the storage type (r the 8 input channels
-// of k's group), bias (k) f32; the input image in_w x in_h (FfnTcShape's h, w are the output's).
+// The layer before the FFN, on CUDA cores. ConvFirst's grouped layer: weights (k, r, kx, ky) in the storage type (r
+// the 8 input channels of k's group); ConvNeXt's depthwise layer (layer_norm): weights (k, 0, kx, ky), then the
+// LayerNorm. Bias (k) f32; the input image in_w x in_h (FfnTcShape's h, w are the output's).
 struct FfnTcPrologue {
     Halide::Func weights, bias;
     int ks = 0, stride = 1, in_h = 0, in_w = 0;
+    bool layer_norm = false;
     bool defined() const { return ks > 0; }
 };
 
 struct FfnTcFuncs {
     Halide::Func x_panel;      // (ke, kg, m): bits of X, zero past M; per thread block, every channel
-    Halide::Func x_conv;       // (ke, kg, m), f32: ConvFirst's grouped layer at channel 8 kg + ke (else undefined)
-    Halide::Func x_tap;        // (r, kg, m, kx, ky), f32: its input, tap (kx, ky) of group kg's channel r at pixel m
-    Halide::RDom rk_group;     // (r, kx, ky): its window over the group's 8 input channels
+    Halide::Func x_conv;       // (ke, kg, m), f32: the prologue's layer at channel 8 kg + ke (else undefined)
+    Halide::Func x_tap;        // (r, kg, m, kx, ky), f32: its input, tap (kx, ky) of channel 8 kg + r at pixel m
+    Halide::RDom rk_group;     // grouped: (r, kx, ky), the window over the group's 8 input channels; depthwise (kx, ky)
+    Halide::Func x_rows;       // (ke, kg, m), f32: ConvNeXt's x_conv stored, for the LayerNorm (else undefined)
+    Halide::Func ln_mean;      // (m), f32: its mean over the channels
+    Halide::Func ln_var;       // (m), f32: its variance (a second pass, over the differences)
+    Halide::RDom rk_norm;      // (ke, kg): the channels
     Halide::Func u_panel;      // (ke, kg, e): the chunk's rows of U
     Halide::Func v_panel;      // (ke, kg, n): V's rows, the chunk's columns
     Halide::Func x_frag;       // (r, lane, mt, w, bm, kt): A of the expand, K step kt of C
@@ -77,7 +89,7 @@ struct FfnTcFuncs {
 };
 
 // fragment_mutation = 2 (tests only): the hidden A registers 1 and 2 swapped, a wrong C-to-A mapping the checks
-// must catch. `residual` (optional, the output's shape and storage type) is added after the project's bias.
+// must catch; 4: ConvNeXt's LayerNorm statistics over all channel groups but the last. `residual` (optional, the output's shape and storage type) is added after the project's bias.
 inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const Halide::Func &a, const Halide::Func &v,
                          const Halide::Func &b, const FfnTcShape &s, const Halide::Expr &images, const FfnTcTiling &t,
                          mma::Elem elem, const Halide::Type &storage, const Halide::Target &target,
@@ -97,9 +109,11 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
     Expr mc = select(f.exact, unsafe_promise_clamped(m, 0, M - 1), clamp(m, 0, M - 1));
     Expr x_bits;
     if (grouped.defined()) {
-        f.rk_group = RDom(0, 8, 0, grouped.ks, 0, grouped.ks, "ffn_rk_group");
+        const bool depthwise = grouped.layer_norm;
+        f.rk_group = depthwise ? RDom(0, grouped.ks, 0, grouped.ks, "ffn_rk_group")
+                               : RDom(0, 8, 0, grouped.ks, 0, grouped.ks, "ffn_rk_group");
         const int pad = grouped.ks / 2;
-        // The window's tap (kx, ky) of the group's 8 input channels r at pixel m, zero outside the image.
+        // The window's tap (kx, ky) of input channel 8 kg + r at pixel m, zero outside the image.
         Var r = f.r, kx("kx"), ky("ky");
         Expr ix = (mc % W) * grouped.stride + kx - pad, iy = ((mc / W) % s.h) * grouped.stride + ky - pad;
         Expr inside = ix >= 0 && ix < grouped.in_w && iy >= 0 && iy < grouped.in_h;
@@ -110,8 +124,25 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
         f.x_conv = Func("ffn_x_conv");
         f.x_conv(ke, kg, m) = grouped.bias(8 * kg + ke);
         const RDom &g = f.rk_group;
-        f.x_conv(ke, kg, m) += to_f32(grouped.weights(8 * kg + ke, g.x, g.y, g.z)) * f.x_tap(g.x, kg, m, g.y, g.z);
-        x_bits = f32_to_b16(f.x_conv(ke, kg, m), elem);
+        if (depthwise) {
+            f.x_conv(ke, kg, m) += to_f32(grouped.weights(8 * kg + ke, 0, g.x, g.y)) * f.x_tap(ke, kg, m, g.x, g.y);
+            f.rk_norm = RDom(0, 8, 0, s.c / 8 - (fragment_mutation == 4), "ffn_rk_norm");
+            const RDom &rn = f.rk_norm;
+            f.x_rows = Func("ffn_x_rows");
+            f.x_rows(ke, kg, m) = f.x_conv(ke, kg, m);
+            f.ln_mean = Func("ffn_ln_mean");
+            f.ln_mean(m) = 0.0f;
+            f.ln_mean(m) += f.x_rows(rn.x, rn.y, m) * (1.0f / float(s.c));
+            Expr d = f.x_rows(rn.x, rn.y, m) - f.ln_mean(m);
+            f.ln_var = Func("ffn_ln_var");
+            f.ln_var(m) = 0.0f;
+            f.ln_var(m) += d * d * (1.0f / float(s.c));
+            Expr rstd = 1.0f / sqrt(f.ln_var(m) + float(kLayerNormEps));
+            x_bits = f32_to_b16((f.x_rows(ke, kg, m) - f.ln_mean(m)) * rstd, elem);
+        } else {
+            f.x_conv(ke, kg, m) += to_f32(grouped.weights(8 * kg + ke, g.x, g.y, g.z)) * f.x_tap(g.x, kg, m, g.y, g.z);
+            x_bits = f32_to_b16(f.x_conv(ke, kg, m), elem);
+        }
     } else {
         x_bits = reinterpret(UInt(16), input(8 * kg + ke, mc % W, (mc / W) % s.h, mc / HW));
     }

@@ -50,7 +50,8 @@ constexpr const char *kLayerByLayerTc = "layer_by_layer_tc";
 inline std::string tensor_core_prefix(size_t layer) { return "tc" + std::to_string(layer) + "_"; }
 // Blocks fused on the tensor cores, strategy fused_tc: the FFN (generators/ffn_tc_algorithm.h), both 1x1 layers'
 // mma in one kernel, the hidden chunk from the expand's accumulators into the project's A fragments, in registers;
-// ConvFirst's (its grouped layer on CUDA cores into the FFN's shared input rows); and MBConv
+// ConvFirst's (its grouped layer on CUDA cores into the FFN's shared input rows), ConvNeXt's (its depthwise layer
+// and LayerNorm likewise); and MBConv
 // (generators/mbconv_tc_algorithm.h): expand and project on mma.sync over a tile and its halo, the depthwise layer
 // on CUDA cores between them in shared memory.
 constexpr const char *kFusedTc = "fused_tc";
@@ -68,21 +69,23 @@ inline MbconvTcGeometry mbconv_tc_geometry(const BlockSpec &spec, const BlockKno
             dw.ks,     dw.stride,   kn.tc_warps,
             kn.tile_x, kn.tile_y,   effective_chunk(spec.hidden, kn.chunk)};
 }
-// Shared memory of a fused_tc thread block. FFN and ConvFirst: X's rows, the chunk's rows of U and columns of V,
-// each row padded; MBConv: its geometry's.
+// Shared memory of a fused_tc thread block. FFN, ConvFirst and ConvNeXt: X's rows, the chunk's rows of U and
+// columns of V, each row padded; ConvNeXt also the depthwise sums' f32 rows and each pixel's mean and variance
+// (counted beside the rest: Halide may lay them over the chunk's panels, not assumed here); MBConv: its geometry's.
 inline long long fused_tc_shared_bytes(const BlockSpec &spec, const BlockKnobs &kn) {
     if (spec.family == BlockFamily::mbconv) return mbconv_tc_geometry(spec, kn).shared_bytes();
     const int chunk = effective_chunk(spec.hidden, kn.chunk);
-    return 2LL * ((1LL * kn.tc_warps * kn.tc_warp_m + chunk) * (spec.c + kFusedTcPad) +
-                  1LL * spec.cout * (chunk + kFusedTcPad));
+    const long long rows = 1LL * kn.tc_warps * kn.tc_warp_m;
+    const long long norm = spec.family == BlockFamily::convnext ? 4LL * rows * (spec.c + 2) : 0;
+    return norm + 2LL * ((rows + chunk) * (spec.c + kFusedTcPad) + 1LL * spec.cout * (chunk + kFusedTcPad));
 }
 // Why fused_tc cannot build this block with these knobs ("" if it can).
 inline std::string fused_tc_error(const BlockSpec &spec, const BlockKnobs &kn) {
     auto n = [](int v) { return std::to_string(v); };
     const int chunk = effective_chunk(spec.hidden, kn.chunk);
     const bool mbconv = spec.family == BlockFamily::mbconv;
-    if (spec.family != BlockFamily::ffn && spec.family != BlockFamily::convfirst && !mbconv)
-        return "strategy fused_tc is built for FFN, ConvFirst and MBConv blocks only";
+    if (spec.family == BlockFamily::fused_mbconv)
+        return "strategy fused_tc is built for FFN, ConvFirst, ConvNeXt and MBConv blocks only";
     if (spec.has_se()) return "strategy fused_tc builds MBConv without Squeeze-Excitation (se = 0)";
     if (mbconv && (spec.c % 8 || spec.hidden % 16 || spec.cout % 8))
         return "fused_tc needs MBConv's input and output channels divisible by 8 (16-byte rows) and its hidden "
@@ -98,7 +101,7 @@ inline std::string fused_tc_error(const BlockSpec &spec, const BlockKnobs &kn) {
     if (mbconv) {
         if (kn.tile_x < 1 || kn.tile_y < 1)
             return "fused_tc: tile_x = " + n(kn.tile_x) + ", tile_y = " + n(kn.tile_y) + " must be positive";
-        if (kn.tc_prefetch) return "fused_tc: tc_prefetch applies to FFN and ConvFirst blocks, not MBConv";
+        if (kn.tc_prefetch) return "fused_tc: tc_prefetch applies to FFN, ConvFirst and ConvNeXt blocks, not MBConv";
         const MbconvTcGeometry g = mbconv_tc_geometry(spec, kn);
         if (const int regs = g.accumulators(); regs > kFusedTcMaxAccumulators)
             return "fused_tc: " + n(regs) + " accumulator registers per thread (" + n(g.project_mt()) + " and " +

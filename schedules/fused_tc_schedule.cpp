@@ -126,19 +126,41 @@ void schedule_ffn_tc(FfnTcFuncs &f, const FfnTcShape &s, const FfnTcTiling &t, i
     // unrolled they spill at c = 256): per tap the group's 8 input channels as one 16-byte load, the 8 channels'
     // weights of each input channel as another. On the H200 ConvFirst c=256 N=128 takes 0.260 ms, its FFN alone
     // 0.155: the grouped layer, on CUDA cores and before the block's mma, is the difference.
-    const bool grouped = f.x_conv.defined();
-    spread_over_block(f.x_panel, t.warps, cuda, !grouped);
+    // ConvNeXt: the same for the depthwise window (per tap one 16-byte load of 8 channels and one of their weights),
+    // its sums into f32 shared rows; each pixel's mean and variance by one thread over those rows; X's rows then
+    // normalized from them.
+    const bool grouped = f.x_conv.defined(), normed = f.x_rows.defined();
+    spread_over_block(f.x_panel, t.warps, cuda, !grouped || normed);
     if (grouped) {
         const RDom &rg = f.rk_group;
+        Func rows = normed ? f.x_rows : f.x_panel;  // where each thread's sums go
+        if (normed) {
+            f.x_rows.compute_at(block).store_in(cuda ? MemoryType::GPUShared : MemoryType::Auto);
+            spread_over_block(f.x_rows, t.warps, cuda, false);
+            for (Func stat : {f.ln_mean, f.ln_var}) {
+                stat.compute_at(block).store_in(cuda ? MemoryType::GPUShared : MemoryType::Auto);
+                if (!cuda) continue;
+                Var px = stat.args()[0], pw("pw"), pl("pl");  // a pixel a thread: lanes, then warps
+                for (Stage st : {Stage(stat), stat.update()})
+                    st.split(px, pw, pl, 32, TailStrategy::GuardWithIf).gpu_threads(pl, pw);
+            }
+        }
         Var ke = f.x_conv.args()[0], r = f.x_tap.args()[0];
-        f.x_conv.compute_at(f.x_panel, cuda ? Var("tt") : f.x_panel.args()[1])
+        f.x_conv.compute_at(rows, cuda ? Var("tt") : rows.args()[1])
             .store_in(cuda ? MemoryType::Register : MemoryType::Auto)
             .bound_extent(ke, 8)
             .vectorize(ke);
-        f.x_conv.update().reorder(ke, rg.x, rg.y, rg.z).vectorize(ke);
-        if (cuda) f.x_conv.update().unroll(rg.x);
-        f.x_tap.compute_at(f.x_conv, rg.y).store_in(cuda ? MemoryType::Register : MemoryType::Auto).bound_extent(r, 8);
-        f.x_tap.vectorize(r);
+        if (normed) {  // the tap inlined: one vector of 8 channels
+            f.x_conv.update().reorder(ke, rg.x, rg.y).vectorize(ke);
+            if (cuda) f.x_conv.update().unroll(rg.x);
+        } else {
+            f.x_conv.update().reorder(ke, rg.x, rg.y, rg.z).vectorize(ke);
+            if (cuda) f.x_conv.update().unroll(rg.x);
+            f.x_tap.compute_at(f.x_conv, rg.y)
+                .store_in(cuda ? MemoryType::Register : MemoryType::Auto)
+                .bound_extent(r, 8);
+            f.x_tap.vectorize(r);
+        }
     }
     for (Func panel : {f.u_panel, f.v_panel}) {
         panel.compute_at(acc, hc);

@@ -373,10 +373,11 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
     if (strategy == kFusedTc) {
         const BlockSpec spec = w.spec();
         if (!fused_tc_serves(w))
-            throw WorkloadError(std::string(kFusedTc) +
-                                " builds single FFN and ConvFirst blocks with channels divisible by 16 and MBConv "
-                                "blocks without SE with channels divisible by 8, f16 or bf16: " +
-                                to_key(w));
+            throw WorkloadError(
+                std::string(kFusedTc) +
+                " builds single FFN, ConvFirst and ConvNeXt blocks with channels divisible by 16 and MBConv "
+                "blocks without SE with channels divisible by 8, f16 or bf16: " +
+                to_key(w));
         if (w.family == BlockFamily::mbconv) {
             // The H200's two tuner rounds (bench/results/h200/mbconv-tc/): chunks of 16 on 2 warps where the output
             // has up to 48 channels (c=24 56x56 N=128 0.232 ms on 8x14 tiles against 0.307 on the 8x8 tiles, chunks
@@ -436,7 +437,8 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
         // ConvFirst: 4 warps (its grouped layer runs before the FFN in each block; the H200's tuner rounds,
         // bench/results/h200/convfirst-tc/: c=64 N=128 0.451 ms on 4 warps, 0.509 on 8; c=256 0.260 and 0.273; N=8
         // 0.038 and 0.052; c=128 the exception, 0.335 and 0.318).
-        const int many = w.family == BlockFamily::convfirst ? 4 : 8;
+        // ConvNeXt likewise (its depthwise 7x7 and LayerNorm before the FFN).
+        const int many = w.family == BlockFamily::convfirst || w.family == BlockFamily::convnext ? 4 : 8;
         s.knobs = {
             {"chunk", chunk}, {"tc_warps", pixels / 128 < 132 ? 2 : many}, {"tc_warp_m", 16}, {"tc_prefetch", 0}};
         s.why = "heuristic: fused_tc's chunk from the hidden width, its warps from the pixels";

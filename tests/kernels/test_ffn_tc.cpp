@@ -40,19 +40,28 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
         // a 5 x 5 window over image borders, the chunk loop pipelined
         {"convfirst:n=1,c=48,h=6,w=5,e=2,k=5,stride=1,act=relu,dtype=f16",
          {{"chunk", 32}, {"tc_warps", 4}, {"tc_warp_m", 16}, {"tc_prefetch", 1}}},
+        // ConvNeXt: the 7x7 window over a 1x1 image (all padding but the centre: LayerNorm of the bias alone)
+        {"convnext:n=2,c=16,h=1,w=1,e=4,k=7,stride=1,act=gelu,dtype=f16", {{"chunk", 32}, {"tc_warps", 1}}},
+        // odd images over blocks of 64 pixels, 48 channels (6 groups of 8 in the LayerNorm), bf16
+        {"convnext:n=3,c=48,h=9,w=7,e=4,k=7,stride=1,act=gelu,dtype=bf16",
+         {{"chunk", 64}, {"tc_warps", 2}, {"tc_warp_m", 32}}},
+        // stride 2 (no residual), a 3x3 window, the chunk loop pipelined
+        {"convnext:n=1,c=32,h=9,w=8,e=2,k=3,stride=2,act=relu,dtype=f16",
+         {{"chunk", 16}, {"tc_warps", 4}, {"tc_warp_m", 16}, {"tc_prefetch", 1}}},
     };
     std::mt19937_64 r(seed);
     using test::one_of;
     using test::uniform;
     for (int i = 0; i < random_count; ++i) {
         const int c = 16 * uniform(r, 1, 4), e = uniform(r, 1, 4);
-        const bool convfirst = uniform(r, 0, 1) == 1;  // ConvFirst uses ReLU
+        const std::string family = one_of<std::string>(r, {"ffn", "convfirst", "convnext"});
+        const bool convfirst = family == "convfirst";  // ConvFirst uses ReLU
         const std::string act = convfirst ? "relu" : one_of<std::string>(r, {"relu", "relu6", "silu", "gelu"});
-        const std::string window = convfirst ? ",k=" + std::to_string(one_of(r, std::vector<int>{1, 3, 5})) +
-                                                   ",stride=" + std::to_string(uniform(r, 1, 2))
-                                             : "";
-        const std::string key = std::string(convfirst ? "convfirst" : "ffn") +
-                                ":n=" + std::to_string(uniform(r, 1, 3)) + ",c=" + std::to_string(c) +
+        const std::vector<int> windows = convfirst ? std::vector<int>{1, 3, 5} : std::vector<int>{3, 5, 7};
+        const std::string window =
+            family != "ffn" ? ",k=" + std::to_string(one_of(r, windows)) + ",stride=" + std::to_string(uniform(r, 1, 2))
+                            : "";
+        const std::string key = family + ":n=" + std::to_string(uniform(r, 1, 3)) + ",c=" + std::to_string(c) +
                                 ",h=" + std::to_string(uniform(r, 1, 9)) + ",w=" + std::to_string(uniform(r, 1, 9)) +
                                 ",e=" + std::to_string(e) + window + ",act=" + act +
                                 ",dtype=" + one_of<std::string>(r, {"f16", "bf16"});
@@ -86,7 +95,16 @@ TEST_CASE("fused_tc with the hidden A registers 1 and 2 swapped fails the refere
     test::require_mutant_fails(*kernel_with_knobs(key, kFusedTc, Device::cpu, {}, 0, "test"), key, 2);
 }
 
-TEST_CASE("fused_tc is offered for f16/bf16 FFN and ConvFirst blocks of whole mma tiles, and refused elsewhere by name "
+TEST_CASE("fused_tc ConvNeXt with LayerNorm statistics short of a channel group fails the reference check",
+          "[blocks][ffn_tc]") {
+    if (!test::testing_device(Device::cpu)) return;
+    install_halide_error_handler();
+    const std::string key = "convnext:n=1,c=32,h=5,w=6,e=4,k=7,stride=1,act=gelu,dtype=f16";
+    test::require_mutant_fails(*kernel_with_knobs(key, kFusedTc, Device::cpu, {}, 0, "test"), key, 4);
+}
+
+TEST_CASE("fused_tc is offered for f16/bf16 FFN, ConvFirst and ConvNeXt blocks of whole mma tiles, and refused "
+          "elsewhere by name "
           "(MBConv's: test_mbconv_tc)",
           "[blocks][ffn_tc]") {
     auto has = [](const std::string &key) {
@@ -101,12 +119,17 @@ TEST_CASE("fused_tc is offered for f16/bf16 FFN and ConvFirst blocks of whole mm
     CHECK(has("convfirst:n=128,c=64,h=56,w=56,e=4,k=3,stride=1,act=relu,dtype=f16"));
     CHECK(has("convfirst:n=1,c=32,h=7,w=7,e=4,k=3,stride=2,act=relu,dtype=bf16"));
     CHECK_FALSE(has("convfirst:n=1,c=24,h=7,w=7,e=4,k=3,stride=1,act=relu,dtype=f16"));  // groups of 8, K of 16
+    CHECK(has("convnext:n=128,c=96,h=56,w=56,e=4,k=7,stride=1,act=gelu,dtype=f16"));
+    CHECK(has("convnext:n=8,c=192,h=28,w=28,e=4,k=7,stride=1,act=gelu,dtype=bf16"));
+    CHECK_FALSE(has("convnext:n=8,c=384,h=14,w=14,e=4,k=7,stride=1,act=gelu,dtype=f16"));  // 200 accumulators
+    CHECK_FALSE(has("convnext:n=1,c=40,h=7,w=7,e=4,k=7,stride=1,act=gelu,dtype=f16"));     // K of 16
+    CHECK_FALSE(has("convnext:n=1,c=96,h=7,w=7,e=4,k=7,stride=1,act=gelu,dtype=f32"));
     CHECK_FALSE(has("fused_mbconv:n=1,c=16,h=5,w=7,e=4,k=3,stride=1,act=silu,dtype=f16"));
     const BlockWorkload fm = parse_block("fused_mbconv:n=1,c=64,h=8,w=8,e=4,k=3,stride=1,act=silu,dtype=f16");
     CHECK_THROWS_WITH(block_heuristic(fm, kFusedTc, Device::cuda),
-                      Catch::Contains("builds single FFN and ConvFirst blocks"));
+                      Catch::Contains("builds single FFN, ConvFirst and ConvNeXt blocks"));
     CHECK(block_knobs_error(fm.spec(), kFusedTc, block_knobs_from({}), true) ==
-          "strategy fused_tc is built for FFN, ConvFirst and MBConv blocks only");
+          "strategy fused_tc is built for FFN, ConvFirst, ConvNeXt and MBConv blocks only");
 }
 
 TEST_CASE("fused_tc launches are checked: accumulator registers, shared memory, threads", "[blocks][ffn_tc]") {
