@@ -25,7 +25,8 @@
 //
 // ConvNeXt (FfnTcPrologue with layer_norm): X is LayerNorm over channels (no affine: its gamma and beta are folded
 // into U and a) of the depthwise k x k convolution of the input (bias, zero padding k / 2), both on CUDA cores: the
-// depthwise sums in f32 into the thread block's shared rows, each pixel's mean and variance over them (two passes),
+// depthwise sums in f32 (weights converted to f32 once per thread block) into the thread block's shared rows, each
+// pixel's mean and variance over them (two passes, 8 lanes a pass summed over the channel groups, then the lanes),
 // then X's rows normalized and rounded to the storage type; the FFN then runs as above.
 #pragma once
 #include "Halide.h"
@@ -67,10 +68,13 @@ struct FfnTcFuncs {
     Halide::Func x_conv;       // (ke, kg, m), f32: the prologue's layer at channel 8 kg + ke (else undefined)
     Halide::Func x_tap;        // (r, kg, m, kx, ky), f32: its input, tap (kx, ky) of channel 8 kg + r at pixel m
     Halide::RDom rk_group;     // grouped: (r, kx, ky), the window over the group's 8 input channels; depthwise (kx, ky)
-    Halide::Func x_rows;       // (ke, kg, m), f32: ConvNeXt's x_conv stored, for the LayerNorm (else undefined)
-    Halide::Func ln_mean;      // (m), f32: its mean over the channels
-    Halide::Func ln_var;       // (m), f32: its variance (a second pass, over the differences)
-    Halide::RDom rk_norm;      // (ke, kg): the channels
+    Halide::Func w_f32;        // (ke, kg, kx, ky), f32: ConvNeXt's depthwise weights converted (else undefined)
+    Halide::Func x_rows;       // (ke, kg, m), f32: its x_conv stored, for the LayerNorm
+    Halide::Func ln_sum;       // (ke, m), f32: lane ke of the channel groups summed
+    Halide::Func ln_mean;      // (m), f32: the mean over the channels
+    Halide::Func ln_sq;        // (ke, m), f32: the squared differences from it, likewise
+    Halide::Func ln_rstd;      // (m), f32: 1 / sqrt(variance + eps)
+    Halide::RDom rk_norm;      // (kg): the channel groups
     Halide::Func u_panel;      // (ke, kg, e): the chunk's rows of U
     Halide::Func v_panel;      // (ke, kg, n): V's rows, the chunk's columns
     Halide::Func x_frag;       // (r, lane, mt, w, bm, kt): A of the expand, K step kt of C
@@ -113,7 +117,9 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
         f.rk_group = depthwise ? RDom(0, grouped.ks, 0, grouped.ks, "ffn_rk_group")
                                : RDom(0, 8, 0, grouped.ks, 0, grouped.ks, "ffn_rk_group");
         const int pad = grouped.ks / 2;
-        // The window's tap (kx, ky) of input channel 8 kg + r at pixel m, zero outside the image.
+        // The window's tap (kx, ky) of input channel 8 kg + r at pixel m, zero outside the image. A select, not a
+        // reduction domain of the inside taps (RDom::where): its taps then ran one at a time, each load's latency
+        // exposed (ConvNeXt c=96 N=128 on the H200: the window 57% of a 1.81 ms kernel, 33% of 1.55 ms this way).
         Var r = f.r, kx("kx"), ky("ky");
         Expr ix = (mc % W) * grouped.stride + kx - pad, iy = ((mc / W) % s.h) * grouped.stride + ky - pad;
         Expr inside = ix >= 0 && ix < grouped.in_w && iy >= 0 && iy < grouped.in_h;
@@ -125,20 +131,33 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
         f.x_conv(ke, kg, m) = grouped.bias(8 * kg + ke);
         const RDom &g = f.rk_group;
         if (depthwise) {
-            f.x_conv(ke, kg, m) += to_f32(grouped.weights(8 * kg + ke, 0, g.x, g.y)) * f.x_tap(ke, kg, m, g.x, g.y);
-            f.rk_norm = RDom(0, 8, 0, s.c / 8 - (fragment_mutation == 4), "ffn_rk_norm");
-            const RDom &rn = f.rk_norm;
+            Var kx("kx"), ky("ky");
+            f.w_f32 = Func("ffn_w_f32");
+            f.w_f32(ke, kg, kx, ky) = to_f32(grouped.weights(8 * kg + ke, 0, kx, ky));
+            f.x_conv(ke, kg, m) += f.w_f32(ke, kg, g.x, g.y) * f.x_tap(ke, kg, m, g.x, g.y);
             f.x_rows = Func("ffn_x_rows");
             f.x_rows(ke, kg, m) = f.x_conv(ke, kg, m);
+            // Per pixel, each of the 8 lanes of a channel group summed over the groups, then the 8 sums: the
+            // variance over the differences from the mean likewise.
+            f.rk_norm = RDom(0, s.c / 8 - (fragment_mutation == 4), "ffn_rk_norm");
+            const RVar rn = f.rk_norm.x;
+            auto lanes_sum = [&](const Func &part) {
+                Expr t = part(0, m);
+                for (int i = 1; i < 8; ++i) t += part(i, m);
+                return t * (1.0f / float(s.c));
+            };
+            f.ln_sum = Func("ffn_ln_sum");
+            f.ln_sum(ke, m) = 0.0f;
+            f.ln_sum(ke, m) += f.x_rows(ke, rn, m);
             f.ln_mean = Func("ffn_ln_mean");
-            f.ln_mean(m) = 0.0f;
-            f.ln_mean(m) += f.x_rows(rn.x, rn.y, m) * (1.0f / float(s.c));
-            Expr d = f.x_rows(rn.x, rn.y, m) - f.ln_mean(m);
-            f.ln_var = Func("ffn_ln_var");
-            f.ln_var(m) = 0.0f;
-            f.ln_var(m) += d * d * (1.0f / float(s.c));
-            Expr rstd = 1.0f / sqrt(f.ln_var(m) + float(kLayerNormEps));
-            x_bits = f32_to_b16((f.x_rows(ke, kg, m) - f.ln_mean(m)) * rstd, elem);
+            f.ln_mean(m) = lanes_sum(f.ln_sum);
+            Expr d = f.x_rows(ke, rn, m) - f.ln_mean(m);
+            f.ln_sq = Func("ffn_ln_sq");
+            f.ln_sq(ke, m) = 0.0f;
+            f.ln_sq(ke, m) += d * d;
+            f.ln_rstd = Func("ffn_ln_rstd");
+            f.ln_rstd(m) = 1.0f / sqrt(lanes_sum(f.ln_sq) + float(kLayerNormEps));
+            x_bits = f32_to_b16((f.x_rows(ke, kg, m) - f.ln_mean(m)) * f.ln_rstd(m), elem);
         } else {
             f.x_conv(ke, kg, m) += to_f32(grouped.weights(8 * kg + ke, g.x, g.y, g.z)) * f.x_tap(g.x, kg, m, g.y, g.z);
             x_bits = f32_to_b16(f.x_conv(ke, kg, m), elem);

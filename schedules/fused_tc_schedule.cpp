@@ -6,13 +6,32 @@ namespace blockfuse {
 using namespace Halide;
 
 namespace {
-// A panel's (ke, kg, row) spread over every thread of the block, one 16-byte group per thread and step.
+// A panel's (ke, kg, row...) spread over every thread of the block, one 8-element group per thread and step.
 void spread_over_block(Func panel, int warps, bool gpu, bool unrolled = true) {
-    Var ke = panel.args()[0], kg = panel.args()[1], row = panel.args()[2], tt("tt"), tx("tx"), ty("ty");
+    const std::vector<Var> a = panel.args();
+    Var ke = a[0], tt = a[1], tx("tx"), ty("ty");
     panel.bound(ke, 0, 8).vectorize(ke);
     if (!gpu) return;
-    panel.fuse(kg, row, tt).split(tt, tt, tx, 32).split(tt, tt, ty, warps).reorder(ke, tt, tx, ty).gpu_threads(tx, ty);
-    if (unrolled) panel.unroll(tt);
+    for (size_t i = 2; i < a.size(); ++i) {
+        Var fused("tt" + std::to_string(i));
+        panel.fuse(tt, a[i], fused);
+        tt = fused;
+    }
+    Var tto("tt");
+    panel.split(tt, tto, tx, 32).split(tto, tto, ty, warps).reorder(ke, tto, tx, ty).gpu_threads(tx, ty);
+    if (unrolled) panel.unroll(tto);
+}
+
+// A per-pixel Func's stages (pixel m its last argument, channel lanes before it vectorized) a pixel a thread.
+void pixel_per_thread(Func f, bool gpu) {
+    const std::vector<Var> a = f.args();
+    Var px = a.back(), pw("pw"), pl("pl");
+    std::vector<Stage> stages{Stage(f)};
+    if (f.has_update_definition()) stages.push_back(f.update());
+    for (Stage st : stages) {
+        if (a.size() > 1) st.vectorize(a[0]);
+        if (gpu) st.split(px, pw, pl, 32, TailStrategy::GuardWithIf).gpu_threads(pl, pw);
+    }
 }
 
 // An accumulator's fragment space (q, lane, tile, mt, w) bound: the registers each lane holds.
@@ -126,23 +145,24 @@ void schedule_ffn_tc(FfnTcFuncs &f, const FfnTcShape &s, const FfnTcTiling &t, i
     // unrolled they spill at c = 256): per tap the group's 8 input channels as one 16-byte load, the 8 channels'
     // weights of each input channel as another. On the H200 ConvFirst c=256 N=128 takes 0.260 ms, its FFN alone
     // 0.155: the grouped layer, on CUDA cores and before the block's mma, is the difference.
-    // ConvNeXt: the same for the depthwise window (per tap one 16-byte load of 8 channels and one of their weights),
-    // its sums into f32 shared rows; each pixel's mean and variance by one thread over those rows; X's rows then
-    // normalized from them.
+    // ConvNeXt: the same for the depthwise window (per tap one 16-byte load of 8 channels, their f32 weights from
+    // shared memory, converted once per block), its sums into f32 shared rows padded by a channel group (a pixel's
+    // row then starts 32 bytes on from the last one's: a thread a pixel reads them without bank conflicts); each
+    // pixel's mean and variance by one thread over those rows, 8 lanes at a time; X's rows then normalized from them.
     const bool grouped = f.x_conv.defined(), normed = f.x_rows.defined();
     spread_over_block(f.x_panel, t.warps, cuda, !grouped || normed);
     if (grouped) {
         const RDom &rg = f.rk_group;
         Func rows = normed ? f.x_rows : f.x_panel;  // where each thread's sums go
         if (normed) {
-            f.x_rows.compute_at(block).store_in(cuda ? MemoryType::GPUShared : MemoryType::Auto);
+            const MemoryType shared = cuda ? MemoryType::GPUShared : MemoryType::Auto;
+            f.x_rows.compute_at(block).store_in(shared).bound_storage(f.x_rows.args()[1], s.c / 8 + 1);
             spread_over_block(f.x_rows, t.warps, cuda, false);
-            for (Func stat : {f.ln_mean, f.ln_var}) {
-                stat.compute_at(block).store_in(cuda ? MemoryType::GPUShared : MemoryType::Auto);
-                if (!cuda) continue;
-                Var px = stat.args()[0], pw("pw"), pl("pl");  // a pixel a thread: lanes, then warps
-                for (Stage st : {Stage(stat), stat.update()})
-                    st.split(px, pw, pl, 32, TailStrategy::GuardWithIf).gpu_threads(pl, pw);
+            f.w_f32.compute_at(block).store_in(shared);
+            spread_over_block(f.w_f32, t.warps, cuda, false);
+            for (Func stat : {f.ln_sum, f.ln_mean, f.ln_sq, f.ln_rstd}) {
+                stat.compute_at(block).store_in(shared);
+                pixel_per_thread(stat, cuda);
             }
         }
         Var ke = f.x_conv.args()[0], r = f.x_tap.args()[0];
