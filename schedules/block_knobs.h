@@ -70,13 +70,16 @@ inline MbconvTcGeometry mbconv_tc_geometry(const BlockSpec &spec, const BlockKno
             kn.tile_x, kn.tile_y,   effective_chunk(spec.hidden, kn.chunk)};
 }
 // Shared memory of a fused_tc thread block. FFN, ConvFirst and ConvNeXt: X's rows, the chunk's rows of U and
-// columns of V, each row padded; ConvNeXt also the depthwise sums' f32 rows and each pixel's mean and variance
-// (counted beside the rest: Halide may lay them over the chunk's panels, not assumed here); MBConv: its geometry's.
+// columns of V, each row padded; ConvNeXt also the depthwise sums' f32 rows (padded by a channel group), its f32
+// weights and each pixel's LayerNorm sums (8 lanes of two passes) and statistics (counted beside the rest: Halide may
+// lay them over the chunk's panels, not assumed here); MBConv: its geometry's.
 inline long long fused_tc_shared_bytes(const BlockSpec &spec, const BlockKnobs &kn) {
     if (spec.family == BlockFamily::mbconv) return mbconv_tc_geometry(spec, kn).shared_bytes();
     const int chunk = effective_chunk(spec.hidden, kn.chunk);
     const long long rows = 1LL * kn.tc_warps * kn.tc_warp_m;
-    const long long norm = spec.family == BlockFamily::convnext ? 4LL * rows * (spec.c + 2) : 0;
+    const int ks = spec.layers[0].ks;
+    const long long norm =
+        spec.family == BlockFamily::convnext ? 4LL * (rows * (spec.c + 8 + 2 * 8 + 2) + 1LL * spec.c * ks * ks) : 0;
     return norm + 2LL * ((rows + chunk) * (spec.c + kFusedTcPad) + 1LL * spec.cout * (chunk + kFusedTcPad));
 }
 // Why fused_tc cannot build this block with these knobs ("" if it can).

@@ -150,6 +150,15 @@ TEST_CASE("fused_tc launches are checked: accumulator registers, shared memory, 
     // Few pixels (N=8: 1568): 2 warps.
     const BlockWorkload small = parse_block("ffn:n=8,c=256,h=14,w=14,e=4,act=relu,dtype=f16");
     CHECK(block_heuristic(small, kFusedTc, Device::cuda).knobs.at("tc_warps") == 2);
+    // ConvNeXt c=192 adds the depthwise sums' f32 rows, its f32 weights and the LayerNorm's sums: on 8 warps of 16
+    // pixels (chunks of 64) 149248 bytes beside the FFN's 104448, past the H200's 232448; the heuristic's 2 warps fit.
+    const BlockWorkload cn = parse_block("convnext:n=8,c=192,h=28,w=28,e=4,k=7,stride=1,act=gelu,dtype=f16");
+    KernelVariant c = block_kernel_for(cn, kFusedTc, Device::cuda, block_heuristic(cn, kFusedTc, Device::cuda));
+    CHECK(c.knob("tc_warps") == 2);
+    CHECK_NOTHROW(check_block_launch(c, cn, h200));
+    c.knobs["tc_warps"] = 8;
+    c.knobs["chunk"] = 64;
+    CHECK_THROWS_WITH(check_block_launch(c, cn, h200), Catch::Contains("253696 bytes of shared memory"));
 }
 
 int main(int argc, char **argv) {
