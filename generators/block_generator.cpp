@@ -134,13 +134,13 @@ public:
             blockfuse::add_mbconv_tc_lowering(get_pipeline(), get_target(), "block (fused_tc)", f);
             return;
         }
-        const bool prologue = spec.family == BlockFamily::convfirst || spec.family == BlockFamily::convnext;
-        const size_t ffn = prologue ? 1 : 0;  // the FFN's first layer
-        blockfuse::FfnTcPrologue grouped;
+        const bool has_prologue = spec.family == BlockFamily::convfirst || spec.family == BlockFamily::convnext;
+        const size_t ffn = has_prologue ? 1 : 0;  // the FFN's first layer
+        blockfuse::FfnTcPrologue prologue;
         int oh = height, ow = width;
-        if (prologue) {  // ConvFirst's grouped layer, ConvNeXt's depthwise layer and LayerNorm
+        if (has_prologue) {  // ConvFirst's grouped layer, ConvNeXt's depthwise layer and LayerNorm
             const blockfuse::LayerSpec &g = spec.layers[0];
-            grouped = {*weights[0], *biases[0], g.ks, g.stride, height, width, spec.family == BlockFamily::convnext};
+            prologue = {*weights[0], *biases[0], g.ks, g.stride, height, width, spec.family == BlockFamily::convnext};
             oh = (height - 1) / g.stride + 1, ow = (width - 1) / g.stride + 1;  // same padding
         }
         const blockfuse::FfnTcShape s{spec.c, spec.hidden, spec.cout,
@@ -150,7 +150,7 @@ public:
         const blockfuse::FfnTcTiling t{kn.tc_warps, kn.tc_warp_m, kn.chunk, prefetch};
         blockfuse::FfnTcFuncs f = blockfuse::ffn_tc(
             *input, *weights[ffn], *biases[ffn], *weights[ffn + 1], *biases[ffn + 1], s, input->dim(3).extent(), t,
-            elem, Type(storage), get_target(), spec.residual ? Func(*input) : Func(), fragment_mutation, grouped);
+            elem, Type(storage), get_target(), spec.residual ? Func(*input) : Func(), fragment_mutation, prologue);
         *output = f.output;
         blockfuse::schedule_ffn_tc(f, s, t, blockfuse::kFusedTcPad, get_target());
         blockfuse::add_ffn_tc_lowering(get_pipeline(), get_target(), "block (fused_tc)", f, t);

@@ -99,7 +99,7 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
                          const Halide::Func &b, const FfnTcShape &s, const Halide::Expr &images, const FfnTcTiling &t,
                          mma::Elem elem, const Halide::Type &storage, const Halide::Target &target,
                          const Halide::Func &residual = Halide::Func(), int fragment_mutation = 0,
-                         const FfnTcPrologue &grouped = FfnTcPrologue()) {
+                         const FfnTcPrologue &prologue = FfnTcPrologue()) {
     using namespace Halide;
     using namespace mma;
     FfnTcFuncs f;
@@ -113,28 +113,28 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
     // Panels: 8-element groups of one row (16 bytes), so each is one vector load; X's rows past M are zeros.
     Expr mc = select(f.exact, unsafe_promise_clamped(m, 0, M - 1), clamp(m, 0, M - 1));
     Expr x_bits;
-    if (grouped.defined()) {
-        const bool depthwise = grouped.layer_norm;
-        f.rk_group = depthwise ? RDom(0, grouped.ks, 0, grouped.ks, "ffn_rk_group")
-                               : RDom(0, 8, 0, grouped.ks, 0, grouped.ks, "ffn_rk_group");
-        const int pad = grouped.ks / 2;
+    if (prologue.defined()) {
+        const bool depthwise = prologue.layer_norm;
+        f.rk_group = depthwise ? RDom(0, prologue.ks, 0, prologue.ks, "ffn_rk_group")
+                               : RDom(0, 8, 0, prologue.ks, 0, prologue.ks, "ffn_rk_group");
+        const int pad = prologue.ks / 2;
         // The window's tap (kx, ky) of input channel 8 kg + r at pixel m, zero outside the image. A select, not a
         // reduction domain of the inside taps (RDom::where): its taps then ran one at a time, each load's latency
         // exposed (ConvNeXt c=96 N=128 on the H200: the window 57% of a 1.81 ms kernel that way, 49% of 1.56 ms this way).
         Var r = f.r, kx("kx"), ky("ky");
-        Expr ix = (mc % W) * grouped.stride + kx - pad, iy = ((mc / W) % s.h) * grouped.stride + ky - pad;
-        Expr inside = ix >= 0 && ix < grouped.in_w && iy >= 0 && iy < grouped.in_h;
+        Expr ix = (mc % W) * prologue.stride + kx - pad, iy = ((mc / W) % s.h) * prologue.stride + ky - pad;
+        Expr inside = ix >= 0 && ix < prologue.in_w && iy >= 0 && iy < prologue.in_h;
         f.x_tap = Func("ffn_x_tap");
         f.x_tap(r, kg, m, kx, ky) = select(
-            inside, to_f32(input(8 * kg + r, clamp(ix, 0, grouped.in_w - 1), clamp(iy, 0, grouped.in_h - 1), mc / HW)),
-            0.0f);
+            inside,
+            to_f32(input(8 * kg + r, clamp(ix, 0, prologue.in_w - 1), clamp(iy, 0, prologue.in_h - 1), mc / HW)), 0.0f);
         f.x_conv = Func("ffn_x_conv");
-        f.x_conv(ke, kg, m) = grouped.bias(8 * kg + ke);
+        f.x_conv(ke, kg, m) = prologue.bias(8 * kg + ke);
         const RDom &g = f.rk_group;
         if (depthwise) {
             Var kx("kx"), ky("ky");
             f.w_f32 = Func("ffn_w_f32");
-            f.w_f32(ke, kg, kx, ky) = to_f32(grouped.weights(8 * kg + ke, 0, kx, ky));
+            f.w_f32(ke, kg, kx, ky) = to_f32(prologue.weights(8 * kg + ke, 0, kx, ky));
             f.x_conv(ke, kg, m) += f.w_f32(ke, kg, g.x, g.y) * f.x_tap(ke, kg, m, g.x, g.y);
             f.x_rows = Func("ffn_x_rows");
             f.x_rows(ke, kg, m) = f.x_conv(ke, kg, m);
@@ -160,7 +160,7 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
             f.ln_rstd(m) = 1.0f / sqrt(lanes_sum(f.ln_sq) + float(kLayerNormEps));
             x_bits = f32_to_b16((f.x_rows(ke, kg, m) - f.ln_mean(m)) * f.ln_rstd(m), elem);
         } else {
-            f.x_conv(ke, kg, m) += to_f32(grouped.weights(8 * kg + ke, g.x, g.y, g.z)) * f.x_tap(g.x, kg, m, g.y, g.z);
+            f.x_conv(ke, kg, m) += to_f32(prologue.weights(8 * kg + ke, g.x, g.y, g.z)) * f.x_tap(g.x, kg, m, g.y, g.z);
             x_bits = f32_to_b16(f.x_conv(ke, kg, m), elem);
         }
     } else {

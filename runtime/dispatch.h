@@ -20,8 +20,8 @@ std::string workload_family(const std::string &key);  // conv2d | block | stem
 
 // The strategies of a workload's family: conv2d "direct" (and "tensor_cores" for dense f16/bf16 ones); a block
 // layer_by_layer and fused, a stage also depth_first, f16/bf16 blocks also layer_by_layer_tc (FFN, ConvFirst
-// and ConvNeXt blocks whose channels are whole mma tiles, MBConv blocks without SE whose channels are whole 16-byte rows, also
-// fused_tc); the stem layer_by_layer and depth_first. The first is the default where no record says which is
+// and ConvNeXt blocks whose channels are whole mma tiles, MBConv blocks without SE whose channels are whole 16-byte
+// rows, also fused_tc); the stem layer_by_layer and depth_first. The first is the default where no record says which is
 // fastest.
 std::vector<std::string> strategies_of(const std::string &key);
 

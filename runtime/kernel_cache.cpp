@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <string_view>
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <fcntl.h>
@@ -413,9 +414,9 @@ void export_kernel(const KernelRequest &r, const std::string &out_dir) {
                    fs::path(out_dir) / (r.name + (r.target.find("-cuda") != std::string::npos ? ".ptx" : ".cl")));
     // One runtime for every kernel of a target, as the project links it. strict_float is a kernel's feature
     // (pooling's): Halide refuses it for the runtime, which sets its own fast-math flags.
+    constexpr std::string_view strict = "-strict_float";
     std::string rt_target = r.target;
-    if (const size_t at = rt_target.find("-strict_float"); at != std::string::npos)
-        rt_target.erase(at, std::string("-strict_float").size());
+    if (const size_t at = rt_target.find(strict); at != std::string::npos) rt_target.erase(at, strict.size());
     const std::vector<std::string> rt{gen,     "-r", "halide_runtime", "-o",
                                       out_dir, "-e", "static_library", "target=" + rt_target};
     std::ofstream(log, std::ios::app) << "$ " << command_text(rt) << "\n";

@@ -77,9 +77,13 @@ inline long long fused_tc_shared_bytes(const BlockSpec &spec, const BlockKnobs &
     if (spec.family == BlockFamily::mbconv) return mbconv_tc_geometry(spec, kn).shared_bytes();
     const int chunk = effective_chunk(spec.hidden, kn.chunk);
     const long long rows = 1LL * kn.tc_warps * kn.tc_warp_m;
-    const int ks = spec.layers[0].ks;
-    const long long norm =
-        spec.family == BlockFamily::convnext ? 4LL * (rows * (spec.c + 8 + 2 * 8 + 2) + 1LL * spec.c * ks * ks) : 0;
+    long long norm = 0;  // ConvNeXt's, f32 (schedules/fused_tc_schedule.cpp)
+    if (spec.family == BlockFamily::convnext) {
+        const int ks = spec.layers[0].ks;
+        const long long sums = rows * (spec.c + 8);  // a row a pixel, padded by a channel group
+        const long long stats = rows * (2 * 8 + 2);  // 8 lanes of each pass's sums, the mean and 1 / std
+        norm = 4LL * (sums + stats + 1LL * spec.c * ks * ks);
+    }
     return norm + 2LL * ((rows + chunk) * (spec.c + kFusedTcPad) + 1LL * spec.cout * (chunk + kFusedTcPad));
 }
 // Why fused_tc cannot build this block with these knobs ("" if it can).
@@ -87,7 +91,8 @@ inline std::string fused_tc_error(const BlockSpec &spec, const BlockKnobs &kn) {
     auto n = [](int v) { return std::to_string(v); };
     const int chunk = effective_chunk(spec.hidden, kn.chunk);
     const bool mbconv = spec.family == BlockFamily::mbconv;
-    if (spec.family == BlockFamily::fused_mbconv)
+    if (spec.family != BlockFamily::ffn && spec.family != BlockFamily::convfirst &&
+        spec.family != BlockFamily::convnext && !mbconv)
         return "strategy fused_tc is built for FFN, ConvFirst, ConvNeXt and MBConv blocks only";
     if (spec.has_se()) return "strategy fused_tc builds MBConv without Squeeze-Excitation (se = 0)";
     if (mbconv && (spec.c % 8 || spec.hidden % 16 || spec.cout % 8))

@@ -170,12 +170,11 @@ void schedule_ffn_tc(FfnTcFuncs &f, const FfnTcShape &s, const FfnTcTiling &t, i
             .store_in(cuda ? MemoryType::Register : MemoryType::Auto)
             .bound_extent(ke, 8)
             .vectorize(ke);
-        if (normed) {  // the tap inlined: one vector of 8 channels
-            f.x_conv.update().reorder(ke, rg.x, rg.y).vectorize(ke);
-            if (cuda) f.x_conv.update().unroll(rg.x);
-        } else {
-            f.x_conv.update().reorder(ke, rg.x, rg.y, rg.z).vectorize(ke);
-            if (cuda) f.x_conv.update().unroll(rg.x);
+        std::vector<VarOrRVar> order{ke};  // the window's taps inside the 8 channels
+        for (int i = 0; i < rg.dimensions(); ++i) order.push_back(rg[i]);
+        f.x_conv.update().reorder(order).vectorize(ke);
+        if (cuda) f.x_conv.update().unroll(rg.x);
+        if (!normed) {  // ConvFirst's taps per kx in registers (ConvNeXt's inlined: one vector of 8 channels)
             f.x_tap.compute_at(f.x_conv, rg.y)
                 .store_in(cuda ? MemoryType::Register : MemoryType::Auto)
                 .bound_extent(r, 8);
