@@ -10,18 +10,32 @@ enum class Activation : int { none = 0, relu = 1, relu6 = 2, silu = 3, gelu = 4,
 
 // `gelu` is the tanh approximation (PyTorch's gelu(approximate="tanh")); `gelu_erf` the exact form
 // (nn.GELU's default, torchvision's ConvNeXt) through Halide's f32 erf, accurate to its last three bits.
-inline Halide::Expr apply_activation(const Halide::Expr &x, Activation a) {
+// division_free: SiLU's and the sigmoid's 1 / (1 + exp(-x)) by Newton's iteration from an integer first guess, for
+// kernels that apply the activation inside their mma loops (generators/ffn_tc_algorithm.h's hidden chunk):
+// CUDA's division and reciprocal (div.rn, rcp.rn; Halide's fast_inverse is rcp.rn there) have a slow path ptxas
+// makes a subroutine CALL, whose calling convention pins registers across the loop.
+inline Halide::Expr reciprocal_of_at_least_one(const Halide::Expr &d) {
     using namespace Halide;
+    // d in [1, 1e30] (exp's overflow clamped: x / d then rounds to the 0 it should be). The guess is within 5.1%,
+    // each step squares the relative error: after three, 1.5e-7 (f32's rounding; checked over [1, 1e30] in numpy).
+    Expr dc = min(d, 1e30f);
+    Expr r = reinterpret(Float(32), cast(Int(32), 0x7EF311C3) - reinterpret(Int(32), dc));
+    for (int i = 0; i < 3; ++i) r = r * (2.0f - dc * r);
+    return r;
+}
+inline Halide::Expr apply_activation(const Halide::Expr &x, Activation a, bool division_free = false) {
+    using namespace Halide;
+    auto inverse = [division_free](const Expr &d) { return division_free ? reciprocal_of_at_least_one(d) : 1.0f / d; };
     switch (a) {
     case Activation::none: return x;
     case Activation::relu: return max(x, 0.0f);
     case Activation::relu6: return clamp(x, 0.0f, 6.0f);
-    case Activation::silu: return x / (1.0f + exp(-x));
+    case Activation::silu: return division_free ? x * inverse(1.0f + exp(-x)) : x / (1.0f + exp(-x));
     case Activation::gelu: {
         Expr inner = 0.7978845608028654f * (x + 0.044715f * x * x * x);
         return 0.5f * x * (1.0f + tanh(inner));
     }
-    case Activation::sigmoid: return 1.0f / (1.0f + exp(-x));
+    case Activation::sigmoid: return inverse(1.0f + exp(-x));
     case Activation::gelu_erf: return 0.5f * x * (1.0f + erf(x * 0.7071067811865476f));
     }
     return x;
