@@ -119,8 +119,9 @@ public:
     }
 
     // fused_tc: the FFN in one kernel on the tensor cores, its own schedule (the generator's knob check has
-    // refused every other family and tiling); ConvFirst's grouped layer and ConvNeXt's depthwise layer and
-    // LayerNorm computed into the FFN's X rows; MBConv's three layers around a tile and its halo.
+    // refused every other family and tiling); FusedMBConv's k x k expand as the FFN's expand over im2col rows;
+    // ConvFirst's grouped layer and ConvNeXt's depthwise layer and LayerNorm computed into the FFN's X rows;
+    // MBConv's three layers around a tile and its halo.
     void generate_fused_tc(const blockfuse::BlockSpec &spec, const blockfuse::BlockKnobs &kn) {
         const auto elem = Type(storage) == Float(16) ? blockfuse::mma::Elem::f16 : blockfuse::mma::Elem::bf16;
         if (spec.family == BlockFamily::mbconv) {
@@ -143,8 +144,12 @@ public:
             prologue = {*weights[0], *biases[0], g.ks, g.stride, height, width, spec.family == BlockFamily::convnext};
             oh = (height - 1) / g.stride + 1, ow = (width - 1) / g.stride + 1;  // same padding
         }
-        const blockfuse::FfnTcShape s{spec.c, spec.hidden, spec.cout,
-                                      oh,     ow,          blockfuse::Activation(spec.layers[ffn].act)};
+        blockfuse::FfnTcShape s{spec.c, spec.hidden, spec.cout, oh, ow, blockfuse::Activation(spec.layers[ffn].act)};
+        if (spec.family == BlockFamily::fused_mbconv) {  // the expand is the block's k x k convolution
+            const blockfuse::LayerSpec &x = spec.layers[0];
+            s.expand_ks = x.ks, s.expand_stride = x.stride, s.in_h = height, s.in_w = width;
+            s.h = (height - 1) / x.stride + 1, s.w = (width - 1) / x.stride + 1;  // same padding
+        }
         // One chunk (the whole hidden width) has no next chunk: Halide drops the loop, and the prefetch with it.
         const bool prefetch = kn.tc_prefetch != 0 && spec.hidden / kn.chunk > 1;
         const blockfuse::FfnTcTiling t{kn.tc_warps, kn.tc_warp_m, kn.chunk, prefetch};

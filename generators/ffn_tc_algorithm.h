@@ -18,6 +18,10 @@
 // layer); a (e), b (k) f32; output (k, x, y, n). Needs C, E and C' multiples of 16 and chunk | E (checked by
 // the generator's knob check).
 //
+// FusedMBConv (FfnTcShape's im2col()): the expand is the block's k x k convolution, X's rows its im2col rows in
+// shared memory (K = k k C, tap-major as U's rows are laid out: 16-wide K steps within one tap, each 8-element group
+// one 16-byte load of the tap's channels, zeros in the padding); the rest as above, the residual the block's input.
+//
 // ConvFirst (FfnTcPrologue): X is the grouped k x k convolution of the input (group width 8, stride s, zero
 // padding k / 2, bias, no activation) instead of the input itself, computed on CUDA cores straight into X's
 // shared rows (f32 sums of the group's 8 input channels over the window, rounded to the storage type as the
@@ -49,8 +53,13 @@ struct FfnTcTiling {
 
 struct FfnTcShape {
     int c = 0, e = 0, k = 0;  // input, hidden, output channels
-    int h = 0, w = 0;         // the image, static (pixels are divided by constants)
+    int h = 0, w = 0;         // the output image, static (pixels are divided by constants)
     Activation act = Activation::relu;
+    // FusedMBConv (in_w > 0): the expand a expand_ks x expand_ks convolution (stride expand_stride, zero padding
+    // expand_ks / 2) of the in_w x in_h input; else the 1x1 layer over X.
+    int expand_ks = 1, expand_stride = 1, in_h = 0, in_w = 0;
+    bool im2col() const { return in_w > 0; }
+    int expand_k() const { return expand_ks * expand_ks * c; }  // the expand's K
 };
 
 // The layer before the FFN, on CUDA cores. ConvFirst's grouped layer: weights (k, r, kx, ky) in the storage type (r
@@ -64,7 +73,7 @@ struct FfnTcPrologue {
 };
 
 struct FfnTcFuncs {
-    Halide::Func x_panel;      // (ke, kg, m): bits of X, zero past M; per thread block, every channel
+    Halide::Func x_panel;      // (ke, kg, m): bits of X (FusedMBConv's im2col), zero past M; per block, all of K
     Halide::Func x_conv;       // (ke, kg, m), f32: the prologue's layer at channel 8 kg + ke (else undefined)
     Halide::Func x_tap;        // (r, kg, m, kx, ky), f32: its input, tap (kx, ky) of channel 8 kg + r at pixel m
     Halide::RDom rk_group;     // grouped: (r, kx, ky), the window over the group's 8 input channels; depthwise (kx, ky)
@@ -77,14 +86,14 @@ struct FfnTcFuncs {
     Halide::RDom rk_norm;      // (kg): the channel groups
     Halide::Func u_panel;      // (ke, kg, e): the chunk's rows of U
     Halide::Func v_panel;      // (ke, kg, n): V's rows, the chunk's columns
-    Halide::Func x_frag;       // (r, lane, mt, w, bm, kt): A of the expand, K step kt of C
+    Halide::Func x_frag;       // (r, lane, mt, w, bm, kt): A of the expand, its K step kt
     Halide::Func u_frag;       // (j, lane, ep, kt): B of hidden n-tiles 2 ep, 2 ep + 1 (j = 2 (nt % 2) + r)
     Halide::Func hidden_acc;   // (q, lane, ht, mt, w, bm, hc), f32: n-tile ht of chunk hc
     Halide::Func hidden_frag;  // (r, lane, hk, mt, w, bm, hc): A of the project, hidden K step hk of chunk hc
     Halide::Func v_frag;       // (j, lane, np, kh): B of output n-tiles 2 np, 2 np + 1, hidden K step kh
     Halide::Func acc;          // (q, lane, nt, mt, w, bm), f32
     Halide::Func output;       // (k, x, y, n): the epilogue as storage, an update over rc
-    Halide::RDom rk_expand;    // (kt): C / 16 K steps
+    Halide::RDom rk_expand;    // (kt): K / 16 K steps (K = C, FusedMBConv's k k C)
     Halide::RDom rk_project;   // (hk, hc): chunk / 16 K steps of each chunk, E / chunk chunks
     Halide::RDom rc;           // (q0, mh, nt, mt, lane, w, bm): the C registers, as gemm()'s
     Halide::Var r{"r"}, j{"j"}, lane{"lane"}, q{"q"}, nt{"nt"}, ht{"ht"}, hk{"hk"}, hc{"hc"}, mt{"mt"}, w{"w"},
@@ -112,22 +121,33 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
 
     // Panels: 8-element groups of one row (16 bytes), so each is one vector load; X's rows past M are zeros.
     Expr mc = select(f.exact, unsafe_promise_clamped(m, 0, M - 1), clamp(m, 0, M - 1));
+    // Tap (kx, ky) of a ks x ks window (zero padding ks / 2) at output pixel mc of an in_w x in_h input: the input's
+    // column and row, clamped, and whether the tap is inside the image.
+    struct Tap {
+        Expr ix, iy, inside;
+    };
+    auto window_tap = [&](const Expr &kx, const Expr &ky, int ks, int stride, int in_w, int in_h) {
+        Expr ix = (mc % W) * stride + kx - ks / 2, iy = ((mc / W) % s.h) * stride + ky - ks / 2;
+        return Tap{clamp(ix, 0, in_w - 1), clamp(iy, 0, in_h - 1), ix >= 0 && ix < in_w && iy >= 0 && iy < in_h};
+    };
     Expr x_bits;
-    if (prologue.defined()) {
+    if (s.im2col()) {  // FusedMBConv's im2col rows: K group kg is channels 8 (kg % (C / 8)) of tap kg / (C / 8)
+        const int groups = s.c / 8;
+        Expr tap = kg / groups;
+        const Tap at = window_tap(tap % s.expand_ks, tap / s.expand_ks, s.expand_ks, s.expand_stride, s.in_w, s.in_h);
+        x_bits = select(at.inside, reinterpret(UInt(16), input(8 * (kg % groups) + ke, at.ix, at.iy, mc / HW)),
+                        cast(UInt(16), 0));
+    } else if (prologue.defined()) {
         const bool depthwise = prologue.layer_norm;
         f.rk_group = depthwise ? RDom(0, prologue.ks, 0, prologue.ks, "ffn_rk_group")
                                : RDom(0, 8, 0, prologue.ks, 0, prologue.ks, "ffn_rk_group");
-        const int pad = prologue.ks / 2;
         // The window's tap (kx, ky) of input channel 8 kg + r at pixel m, zero outside the image. A select, not a
         // reduction domain of the inside taps (RDom::where): its taps then ran one at a time, each load's latency
         // exposed (ConvNeXt c=96 N=128 on the H200: the window 57% of a 1.81 ms kernel that way, 49% of 1.56 ms this way).
         Var r = f.r, kx("kx"), ky("ky");
-        Expr ix = (mc % W) * prologue.stride + kx - pad, iy = ((mc / W) % s.h) * prologue.stride + ky - pad;
-        Expr inside = ix >= 0 && ix < prologue.in_w && iy >= 0 && iy < prologue.in_h;
+        const Tap at = window_tap(kx, ky, prologue.ks, prologue.stride, prologue.in_w, prologue.in_h);
         f.x_tap = Func("ffn_x_tap");
-        f.x_tap(r, kg, m, kx, ky) = select(
-            inside,
-            to_f32(input(8 * kg + r, clamp(ix, 0, prologue.in_w - 1), clamp(iy, 0, prologue.in_h - 1), mc / HW)), 0.0f);
+        f.x_tap(r, kg, m, kx, ky) = select(at.inside, to_f32(input(8 * kg + r, at.ix, at.iy, mc / HW)), 0.0f);
         f.x_conv = Func("ffn_x_conv");
         f.x_conv(ke, kg, m) = prologue.bias(8 * kg + ke);
         const RDom &g = f.rk_group;
@@ -184,7 +204,7 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
     f.v_frag = b_pair_fragments(Func("ffn_v_frag"), f.v_panel, f.j, lane, f.np, f.kh, native);
 
     // The expand of chunk hc: its n-tile ht is hidden n-tile hc * HT + ht (HT even: pairs stay within a chunk).
-    f.rk_expand = RDom(0, s.c / kTileK, "ffn_rk_expand");
+    f.rk_expand = RDom(0, s.expand_k() / kTileK, "ffn_rk_expand");
     f.hidden_acc = Func("ffn_hidden_acc");
     std::vector<Var> hid_args{f.q, lane, f.ht, f.mt, f.w, f.bm, f.hc};
     f.hidden_acc(hid_args) = 0.0f;
@@ -201,7 +221,7 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
     auto hidden_value = [&](const Expr &q0) {
         Expr tile = 2 * f.hk + reg / 2;
         Expr channel = f.hc * t.chunk + tile * kTileN + c_col(q0, Expr(lane));
-        Expr x = apply_activation(f.hidden_acc(q0, lane, tile, f.mt, f.w, f.bm, f.hc) + a(channel), s.act);
+        Expr x = apply_activation(f.hidden_acc(q0, lane, tile, f.mt, f.w, f.bm, f.hc) + a(channel), s.act, true);
         // f16 on CUDA: the native scalar conversion (one cvt.rn.f16.f32; the integer rounding of f32_to_b16 is
         // about ten instructions a value, here inside the chunk loop). Scalar only: Halide 21's vectorized f16 cast
         // is wrong on CUDA (generators/b16_bits.h); every value here is a scalar of an unrolled register.

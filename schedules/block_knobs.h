@@ -50,8 +50,8 @@ constexpr const char *kLayerByLayerTc = "layer_by_layer_tc";
 inline std::string tensor_core_prefix(size_t layer) { return "tc" + std::to_string(layer) + "_"; }
 // Blocks fused on the tensor cores, strategy fused_tc: the FFN (generators/ffn_tc_algorithm.h), both 1x1 layers'
 // mma in one kernel, the hidden chunk from the expand's accumulators into the project's A fragments, in registers;
-// ConvFirst's (its grouped layer on CUDA cores into the FFN's shared input rows), ConvNeXt's (its depthwise layer
-// and LayerNorm likewise); and MBConv
+// FusedMBConv's (its k x k expand over im2col rows of X), ConvFirst's (its grouped layer on CUDA cores into the
+// FFN's shared input rows), ConvNeXt's (its depthwise layer and LayerNorm likewise); and MBConv
 // (generators/mbconv_tc_algorithm.h): expand and project on mma.sync over a tile and its halo, the depthwise layer
 // on CUDA cores between them in shared memory.
 constexpr const char *kFusedTc = "fused_tc";
@@ -69,8 +69,13 @@ inline MbconvTcGeometry mbconv_tc_geometry(const BlockSpec &spec, const BlockKno
             dw.ks,     dw.stride,   kn.tc_warps,
             kn.tile_x, kn.tile_y,   effective_chunk(spec.hidden, kn.chunk)};
 }
-// Shared memory of a fused_tc thread block. FFN, ConvFirst and ConvNeXt: X's rows, the chunk's rows of U and
-// columns of V, each row padded; ConvNeXt also the depthwise sums' f32 rows (padded by a channel group), its f32
+// The K of fused_tc's expand over X's rows: the input channels, FusedMBConv's k k C (im2col rows).
+inline int fused_tc_expand_k(const BlockSpec &spec) {
+    const int ks = spec.family == BlockFamily::fused_mbconv ? spec.layers[0].ks : 1;
+    return ks * ks * spec.c;
+}
+// Shared memory of a fused_tc thread block. FFN, FusedMBConv, ConvFirst and ConvNeXt: X's rows, the chunk's rows of
+// U (both of the expand's K) and columns of V, each row padded; ConvNeXt also the depthwise sums' f32 rows (padded by a channel group), its f32
 // weights and each pixel's LayerNorm sums (8 lanes of two passes) and statistics (counted beside the rest: Halide may
 // lay them over the chunk's panels, not assumed here); MBConv: its geometry's.
 inline long long fused_tc_shared_bytes(const BlockSpec &spec, const BlockKnobs &kn) {
@@ -84,16 +89,17 @@ inline long long fused_tc_shared_bytes(const BlockSpec &spec, const BlockKnobs &
         const long long stats = rows * (2 * 8 + 2);  // 8 lanes of each pass's sums, the mean and 1 / std
         norm = 4LL * (sums + stats + 1LL * spec.c * ks * ks);
     }
-    return norm + 2LL * ((rows + chunk) * (spec.c + kFusedTcPad) + 1LL * spec.cout * (chunk + kFusedTcPad));
+    return norm +
+           2LL * ((rows + chunk) * (fused_tc_expand_k(spec) + kFusedTcPad) + 1LL * spec.cout * (chunk + kFusedTcPad));
 }
 // Why fused_tc cannot build this block with these knobs ("" if it can).
 inline std::string fused_tc_error(const BlockSpec &spec, const BlockKnobs &kn) {
     auto n = [](int v) { return std::to_string(v); };
     const int chunk = effective_chunk(spec.hidden, kn.chunk);
     const bool mbconv = spec.family == BlockFamily::mbconv;
-    if (spec.family != BlockFamily::ffn && spec.family != BlockFamily::convfirst &&
-        spec.family != BlockFamily::convnext && !mbconv)
-        return "strategy fused_tc is built for FFN, ConvFirst, ConvNeXt and MBConv blocks only";
+    if (spec.family != BlockFamily::ffn && spec.family != BlockFamily::fused_mbconv &&
+        spec.family != BlockFamily::convfirst && spec.family != BlockFamily::convnext && !mbconv)
+        return "strategy fused_tc is built for FFN, FusedMBConv, ConvFirst, ConvNeXt and MBConv blocks only";
     if (spec.has_se()) return "strategy fused_tc builds MBConv without Squeeze-Excitation (se = 0)";
     if (mbconv && (spec.c % 8 || spec.hidden % 16 || spec.cout % 8))
         return "fused_tc needs MBConv's input and output channels divisible by 8 (16-byte rows) and its hidden "
@@ -109,7 +115,8 @@ inline std::string fused_tc_error(const BlockSpec &spec, const BlockKnobs &kn) {
     if (mbconv) {
         if (kn.tile_x < 1 || kn.tile_y < 1)
             return "fused_tc: tile_x = " + n(kn.tile_x) + ", tile_y = " + n(kn.tile_y) + " must be positive";
-        if (kn.tc_prefetch) return "fused_tc: tc_prefetch applies to FFN, ConvFirst and ConvNeXt blocks, not MBConv";
+        if (kn.tc_prefetch)
+            return "fused_tc: tc_prefetch applies to FFN, FusedMBConv, ConvFirst and ConvNeXt blocks, not MBConv";
         const MbconvTcGeometry g = mbconv_tc_geometry(spec, kn);
         if (const int regs = g.accumulators(); regs > kFusedTcMaxAccumulators)
             return "fused_tc: " + n(regs) + " accumulator registers per thread (" + n(g.project_mt()) + " and " +

@@ -140,7 +140,7 @@ void schedule_ffn_tc(FfnTcFuncs &f, const FfnTcShape &s, const FfnTcTiling &t, i
     f.output.update().specialize(f.exact).vectorize(f.rc[0]);
     for (Func panel : {f.x_panel, f.u_panel, f.v_panel})
         panel.store_in(cuda ? MemoryType::GPUShared : MemoryType::Auto);
-    f.x_panel.compute_at(block).align_storage(f.x_panel.args()[1], (s.c + pad) / 8);
+    f.x_panel.compute_at(block).align_storage(f.x_panel.args()[1], (s.expand_k() + pad) / 8);
     // ConvFirst: each thread's 8 channels of one pixel's grouped conv in registers, over the window's taps (loops;
     // unrolled they spill at c = 256): per tap the group's 8 input channels as one 16-byte load, the 8 channels'
     // weights of each input channel as another. On the H200 ConvFirst c=256 N=128 takes 0.260 ms, its FFN alone
@@ -185,7 +185,7 @@ void schedule_ffn_tc(FfnTcFuncs &f, const FfnTcShape &s, const FfnTcTiling &t, i
         panel.compute_at(acc, hc);
         spread_over_block(panel, t.warps, cuda);
     }
-    f.u_panel.align_storage(f.u_panel.args()[1], (s.c + pad) / 8);
+    f.u_panel.align_storage(f.u_panel.args()[1], (s.expand_k() + pad) / 8);
     f.v_panel.align_storage(f.v_panel.args()[1], (t.chunk + pad) / 8);
     // One loop nest for both chunk panels (CUDA: one barrier after both); on the CPU side by side, both before the
     // chunk's mma (the prefetch needs the loads to lead the chunk loop).

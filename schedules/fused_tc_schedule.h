@@ -1,5 +1,5 @@
-// Schedules of the blocks fused on tensor cores (the block strategy fused_tc): the FFN, ConvFirst and ConvNeXt
-// (generators/ffn_tc_algorithm.h) and MBConv (generators/mbconv_tc_algorithm.h), the mma.sync path on CUDA and the
+// Schedules of the blocks fused on tensor cores (the block strategy fused_tc): the FFN, FusedMBConv, ConvFirst and
+// ConvNeXt (generators/ffn_tc_algorithm.h) and MBConv (generators/mbconv_tc_algorithm.h), the mma.sync path on CUDA and the
 // same fragment space emulated on the CPU. Schedules only.
 #pragma once
 #include "Halide.h"

@@ -375,8 +375,8 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
         if (!fused_tc_serves(w))
             throw WorkloadError(
                 std::string(kFusedTc) +
-                " builds single FFN, ConvFirst and ConvNeXt blocks with channels divisible by 16 and MBConv "
-                "blocks without SE with channels divisible by 8, f16 or bf16: " +
+                " builds single FFN, FusedMBConv, ConvFirst and ConvNeXt blocks with channels divisible by 16 and "
+                "MBConv blocks without SE with channels divisible by 8, f16 or bf16: " +
                 to_key(w));
         if (w.family == BlockFamily::mbconv) {
             // The H200's two tuner rounds (bench/results/h200/mbconv-tc/): chunks of 16 on 2 warps where the output
@@ -418,6 +418,28 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
                        {"tc_prefetch", 0}};
             s.why = "heuristic: fused_tc MBConv's tile from the output image, its chunk and warps from the output "
                     "channels";
+            return s;
+        }
+        if (w.family == BlockFamily::fused_mbconv) {
+            // Its im2col rows hold k k C elements a pixel (c=48 3x3: 880 bytes): 4 warps of 16 pixels and chunks of 32
+            // where two thread blocks fit an H200 SM (half its 227 KB each), fewer warps and smaller chunks where
+            // they do not, 2 warps where the pixels are few (as the FFN's, below).
+            constexpr long long kTwoBlocksPerSm = 227 * 1024 / 2;
+            const int st = spec.layers[0].stride;
+            const long long pixels = 1LL * w.n * ((w.h - 1) / st + 1) * ((w.w - 1) / st + 1);
+            BlockKnobs kn;
+            kn.tc_warp_m = 16, kn.tc_prefetch = 0;
+            [&] {
+                for (int warps : {pixels / 64 < 132 ? 2 : 4, 2, 1})
+                    for (int chunk : {32, 16}) {
+                        kn.tc_warps = warps, kn.chunk = chunk;
+                        if (fused_tc_error(spec, kn).empty() && fused_tc_shared_bytes(spec, kn) <= kTwoBlocksPerSm)
+                            return;
+                    }
+            }();
+            ScheduleChoice s;
+            s.knobs = {{"chunk", kn.chunk}, {"tc_warps", kn.tc_warps}, {"tc_warp_m", 16}, {"tc_prefetch", 0}};
+            s.why = "heuristic: fused_tc FusedMBConv's warps and chunk from its im2col rows' shared memory";
             return s;
         }
         // The H200's tuner rounds on FFN c=256 (bench/results/h200/ffn-tc/): chunks of 64 hidden channels, 8 warps

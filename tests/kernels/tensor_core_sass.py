@@ -94,13 +94,14 @@ def gemm_expectation(knobs, n=None):
 
 def fused_tc_expectation(params, knobs):
     """The same for the FFN fused on tensor cores (generators/ffn_tc_algorithm.h), per hidden chunk: the expand's
-    mt x chunk/8 HMMA and mt + chunk/16 LDSM.x4 per 16 of C, the project's mt x C'/8 HMMA and C'/16 LDSM.x4 per 16 of
-    the chunk; one chunk (the whole hidden width) needs no loop."""
+    mt x chunk/8 HMMA and mt + chunk/16 LDSM.x4 per 16 of its K (C; FusedMBConv's k x k C), the project's mt x C'/8
+    HMMA and C'/16 LDSM.x4 per 16 of the chunk; one chunk (the whole hidden width) needs no loop."""
     c = int(params["channels"])
     e = c * int(params["expansion"])
     chunk = max(d for d in range(1, int(knobs.get("chunk", 8)) + 1) if e % d == 0)  # effective_chunk
     mt = int(knobs.get("tc_warp_m", 16)) // 16
-    ks = c // 16
+    window = int(params.get("kernel_size", 1)) if params.get("family") == "fused_mbconv" else 1
+    ks = window * window * c // 16
     want = (mt * chunk // 8 * ks + mt * c // 8 * (chunk // 16), (mt + chunk // 16) * ks + c // 16 * (chunk // 16), 0)
     return want, f"hidden chunk(s) of {chunk}", e == chunk
 

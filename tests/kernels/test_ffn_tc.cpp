@@ -40,6 +40,14 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
         // a 5 x 5 window over image borders, the chunk loop pipelined
         {"convfirst:n=1,c=48,h=6,w=5,e=2,k=5,stride=1,act=relu,dtype=f16",
          {{"chunk", 32}, {"tc_warps", 4}, {"tc_warp_m", 16}, {"tc_prefetch", 1}}},
+        // FusedMBConv: the 3x3 expand over a 1x1 image (im2col rows all zeros but the centre tap), the residual
+        {"fused_mbconv:n=2,c=16,h=1,w=1,e=4,k=3,stride=1,act=silu,dtype=f16", {{"chunk", 32}, {"tc_warps", 1}}},
+        // stride 2 on an odd image (no residual), 3 channel groups a tap (K steps across taps' groups), bf16
+        {"fused_mbconv:n=3,c=48,h=9,w=7,e=2,k=3,stride=2,act=relu6,dtype=bf16",
+         {{"chunk", 32}, {"tc_warps", 2}, {"tc_warp_m", 32}}},
+        // a 5x5 expand over image borders, odd pixels over blocks of 64, the chunk loop pipelined
+        {"fused_mbconv:n=1,c=32,h=6,w=7,e=2,k=5,stride=1,act=gelu,dtype=f16",
+         {{"chunk", 16}, {"tc_warps", 4}, {"tc_warp_m", 16}, {"tc_prefetch", 1}}},
         // ConvNeXt: the 7x7 window over a 1x1 image (all padding but the centre: LayerNorm of the bias alone)
         {"convnext:n=2,c=16,h=1,w=1,e=4,k=7,stride=1,act=gelu,dtype=f16", {{"chunk", 32}, {"tc_warps", 1}}},
         // odd images over blocks of 64 pixels, 48 channels (6 groups of 8 in the LayerNorm), bf16
@@ -54,10 +62,12 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
     using test::uniform;
     for (int i = 0; i < random_count; ++i) {
         const int c = 16 * uniform(r, 1, 4), e = uniform(r, 1, 4);
-        const std::string family = one_of<std::string>(r, {"ffn", "convfirst", "convnext"});
+        const std::string family = one_of<std::string>(r, {"ffn", "fused_mbconv", "convfirst", "convnext"});
         const bool convfirst = family == "convfirst";  // ConvFirst uses ReLU
         const std::string act = convfirst ? "relu" : one_of<std::string>(r, {"relu", "relu6", "silu", "gelu"});
-        const std::vector<int> windows = convfirst ? std::vector<int>{1, 3, 5} : std::vector<int>{3, 5, 7};
+        const std::vector<int> windows = convfirst                  ? std::vector<int>{1, 3, 5}
+                                         : family == "fused_mbconv" ? std::vector<int>{1, 3, 5}
+                                                                    : std::vector<int>{3, 5, 7};
         const std::string window =
             family != "ffn" ? ",k=" + std::to_string(one_of(r, windows)) + ",stride=" + std::to_string(uniform(r, 1, 2))
                             : "";
@@ -103,9 +113,8 @@ TEST_CASE("fused_tc ConvNeXt with LayerNorm statistics short of a channel group 
     test::require_mutant_fails(*kernel_with_knobs(key, kFusedTc, Device::cpu, {}, 0, "test"), key, 4);
 }
 
-TEST_CASE("fused_tc is offered for f16/bf16 FFN, ConvFirst and ConvNeXt blocks of whole mma tiles, and refused "
-          "elsewhere by name "
-          "(MBConv's: test_mbconv_tc)",
+TEST_CASE("fused_tc is offered for f16/bf16 FFN, FusedMBConv, ConvFirst and ConvNeXt blocks of whole mma tiles, and "
+          "refused elsewhere by name (MBConv's: test_mbconv_tc)",
           "[blocks][ffn_tc]") {
     auto has = [](const std::string &key) {
         const auto s = strategies_of(key);
@@ -124,12 +133,17 @@ TEST_CASE("fused_tc is offered for f16/bf16 FFN, ConvFirst and ConvNeXt blocks o
     CHECK_FALSE(has("convnext:n=8,c=384,h=14,w=14,e=4,k=7,stride=1,act=gelu,dtype=f16"));  // 200 accumulators
     CHECK_FALSE(has("convnext:n=1,c=40,h=7,w=7,e=4,k=7,stride=1,act=gelu,dtype=f16"));     // K of 16
     CHECK_FALSE(has("convnext:n=1,c=96,h=7,w=7,e=4,k=7,stride=1,act=gelu,dtype=f32"));
-    CHECK_FALSE(has("fused_mbconv:n=1,c=16,h=5,w=7,e=4,k=3,stride=1,act=silu,dtype=f16"));
-    const BlockWorkload fm = parse_block("fused_mbconv:n=1,c=64,h=8,w=8,e=4,k=3,stride=1,act=silu,dtype=f16");
-    CHECK_THROWS_WITH(block_heuristic(fm, kFusedTc, Device::cuda),
-                      Catch::Contains("builds single FFN, ConvFirst and ConvNeXt blocks"));
-    CHECK(block_knobs_error(fm.spec(), kFusedTc, block_knobs_from({}), true) ==
-          "strategy fused_tc is built for FFN, ConvFirst, ConvNeXt and MBConv blocks only");
+    CHECK(has("fused_mbconv:n=128,c=48,h=56,w=56,e=4,k=3,stride=1,act=silu,dtype=f16"));
+    CHECK(has("fused_mbconv:n=1,c=16,h=5,w=7,e=4,k=5,stride=2,act=silu,dtype=bf16"));
+    CHECK_FALSE(has("fused_mbconv:n=8,c=24,h=112,w=112,e=4,k=3,stride=2,act=silu,dtype=f16"));  // K of 16
+    CHECK_FALSE(has("fused_mbconv:n=1,c=16,h=5,w=7,e=4,k=3,stride=1,act=silu,dtype=f32"));
+    // A stage of blocks is not one block.
+    const BlockWorkload stage = parse_block("ffn:n=1,c=64,h=8,w=8,e=4,blocks=2,act=relu,dtype=f16");
+    CHECK_THROWS_WITH(block_heuristic(stage, kFusedTc, Device::cuda),
+                      Catch::Contains("builds single FFN, FusedMBConv, ConvFirst and ConvNeXt blocks"));
+    const BlockWorkload se = parse_block("mbconv:n=1,c=24,h=8,w=8,e=4,k=3,stride=1,se=1,act=silu,dtype=f16");
+    CHECK(block_knobs_error(se.spec(), kFusedTc, block_knobs_from({}), true) ==
+          "strategy fused_tc builds MBConv without Squeeze-Excitation (se = 0)");
 }
 
 TEST_CASE("fused_tc launches are checked: accumulator registers, shared memory, threads", "[blocks][ffn_tc]") {

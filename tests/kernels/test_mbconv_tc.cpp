@@ -101,7 +101,7 @@ TEST_CASE(
           "strategy fused_tc builds MBConv without Squeeze-Excitation (se = 0)");
     const BlockSpec mb = parse_block("mbconv:n=1,c=24,h=8,w=8,e=6,k=3,stride=1,act=relu6,dtype=f16").spec();
     CHECK_THAT(block_knobs_error(mb, kFusedTc, block_knobs_from({{"chunk", 48}, {"tc_prefetch", 1}}), true),
-               Catch::Contains("tc_prefetch applies to FFN, ConvFirst and ConvNeXt blocks, not MBConv"));
+               Catch::Contains("tc_prefetch applies to FFN, FusedMBConv, ConvFirst and ConvNeXt blocks, not MBConv"));
     CHECK_THAT(block_knobs_error(mb, kFusedTc, block_knobs_from({{"chunk", 24}}), true),
                Catch::Contains("chunk 24 (the divisor of the hidden width used) is not a multiple of 16"));
 }
