@@ -70,8 +70,8 @@ int main(int argc, char **argv) {
         ->add_option(
             "--strategies", bopt.strategies,
             "run only these strategies: layer_by_layer, fused, depth_first (blocks, stages, stem), layer_by_layer_tc "
-            "(f16/bf16 blocks: the dense layers on tensor cores), fused_tc (f16/bf16 FFN, ConvFirst, "
-            "ConvNeXt and MBConv blocks in one tensor-core kernel), direct, tensor_cores (conv2d)")
+            "(f16/bf16 blocks: the dense layers on tensor cores), fused_tc (f16/bf16 FFN, FusedMBConv, "
+            "ConvFirst, ConvNeXt and MBConv blocks in one tensor-core kernel), direct, tensor_cores (conv2d)")
         ->delimiter(',');
     bench->add_option("--dtype", bopt.dtype, "only workloads of this dtype (f32, f16, bf16)");
     bench->add_option("--out", bopt.out_dir, "write results.json and results.csv to this folder");
