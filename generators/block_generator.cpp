@@ -138,18 +138,15 @@ public:
         const bool has_prologue = spec.family == BlockFamily::convfirst || spec.family == BlockFamily::convnext;
         const size_t ffn = has_prologue ? 1 : 0;  // the FFN's first layer
         blockfuse::FfnTcPrologue prologue;
-        int oh = height, ow = width;
-        if (has_prologue) {  // ConvFirst's grouped layer, ConvNeXt's depthwise layer and LayerNorm
-            const blockfuse::LayerSpec &g = spec.layers[0];
-            prologue = {*weights[0], *biases[0], g.ks, g.stride, height, width, spec.family == BlockFamily::convnext};
-            oh = (height - 1) / g.stride + 1, ow = (width - 1) / g.stride + 1;  // same padding
-        }
+        // The first layer's stride, same padding: ConvFirst's, ConvNeXt's and FusedMBConv's k x k layer (the FFN's is 1).
+        const blockfuse::LayerSpec &first = spec.layers[0];
+        const int oh = (height - 1) / first.stride + 1, ow = (width - 1) / first.stride + 1;
+        if (has_prologue)  // ConvFirst's grouped layer, ConvNeXt's depthwise layer and LayerNorm
+            prologue = {
+                *weights[0], *biases[0], first.ks, first.stride, height, width, spec.family == BlockFamily::convnext};
         blockfuse::FfnTcShape s{spec.c, spec.hidden, spec.cout, oh, ow, blockfuse::Activation(spec.layers[ffn].act)};
-        if (spec.family == BlockFamily::fused_mbconv) {  // the expand is the block's k x k convolution
-            const blockfuse::LayerSpec &x = spec.layers[0];
-            s.expand_ks = x.ks, s.expand_stride = x.stride, s.in_h = height, s.in_w = width;
-            s.h = (height - 1) / x.stride + 1, s.w = (width - 1) / x.stride + 1;  // same padding
-        }
+        if (spec.family == BlockFamily::fused_mbconv)  // the expand is the block's k x k convolution
+            s.expand_ks = first.ks, s.expand_stride = first.stride, s.in_h = height, s.in_w = width;
         // One chunk (the whole hidden width) has no next chunk: Halide drops the loop, and the prefetch with it.
         const bool prefetch = kn.tc_prefetch != 0 && spec.hidden / kn.chunk > 1;
         const blockfuse::FfnTcTiling t{kn.tc_warps, kn.tc_warp_m, kn.chunk, prefetch};

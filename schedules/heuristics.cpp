@@ -425,8 +425,7 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
             // where two thread blocks fit an H200 SM (half its 227 KB each), fewer warps and smaller chunks where
             // they do not, 2 warps where the pixels are few (as the FFN's, below).
             constexpr long long kTwoBlocksPerSm = 227 * 1024 / 2;
-            const int st = spec.layers[0].stride;
-            const long long pixels = 1LL * w.n * ((w.h - 1) / st + 1) * ((w.w - 1) / st + 1);
+            const long long pixels = 1LL * w.n * w.out_h() * w.out_w();
             BlockKnobs kn;
             kn.tc_warp_m = 16, kn.tc_prefetch = 0;
             [&] {

@@ -65,9 +65,8 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
         const std::string family = one_of<std::string>(r, {"ffn", "fused_mbconv", "convfirst", "convnext"});
         const bool convfirst = family == "convfirst";  // ConvFirst uses ReLU
         const std::string act = convfirst ? "relu" : one_of<std::string>(r, {"relu", "relu6", "silu", "gelu"});
-        const std::vector<int> windows = convfirst                  ? std::vector<int>{1, 3, 5}
-                                         : family == "fused_mbconv" ? std::vector<int>{1, 3, 5}
-                                                                    : std::vector<int>{3, 5, 7};
+        const std::vector<int> windows =
+            convfirst || family == "fused_mbconv" ? std::vector<int>{1, 3, 5} : std::vector<int>{3, 5, 7};
         const std::string window =
             family != "ffn" ? ",k=" + std::to_string(one_of(r, windows)) + ",stride=" + std::to_string(uniform(r, 1, 2))
                             : "";
