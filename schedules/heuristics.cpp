@@ -1,6 +1,7 @@
 #include "schedules/heuristics.h"
 #include "schedules/block_knobs.h"
 #include "schedules/gemm_knobs.h"
+#include "runtime/mma_ptx.h"
 #include "schedules/stem_knobs.h"
 #include <algorithm>
 #include <array>
@@ -421,23 +422,29 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
             return s;
         }
         if (w.family == BlockFamily::fused_mbconv) {
-            // Its im2col rows hold k k C elements a pixel (c=48 3x3: 880 bytes): 4 warps of 16 pixels and chunks of 32
-            // where two thread blocks fit an H200 SM (half its 227 KB each), fewer warps and smaller chunks where
-            // they do not, 2 warps where the pixels are few (as the FFN's, below).
-            constexpr long long kTwoBlocksPerSm = 227 * 1024 / 2;
+            // The H200's tuner records (bench/results/h200/fused-mbconv-tc/): 8 warps of 16 pixels, chunks of 32,
+            // the next chunk's weights prefetched, the mma.sync register floor (168), one thread block an SM by
+            // shared memory (its im2col rows hold k k C elements a pixel, 880 bytes at c=48 3x3: 145 KB): c=48
+            // 56x56 N=128 0.545 ms, c=64 28x28 0.206, against 0.624 and 0.298 on 4 or 2 warps with chunks of 32 or
+            // 16 under half an SM's shared memory. Fewer warps, then chunks of 16, where the rows do not fit one
+            // SM; 2 warps where the pixels are few (as the FFN's, below).
+            constexpr long long kOneBlockPerSm = 227 * 1024;
             const long long pixels = 1LL * w.n * w.out_h() * w.out_w();
             BlockKnobs kn;
-            kn.tc_warp_m = 16, kn.tc_prefetch = 0;
+            kn.tc_warp_m = 16;
             [&] {
-                for (int warps : {pixels / 64 < 132 ? 2 : 4, 2, 1})
-                    for (int chunk : {32, 16}) {
-                        kn.tc_warps = warps, kn.chunk = chunk;
-                        if (fused_tc_error(spec, kn).empty() && fused_tc_shared_bytes(spec, kn) <= kTwoBlocksPerSm)
-                            return;
-                    }
+                for (int warps : {pixels / 128 < 132 ? 2 : 8, 4, 2, 1})
+                    for (int chunk : {32, 16})
+                        for (int prefetch : {1, 0}) {
+                            kn.tc_warps = warps, kn.chunk = chunk, kn.tc_prefetch = prefetch;
+                            if (fused_tc_error(spec, kn).empty() && fused_tc_shared_bytes(spec, kn) <= kOneBlockPerSm)
+                                return;
+                        }
             }();
             ScheduleChoice s;
-            s.knobs = {{"chunk", kn.chunk}, {"tc_warps", kn.tc_warps}, {"tc_warp_m", 16}, {"tc_prefetch", 0}};
+            s.knobs = {
+                {"chunk", kn.chunk}, {"tc_warps", kn.tc_warps}, {"tc_warp_m", 16}, {"tc_prefetch", kn.tc_prefetch}};
+            s.max_registers = mma_ptx::kMinRegisters;  // the least a tensor-core module JITs with
             s.why = "heuristic: fused_tc FusedMBConv's warps and chunk from its im2col rows' shared memory";
             return s;
         }

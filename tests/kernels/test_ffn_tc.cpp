@@ -163,6 +163,21 @@ TEST_CASE("fused_tc launches are checked: accumulator registers, shared memory, 
     // Few pixels (N=8: 1568): 2 warps.
     const BlockWorkload small = parse_block("ffn:n=8,c=256,h=14,w=14,e=4,act=relu,dtype=f16");
     CHECK(block_heuristic(small, kFusedTc, Device::cuda).knobs.at("tc_warps") == 2);
+    // FusedMBConv as the H200's records run it: 8 warps of 16 pixels, chunks of 32, prefetch, the mma.sync register
+    // floor, one thread block an SM (c=48 3x3: 160 rows of 440 f16 and the V chunk, 144640 bytes); c=128's 1152-wide
+    // im2col rows fit one SM on 4 warps with chunks of 16 (191744 bytes), not on 8 (381440) nor 4 with 32 (232960).
+    const BlockWorkload fm = parse_block("fused_mbconv:n=128,c=48,h=56,w=56,e=4,k=3,stride=1,act=silu,dtype=f16");
+    const ScheduleChoice fs = block_heuristic(fm, kFusedTc, Device::cuda);
+    CHECK(fs.knobs.at("tc_warps") == 8);
+    CHECK(fs.knobs.at("chunk") == 32);
+    CHECK(fs.knobs.at("tc_prefetch") == 1);
+    CHECK(fs.max_registers == 168);
+    CHECK_NOTHROW(check_block_launch(block_kernel_for(fm, kFusedTc, Device::cuda, fs), fm, h200));
+    const BlockWorkload wide = parse_block("fused_mbconv:n=128,c=128,h=28,w=28,e=4,k=3,stride=1,act=silu,dtype=f16");
+    const ScheduleChoice ws = block_heuristic(wide, kFusedTc, Device::cuda);
+    CHECK(ws.knobs.at("tc_warps") == 4);
+    CHECK(ws.knobs.at("chunk") == 16);
+    CHECK_NOTHROW(check_block_launch(block_kernel_for(wide, kFusedTc, Device::cuda, ws), wide, h200));
     // ConvNeXt c=192 adds the depthwise sums' f32 rows, its f32 weights and the LayerNorm's sums: on 8 warps of 16
     // pixels (chunks of 64) 149248 bytes beside the FFN's 104448, past the H200's 232448; the heuristic's 2 warps fit.
     const BlockWorkload cn = parse_block("convnext:n=8,c=192,h=28,w=28,e=4,k=7,stride=1,act=gelu,dtype=f16");
