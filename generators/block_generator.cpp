@@ -87,8 +87,6 @@ public:
                 throw CompileError("strategy " + name + ": storage must be float16 or bfloat16 (mma.sync)");
             if (height <= 0 || width <= 0)
                 throw CompileError("strategy " + name + " needs the image size: height and width > 0");
-            if (strategy == BlockStrategy::fused_tc && blocks != 1)
-                throw CompileError("strategy fused_tc builds single blocks (blocks = 1)");
         }
         input = add_input<Buffer<>>("input", Type(storage), 4);  // (c, x, y, n)
         for (int blk = 0; blk < blocks; ++blk) {
@@ -118,44 +116,60 @@ public:
         return tensor_core_strategy() && blockfuse::tensor_core_layer(spec.layers[layer]);
     }
 
-    // fused_tc: the FFN in one kernel on the tensor cores, its own schedule (the generator's knob check has
-    // refused every other family and tiling); FusedMBConv's k x k expand as the FFN's expand over im2col rows;
-    // ConvFirst's grouped layer and ConvNeXt's depthwise layer and LayerNorm computed into the FFN's X rows;
-    // MBConv's three layers around a tile and its halo.
+    // fused_tc: each block in one kernel on the tensor cores, its own schedule (the generator's knob check has refused
+    // every other family and tiling): the FFN; FusedMBConv's k x k expand as the FFN's expand over im2col rows;
+    // ConvFirst's grouped layer and ConvNeXt's depthwise layer and LayerNorm computed into the FFN's X rows; MBConv's
+    // three layers around a tile and its halo. A stage's blocks one after another, each block's output in global
+    // memory for the next (per-block fusion).
     void generate_fused_tc(const blockfuse::BlockSpec &spec, const blockfuse::BlockKnobs &kn) {
         const auto elem = Type(storage) == Float(16) ? blockfuse::mma::Elem::f16 : blockfuse::mma::Elem::bf16;
-        if (spec.family == BlockFamily::mbconv) {
-            const blockfuse::MbconvTcGeometry g = blockfuse::mbconv_tc_geometry(spec, kn);
-            const blockfuse::MbconvTcShape s{height, width, blockfuse::Activation(spec.layers[0].act), spec.residual};
-            blockfuse::MbconvTcFuncs f = blockfuse::mbconv_tc(*input, *weights[0], *biases[0], *weights[1], *biases[1],
-                                                              *weights[2], *biases[2], g, s, input->dim(3).extent(),
-                                                              elem, Type(storage), get_target(), fragment_mutation);
-            *output = f.output;
-            blockfuse::schedule_mbconv_tc(f, g, s.residual, get_target());
-            blockfuse::add_mbconv_tc_lowering(get_pipeline(), get_target(), "block (fused_tc)", f);
-            return;
-        }
-        const bool has_prologue = spec.family == BlockFamily::convfirst || spec.family == BlockFamily::convnext;
-        const size_t ffn = has_prologue ? 1 : 0;  // the FFN's first layer
-        blockfuse::FfnTcPrologue prologue;
-        // The first layer's stride, same padding: ConvFirst's, ConvNeXt's and FusedMBConv's k x k layer (the FFN's is 1).
-        const blockfuse::LayerSpec &first = spec.layers[0];
-        const int oh = (height - 1) / first.stride + 1, ow = (width - 1) / first.stride + 1;
-        if (has_prologue)  // ConvFirst's grouped layer, ConvNeXt's depthwise layer and LayerNorm
-            prologue = {
-                *weights[0], *biases[0], first.ks, first.stride, height, width, spec.family == BlockFamily::convnext};
-        blockfuse::FfnTcShape s{spec.c, spec.hidden, spec.cout, oh, ow, blockfuse::Activation(spec.layers[ffn].act)};
-        if (spec.family == BlockFamily::fused_mbconv)  // the expand is the block's k x k convolution
-            s.expand_ks = first.ks, s.expand_stride = first.stride, s.in_h = height, s.in_w = width;
+        const std::string kernel = "block (fused_tc)";
+        const size_t L = spec.layers.size();
+        const blockfuse::LayerSpec &first = spec.layers[0];  // its stride, same padding, is the block's
+        std::vector<blockfuse::MbconvTcFuncs> mbconv;
+        std::vector<blockfuse::FfnTcFuncs> ffn;
         // One chunk (the whole hidden width) has no next chunk: Halide drops the loop, and the prefetch with it.
         const bool prefetch = kn.tc_prefetch != 0 && spec.hidden / kn.chunk > 1;
         const blockfuse::FfnTcTiling t{kn.tc_warps, kn.tc_warp_m, kn.chunk, prefetch};
-        blockfuse::FfnTcFuncs f = blockfuse::ffn_tc(
-            *input, *weights[ffn], *biases[ffn], *weights[ffn + 1], *biases[ffn + 1], s, input->dim(3).extent(), t,
-            elem, Type(storage), get_target(), spec.residual ? Func(*input) : Func(), fragment_mutation, prologue);
-        *output = f.output;
-        blockfuse::schedule_ffn_tc(f, s, t, blockfuse::kFusedTcPad, get_target());
-        blockfuse::add_ffn_tc_lowering(get_pipeline(), get_target(), "block (fused_tc)", f, t);
+        Func x = *input;
+        int ih = height, iw = width;  // block blk's input image
+        for (int blk = 0; blk < blocks; ++blk) {
+            const std::string pre = blocks > 1 ? "b" + std::to_string(blk) + "_" : "";
+            auto w = [&](size_t i) { return Func(*weights[blk * L + i]); };
+            auto b = [&](size_t i) { return Func(*biases[blk * L + i]); };
+            Func y;
+            if (spec.family == BlockFamily::mbconv) {
+                const blockfuse::MbconvTcGeometry g = blockfuse::mbconv_tc_geometry(spec, kn);
+                const blockfuse::MbconvTcShape s{ih, iw, blockfuse::Activation(first.act), spec.residual};
+                mbconv.push_back(blockfuse::mbconv_tc(x, w(0), b(0), w(1), b(1), w(2), b(2), g, s,
+                                                      input->dim(3).extent(), elem, Type(storage), get_target(),
+                                                      fragment_mutation, pre));
+                blockfuse::schedule_mbconv_tc(mbconv.back(), g, s.residual, get_target());
+                y = mbconv.back().output;
+            } else {
+                const bool has_prologue = spec.family == BlockFamily::convfirst || spec.family == BlockFamily::convnext;
+                const size_t f0 = has_prologue ? 1 : 0;  // the FFN's first layer
+                blockfuse::FfnTcPrologue prologue;
+                const int oh = (ih - 1) / first.stride + 1, ow = (iw - 1) / first.stride + 1;
+                if (has_prologue)  // ConvFirst's grouped layer, ConvNeXt's depthwise layer and LayerNorm
+                    prologue = {w(0), b(0), first.ks, first.stride, ih, iw, spec.family == BlockFamily::convnext};
+                blockfuse::FfnTcShape s{spec.c, spec.hidden, spec.cout,
+                                        oh,     ow,          blockfuse::Activation(spec.layers[f0].act)};
+                if (spec.family == BlockFamily::fused_mbconv)  // the expand is the block's k x k convolution
+                    s.expand_ks = first.ks, s.expand_stride = first.stride, s.in_h = ih, s.in_w = iw;
+                ffn.push_back(blockfuse::ffn_tc(x, w(f0), b(f0), w(f0 + 1), b(f0 + 1), s, input->dim(3).extent(), t,
+                                                elem, Type(storage), get_target(), spec.residual ? x : Func(),
+                                                fragment_mutation, prologue, pre));
+                blockfuse::schedule_ffn_tc(ffn.back(), s, t, blockfuse::kFusedTcPad, get_target());
+                y = ffn.back().output;
+            }
+            ih = (ih - 1) / first.stride + 1, iw = (iw - 1) / first.stride + 1;
+            if (blk + 1 < blocks) y.compute_root();
+            x = y;
+        }
+        *output = x;
+        if (!mbconv.empty()) blockfuse::add_mbconv_tc_lowering(get_pipeline(), get_target(), kernel, mbconv);
+        if (!ffn.empty()) blockfuse::add_ffn_tc_lowering(get_pipeline(), get_target(), kernel, ffn, t);
     }
 
     // layer_by_layer_tc: layer i of block blk as an implicit GEMM, its input image of iw x ih (static).

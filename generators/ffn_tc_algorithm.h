@@ -103,12 +103,13 @@ struct FfnTcFuncs {
 
 // fragment_mutation = 2 (tests only): the hidden A registers 1 and 2 swapped, a wrong C-to-A mapping the checks
 // must catch; 4: ConvNeXt's LayerNorm statistics over all channel groups but the last. `residual` (optional, the
-// output's shape and storage type) is added after the project's bias.
+// output's shape and storage type) is added after the project's bias. `prefix` starts every Func's and RDom's name
+// (a stage's blocks, each its own).
 inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const Halide::Func &a, const Halide::Func &v,
                          const Halide::Func &b, const FfnTcShape &s, const Halide::Expr &images, const FfnTcTiling &t,
                          mma::Elem elem, const Halide::Type &storage, const Halide::Target &target,
                          const Halide::Func &residual = Halide::Func(), int fragment_mutation = 0,
-                         const FfnTcPrologue &prologue = FfnTcPrologue()) {
+                         const FfnTcPrologue &prologue = FfnTcPrologue(), const std::string &prefix = "") {
     using namespace Halide;
     using namespace mma;
     FfnTcFuncs f;
@@ -139,44 +140,44 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
                         cast(UInt(16), 0));
     } else if (prologue.defined()) {
         const bool depthwise = prologue.layer_norm;
-        f.rk_group = depthwise ? RDom(0, prologue.ks, 0, prologue.ks, "ffn_rk_group")
-                               : RDom(0, 8, 0, prologue.ks, 0, prologue.ks, "ffn_rk_group");
+        f.rk_group = depthwise ? RDom(0, prologue.ks, 0, prologue.ks, prefix + "ffn_rk_group")
+                               : RDom(0, 8, 0, prologue.ks, 0, prologue.ks, prefix + "ffn_rk_group");
         // The window's tap (kx, ky) of input channel 8 kg + r at pixel m, zero outside the image. A select, not a
         // reduction domain of the inside taps (RDom::where): its taps then ran one at a time, each load's latency
         // exposed (ConvNeXt c=96 N=128 on the H200: the window 57% of a 1.81 ms kernel that way, 49% of 1.56 ms this way).
         Var r = f.r, kx("kx"), ky("ky");
         const Tap at = window_tap(kx, ky, prologue.ks, prologue.stride, prologue.in_w, prologue.in_h);
-        f.x_tap = Func("ffn_x_tap");
+        f.x_tap = Func(prefix + "ffn_x_tap");
         f.x_tap(r, kg, m, kx, ky) = select(at.inside, to_f32(input(8 * kg + r, at.ix, at.iy, mc / HW)), 0.0f);
-        f.x_conv = Func("ffn_x_conv");
+        f.x_conv = Func(prefix + "ffn_x_conv");
         f.x_conv(ke, kg, m) = prologue.bias(8 * kg + ke);
         const RDom &g = f.rk_group;
         if (depthwise) {
             Var kx("kx"), ky("ky");
-            f.w_f32 = Func("ffn_w_f32");
+            f.w_f32 = Func(prefix + "ffn_w_f32");
             f.w_f32(ke, kg, kx, ky) = to_f32(prologue.weights(8 * kg + ke, 0, kx, ky));
             f.x_conv(ke, kg, m) += f.w_f32(ke, kg, g.x, g.y) * f.x_tap(ke, kg, m, g.x, g.y);
-            f.x_rows = Func("ffn_x_rows");
+            f.x_rows = Func(prefix + "ffn_x_rows");
             f.x_rows(ke, kg, m) = f.x_conv(ke, kg, m);
             // Per pixel, each of the 8 lanes of a channel group summed over the groups, then the 8 sums: the
             // variance over the differences from the mean likewise.
-            f.rk_norm = RDom(0, s.c / 8 - (fragment_mutation == 4), "ffn_rk_norm");
+            f.rk_norm = RDom(0, s.c / 8 - (fragment_mutation == 4), prefix + "ffn_rk_norm");
             const RVar rn = f.rk_norm.x;
             auto lanes_sum = [&](const Func &part) {
                 Expr t = part(0, m);
                 for (int i = 1; i < 8; ++i) t += part(i, m);
                 return t * (1.0f / float(s.c));
             };
-            f.ln_sum = Func("ffn_ln_sum");
+            f.ln_sum = Func(prefix + "ffn_ln_sum");
             f.ln_sum(ke, m) = 0.0f;
             f.ln_sum(ke, m) += f.x_rows(ke, rn, m);
-            f.ln_mean = Func("ffn_ln_mean");
+            f.ln_mean = Func(prefix + "ffn_ln_mean");
             f.ln_mean(m) = lanes_sum(f.ln_sum);
             Expr d = f.x_rows(ke, rn, m) - f.ln_mean(m);
-            f.ln_sq = Func("ffn_ln_sq");
+            f.ln_sq = Func(prefix + "ffn_ln_sq");
             f.ln_sq(ke, m) = 0.0f;
             f.ln_sq(ke, m) += d * d;
-            f.ln_rstd = Func("ffn_ln_rstd");
+            f.ln_rstd = Func(prefix + "ffn_ln_rstd");
             f.ln_rstd(m) = 1.0f / sqrt(lanes_sum(f.ln_sq) + float(kLayerNormEps));
             x_bits = f32_to_b16((f.x_rows(ke, kg, m) - f.ln_mean(m)) * f.ln_rstd(m), elem);
         } else {
@@ -186,26 +187,26 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
     } else {
         x_bits = reinterpret(UInt(16), input(8 * kg + ke, mc % W, (mc / W) % s.h, mc / HW));
     }
-    f.x_panel = Func("ffn_x_panel");
+    f.x_panel = Func(prefix + "ffn_x_panel");
     f.x_panel(ke, kg, m) = select(f.exact || m < M, x_bits, cast(UInt(16), 0));
-    f.u_panel = Func("ffn_u_panel");
+    f.u_panel = Func(prefix + "ffn_u_panel");
     f.u_panel(ke, kg, f.m) = u(8 * kg + ke, f.m);
-    f.v_panel = Func("ffn_v_panel");
+    f.v_panel = Func(prefix + "ffn_v_panel");
     f.v_panel(ke, kg, f.m) = v(8 * kg + ke, f.m);
 
-    f.x_frag = Func("ffn_x_frag");
+    f.x_frag = Func(prefix + "ffn_x_frag");
     f.x_frag(f.r, lane, f.mt, f.w, f.bm, f.kt) = ldmatrix(
         4, f.r, lane, grouped_panel(f.x_panel),
         [&](const Expr &l) {
             return std::pair{f.kt * kTileK + ldsm_a_k(l), f.bm * BM + f.w * t.warp_m + f.mt * kTileM + ldsm_a_row(l)};
         },
         native);
-    f.u_frag = b_pair_fragments(Func("ffn_u_frag"), f.u_panel, f.j, lane, f.ep, f.kt, native);
-    f.v_frag = b_pair_fragments(Func("ffn_v_frag"), f.v_panel, f.j, lane, f.np, f.kh, native);
+    f.u_frag = b_pair_fragments(Func(prefix + "ffn_u_frag"), f.u_panel, f.j, lane, f.ep, f.kt, native);
+    f.v_frag = b_pair_fragments(Func(prefix + "ffn_v_frag"), f.v_panel, f.j, lane, f.np, f.kh, native);
 
     // The expand of chunk hc: its n-tile ht is hidden n-tile hc * HT + ht (HT even: pairs stay within a chunk).
-    f.rk_expand = RDom(0, s.expand_k() / kTileK, "ffn_rk_expand");
-    f.hidden_acc = Func("ffn_hidden_acc");
+    f.rk_expand = RDom(0, s.expand_k() / kTileK, prefix + "ffn_rk_expand");
+    f.hidden_acc = Func(prefix + "ffn_hidden_acc");
     std::vector<Var> hid_args{f.q, lane, f.ht, f.mt, f.w, f.bm, f.hc};
     f.hidden_acc(hid_args) = 0.0f;
     Expr hnt = f.hc * HT + f.ht;
@@ -228,13 +229,13 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
         if (native && elem == Elem::f16) return reinterpret(UInt(16), cast(Float(16), x));
         return f32_to_b16(x, elem);
     };
-    f.hidden_frag = Func("ffn_hidden_frag");
+    f.hidden_frag = Func(prefix + "ffn_hidden_frag");
     f.hidden_frag(f.r, lane, f.hk, f.mt, f.w, f.bm, f.hc) =
         pack_b16(hidden_value(2 * (reg % 2)), hidden_value(2 * (reg % 2) + 1));
 
-    f.rk_project = RDom(0, t.chunk / kTileK, 0, s.e / t.chunk, "ffn_rk_project");
+    f.rk_project = RDom(0, t.chunk / kTileK, 0, s.e / t.chunk, prefix + "ffn_rk_project");
     const Expr rhk = f.rk_project.x, rhc = f.rk_project.y;
-    f.acc = Func("ffn_acc");
+    f.acc = Func(prefix + "ffn_acc");
     std::vector<Var> acc_args{f.q, lane, f.nt, f.mt, f.w, f.bm};
     f.acc(acc_args) = 0.0f;
     f.acc(acc_args) = mma::mma(
@@ -245,7 +246,8 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
         f.acc(acc_args), native);
 
     // The store, from the fragment space as gemm()'s: each lane its registers, rows past M not stored.
-    f.rc = RDom(Region{{0, 2}, {0, 2}, {0, NT}, {0, MT}, {0, kWarp}, {0, t.warps}, {0, (M + BM - 1) / BM}}, "ffn_rc");
+    f.rc = RDom(Region{{0, 2}, {0, 2}, {0, NT}, {0, MT}, {0, kWarp}, {0, t.warps}, {0, (M + BM - 1) / BM}},
+                prefix + "ffn_rc");
     Expr q0 = f.rc[0], mh = f.rc[1], cnt = f.rc[2], cmt = f.rc[3], cl = f.rc[4], cw = f.rc[5], cbm = f.rc[6];
     Expr cn = cnt * kTileN + c_col(q0, cl);
     Expr cm = cbm * BM + cw * t.warp_m + cmt * kTileM + c_row(2 * mh, cl);
@@ -254,7 +256,7 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
     const std::vector<Expr> coords{cn, cm % W, (cm / W) % s.h, cm / HW};
     Expr value = f.acc(2 * mh + q0, cl, cnt, cmt, cw, cbm) + b(cn);
     if (residual.defined()) value += to_f32(residual(coords));
-    f.output = Func("ffn_output");
+    f.output = Func(prefix + "ffn_output");
     f.output(Var("k"), Var("x"), Var("y"), Var("n")) = undef(storage);
     f.output(coords) = reinterpret(storage, f32_to_b16(value, elem));
     return f;

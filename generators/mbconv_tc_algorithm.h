@@ -59,12 +59,13 @@ struct MbconvTcFuncs {
 };
 
 // fragment_mutation = 3 (tests only): the dw_panel's rows read one pixel off, a wrong tile-to-row mapping the
-// checks must catch.
+// checks must catch. `prefix` starts every Func's and RDom's name (a stage's blocks, each its own).
 inline MbconvTcFuncs mbconv_tc(const Halide::Func &input, const Halide::Func &u, const Halide::Func &a,
                                const Halide::Func &dw, const Halide::Func &dw_bias, const Halide::Func &v,
                                const Halide::Func &b, const MbconvTcGeometry &g, const MbconvTcShape &s,
                                const Halide::Expr &images, mma::Elem elem, const Halide::Type &storage,
-                               const Halide::Target &target, int fragment_mutation = 0) {
+                               const Halide::Target &target, int fragment_mutation = 0,
+                               const std::string &prefix = "") {
     using namespace Halide;
     using namespace mma;
     MbconvTcFuncs f;
@@ -87,27 +88,27 @@ inline MbconvTcFuncs mbconv_tc(const Halide::Func &input, const Halide::Func &u,
         Expr blk = m / ER, p = min(m % ER, HP - 1);
         Expr ix = clamp(halo_ix(blk, p), 0, s.w - 1), iy = clamp(halo_iy(blk, p), 0, s.h - 1);
         Expr bits = reinterpret(UInt(16), input(8 * min(kg, KG - 1) + ke, ix, iy, image(blk)));
-        f.x_panel = Func("mbtc_x_panel");
+        f.x_panel = Func(prefix + "mbtc_x_panel");
         f.x_panel(ke, kg, m) = select(kg < KG, bits, cast(UInt(16), 0));
     }
-    f.u_panel = Func("mbtc_u_panel");
+    f.u_panel = Func(prefix + "mbtc_u_panel");
     f.u_panel(ke, kg, m) = select(kg < KG, u(8 * min(kg, KG - 1) + ke, m), cast(UInt(16), 0));
-    f.v_panel = Func("mbtc_v_panel");
+    f.v_panel = Func(prefix + "mbtc_v_panel");
     f.v_panel(ke, kg, m) = select(m < g.k, v(8 * kg + ke, min(m, g.k - 1)), cast(UInt(16), 0));
 
-    f.x_frag = Func("mbtc_x_frag");
+    f.x_frag = Func(prefix + "mbtc_x_frag");
     f.x_frag(f.r, lane, f.mt, f.w, bm, f.kt) = ldmatrix(
         4, f.r, lane, grouped_panel(f.x_panel),
         [&](const Expr &l) {
             return std::pair{f.kt * kTileK + ldsm_a_k(l), bm * ER + (f.w * MTE + f.mt) * kTileM + ldsm_a_row(l)};
         },
         native);
-    f.u_frag = b_pair_fragments(Func("mbtc_u_frag"), f.u_panel, f.j, lane, f.ep, f.kt, native);
-    f.v_frag = b_pair_fragments(Func("mbtc_v_frag"), f.v_panel, f.j, lane, f.np, f.kh, native);
+    f.u_frag = b_pair_fragments(Func(prefix + "mbtc_u_frag"), f.u_panel, f.j, lane, f.ep, f.kt, native);
+    f.v_frag = b_pair_fragments(Func(prefix + "mbtc_v_frag"), f.v_panel, f.j, lane, f.np, f.kh, native);
 
     // 1. The expand of chunk hc over the halo's rows: its n-tile ht is hidden n-tile hc * HT + ht.
-    f.rk_expand = RDom(0, g.k_padded() / kTileK, "mbtc_rk_expand");
-    f.hidden_acc = Func("mbtc_hidden_acc");
+    f.rk_expand = RDom(0, g.k_padded() / kTileK, prefix + "mbtc_rk_expand");
+    f.hidden_acc = Func(prefix + "mbtc_hidden_acc");
     std::vector<Var> hid_args{f.q, lane, f.ht, f.mt, f.w, bm, hc};
     f.hidden_acc(hid_args) = 0.0f;
     Expr hnt = hc * HT + f.ht;
@@ -117,7 +118,7 @@ inline MbconvTcFuncs mbconv_tc(const Halide::Func &input, const Halide::Func &u,
         f.hidden_acc(hid_args), native);
 
     // 2. Each lane's registers into the halo's shared rows, phi(. + a) in the storage type; zero outside the image.
-    f.rh = RDom(Region{{0, 2}, {0, 2}, {0, HT}, {0, MTE}, {0, kWarp}, {0, g.warps}}, "mbtc_rh");
+    f.rh = RDom(Region{{0, 2}, {0, 2}, {0, HT}, {0, MTE}, {0, kWarp}, {0, g.warps}}, prefix + "mbtc_rh");
     {
         Expr q0 = f.rh[0], mh = f.rh[1], rht = f.rh[2], rmt = f.rh[3], rl = f.rh[4], rw = f.rh[5];
         Expr ch = rht * kTileN + c_col(q0, rl);
@@ -130,35 +131,35 @@ inline MbconvTcFuncs mbconv_tc(const Halide::Func &input, const Halide::Func &u,
         // f16 on CUDA: the native scalar conversion (Halide 21's vectorized f16 cast is wrong there, and each value
         // here is a scalar of an unrolled register); elsewhere the integer rounding.
         Expr value = native && elem == Elem::f16 ? cast(Float(16), x) : reinterpret(storage, f32_to_b16(x, elem));
-        f.hidden = Func("mbtc_hidden");
+        f.hidden = Func(prefix + "mbtc_hidden");
         f.hidden(ke, kg, f.hp, bm, hc) = undef(storage);
         f.hidden(ch % 8, ch / 8, p, bm, hc) = value;
     }
 
     // 3. The depthwise window at the tile's pixel m (rows past the tile repeat its last pixel: never stored).
-    f.rdw = RDom(0, g.ks, 0, g.ks, "mbtc_rdw");
+    f.rdw = RDom(0, g.ks, 0, g.ks, prefix + "mbtc_rdw");
     {
         Expr pm = min(m + (fragment_mutation == 3 ? 1 : 0), TP - 1);
         Expr p = ((pm / g.tile_x) * g.stride + f.rdw.y) * HX + (pm % g.tile_x) * g.stride + f.rdw.x;
         Expr e = hc * g.chunk + 8 * kg + ke;
-        f.dw_sum = Func("mbtc_dw_sum");
+        f.dw_sum = Func(prefix + "mbtc_dw_sum");
         f.dw_sum(ke, kg, m, bm, hc) = dw_bias(e);
         f.dw_sum(ke, kg, m, bm, hc) += to_f32(dw(e, 0, f.rdw.x, f.rdw.y)) * to_f32(f.hidden(ke, kg, p, bm, hc));
-        f.dw_panel = Func("mbtc_dw_panel");
+        f.dw_panel = Func(prefix + "mbtc_dw_panel");
         f.dw_panel(ke, kg, m, bm, hc) = f32_to_b16(apply_activation(f.dw_sum(ke, kg, m, bm, hc), s.act), elem);
     }
 
     // 4. The project of chunk hc from the depthwise rows: A's K step hk is the chunk's channels 16 hk...
-    f.p_frag = Func("mbtc_p_frag");
+    f.p_frag = Func(prefix + "mbtc_p_frag");
     f.p_frag(f.r, lane, f.mt, f.w, bm, f.hk, hc) = ldmatrix(
         4, f.r, lane, [&](const Expr &k, const Expr &row) { return f.dw_panel(k % 8, k / 8, row, bm, hc); },
         [&](const Expr &l) {
             return std::pair{f.hk * kTileK + ldsm_a_k(l), (f.w * MTP + f.mt) * kTileM + ldsm_a_row(l)};
         },
         native);
-    f.rk_project = RDom(0, g.chunk / kTileK, 0, g.e / g.chunk, "mbtc_rk_project");
+    f.rk_project = RDom(0, g.chunk / kTileK, 0, g.e / g.chunk, prefix + "mbtc_rk_project");
     const Expr rhk = f.rk_project.x, rhc = f.rk_project.y;
-    f.acc = Func("mbtc_acc");
+    f.acc = Func(prefix + "mbtc_acc");
     std::vector<Var> acc_args{f.q, lane, f.nt, f.mt, f.w, bm};
     f.acc(acc_args) = 0.0f;
     f.acc(acc_args) = mma::mma(
@@ -170,7 +171,8 @@ inline MbconvTcFuncs mbconv_tc(const Halide::Func &input, const Halide::Func &u,
 
     // The store, from the fragment space: each lane its registers; pixels outside the tile or the image and the
     // n-tiles past C' (C' a multiple of 8: a register pair is all in or all out) not stored.
-    f.rc = RDom(Region{{0, 2}, {0, 2}, {0, NT}, {0, MTP}, {0, kWarp}, {0, g.warps}, {0, TX * TY * images}}, "mbtc_rc");
+    f.rc = RDom(Region{{0, 2}, {0, 2}, {0, NT}, {0, MTP}, {0, kWarp}, {0, g.warps}, {0, TX * TY * images}},
+                prefix + "mbtc_rc");
     Expr q0 = f.rc[0], mh = f.rc[1], cnt = f.rc[2], cmt = f.rc[3], cl = f.rc[4], cw = f.rc[5], cbm = f.rc[6];
     Expr cn = cnt * kTileN + c_col(q0, cl);
     Expr cm = (cw * MTP + cmt) * kTileM + c_row(2 * mh, cl);
@@ -187,7 +189,7 @@ inline MbconvTcFuncs mbconv_tc(const Halide::Func &input, const Halide::Func &u,
         Expr row = cbm * ER + (pm / g.tile_x + pad) * HX + pm % g.tile_x + pad;
         value += to_f32(reinterpret(storage, f.x_panel(cn % 8, cn / 8, row)));
     }
-    f.output = Func("mbtc_output");
+    f.output = Func(prefix + "mbtc_output");
     f.output(Var("k"), Var("x"), Var("y"), Var("n")) = undef(storage);
     f.output(coords) = reinterpret(storage, f32_to_b16(value, elem));
     return f;

@@ -164,7 +164,7 @@ void randomize(BlockTensors &t, const BlockWorkload &w, std::mt19937_64 &rng) {
 }
 
 bool fused_tc_serves(const BlockWorkload &w) {
-    return w.dtype != DType::f32 && w.blocks == 1 && fused_tc_applies(w.spec());  // mma.sync takes f16 and bf16
+    return w.dtype != DType::f32 && fused_tc_applies(w.spec());  // mma.sync takes f16 and bf16
 }
 
 std::vector<const KernelVariant *> block_candidates(const BlockWorkload &w, Device device) {
@@ -520,13 +520,17 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
         return c;
     };
     if (strategy == "depth_first") return {fused_kernel("stage", w.blocks)};
-    // One kernel, no halo: every op executed once, on the tensor cores (ConvFirst's grouped 3x3 runs on CUDA cores:
-    // 9 / (c + 9) of the block's ops at e = 4, 12% at c = 64, 3% at c = 256).
+    // One kernel a block, no halo: every op executed once, on the tensor cores (ConvFirst's grouped 3x3 runs on CUDA
+    // cores: 9 / (c + 9) of the block's ops at e = 4, 12% at c = 64, 3% at c = 256); a stage's later blocks read the
+    // output the block before wrote.
     if (strategy == kFusedTc) {
-        KernelCost c = fused_kernel("block", 1);
-        c.executed_flops = c.flops;
-        c.tensor_cores = true;
-        return {c};
+        for (int blk = 0; blk < w.blocks; ++blk) {
+            out.push_back(fused_kernel(block_name(blk) + "block", 1));
+            out.back().executed_flops = out.back().flops;
+            out.back().tensor_cores = true;
+            if (blk > 0) out.back().rereads = {block_io};
+        }
+        return out;
     }
     if (w.se) {  // se_fused: split around the global mean into two kernels (schedules/block_schedule.cpp)
         const double E = spec.layers[spec.se_after].out_ch;

@@ -254,19 +254,24 @@ void schedule_mbconv_tc(MbconvTcFuncs &f, const MbconvTcGeometry &g, bool residu
     schedule_two_gemms(f, f.p_frag, cuda);
 }
 
-void add_mbconv_tc_lowering(Pipeline p, const Target &target, const std::string &kernel, const MbconvTcFuncs &f) {
-    if (target.has_feature(Target::CUDA))
-        p.add_custom_lowering_pass(make_mma_lowering_pass(kernel, {f.acc.name(), f.hidden_acc.name()}));
+void add_mbconv_tc_lowering(Pipeline p, const Target &target, const std::string &kernel,
+                            const std::vector<MbconvTcFuncs> &blocks) {
+    std::vector<std::string> striped;
+    for (const MbconvTcFuncs &f : blocks) striped.insert(striped.end(), {f.acc.name(), f.hidden_acc.name()});
+    if (target.has_feature(Target::CUDA)) p.add_custom_lowering_pass(make_mma_lowering_pass(kernel, striped));
 }
 
-void add_ffn_tc_lowering(Pipeline p, const Target &target, const std::string &kernel, const FfnTcFuncs &f,
-                         const FfnTcTiling &t) {
+void add_ffn_tc_lowering(Pipeline p, const Target &target, const std::string &kernel,
+                         const std::vector<FfnTcFuncs> &blocks, const FfnTcTiling &t) {
+    std::vector<PanelLoop> chunk_loops;
+    std::vector<std::string> striped;
+    for (const FfnTcFuncs &f : blocks) {
+        chunk_loops.push_back({f.acc.name() + ".s1." + f.rk_project.y.name(), {f.u_panel.name(), f.v_panel.name()}});
+        striped.insert(striped.end(), {f.acc.name(), f.hidden_acc.name()});
+    }
     // Before the mma pass: it then sees the chunk loop as it will run.
-    if (t.prefetch)
-        p.add_custom_lowering_pass(make_panel_prefetch_pass(
-            kernel, {{f.acc.name() + ".s1." + f.rk_project.y.name(), {f.u_panel.name(), f.v_panel.name()}}}));
-    if (target.has_feature(Target::CUDA))
-        p.add_custom_lowering_pass(make_mma_lowering_pass(kernel, {f.acc.name(), f.hidden_acc.name()}));
+    if (t.prefetch) p.add_custom_lowering_pass(make_panel_prefetch_pass(kernel, chunk_loops));
+    if (target.has_feature(Target::CUDA)) p.add_custom_lowering_pass(make_mma_lowering_pass(kernel, striped));
 }
 
 }  // namespace blockfuse

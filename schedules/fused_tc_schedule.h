@@ -6,19 +6,22 @@
 #include "generators/ffn_tc_algorithm.h"
 #include "generators/mbconv_tc_algorithm.h"
 #include <string>
+#include <vector>
 
 namespace blockfuse {
 
 // `pad`: elements past each shared panel row (8: the 8 row addresses of an ldmatrix phase in distinct banks).
 void schedule_ffn_tc(FfnTcFuncs &f, const FfnTcShape &s, const FfnTcTiling &t, int pad, const Halide::Target &target);
-// Its lowering passes: with t.prefetch the chunk loop pipelined by one step (schedules/panel_prefetch.h), on any
-// target; on CUDA schedules/mma_lowering.h (both accumulators per warp in registers).
+// The lowering passes of a pipeline's blocks (a stage: one each): with t.prefetch each chunk loop pipelined by one step
+// (schedules/panel_prefetch.h), on any target; on CUDA schedules/mma_lowering.h (both accumulators per warp in
+// registers).
 void add_ffn_tc_lowering(Halide::Pipeline p, const Halide::Target &target, const std::string &kernel,
-                         const FfnTcFuncs &f, const FfnTcTiling &t);
+                         const std::vector<FfnTcFuncs> &blocks, const FfnTcTiling &t);
 
 void schedule_mbconv_tc(MbconvTcFuncs &f, const MbconvTcGeometry &g, bool residual, const Halide::Target &target);
-// On CUDA schedules/mma_lowering.h (both accumulators per warp in registers); nothing elsewhere.
+// On CUDA schedules/mma_lowering.h for a pipeline's blocks (both accumulators per warp in registers); nothing
+// elsewhere.
 void add_mbconv_tc_lowering(Halide::Pipeline p, const Halide::Target &target, const std::string &kernel,
-                            const MbconvTcFuncs &f);
+                            const std::vector<MbconvTcFuncs> &blocks);
 
 }  // namespace blockfuse

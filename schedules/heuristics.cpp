@@ -376,8 +376,8 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
         if (!fused_tc_serves(w))
             throw WorkloadError(
                 std::string(kFusedTc) +
-                " builds single FFN, FusedMBConv, ConvFirst and ConvNeXt blocks with channels divisible by 16 and "
-                "MBConv blocks without SE with channels divisible by 8, f16 or bf16: " +
+                " builds FFN, FusedMBConv, ConvFirst and ConvNeXt blocks (and stages of them) with channels divisible "
+                "by 16 and MBConv blocks without SE with channels divisible by 8, f16 or bf16: " +
                 to_key(w));
         if (w.family == BlockFamily::mbconv) {
             // The H200's two tuner rounds (bench/results/h200/mbconv-tc/): chunks of 16 on 2 warps where the output
@@ -411,6 +411,11 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
                                     return;
                             }
             }();
+            // Fewer than 4 warps an SM of the 132 (c=24 N=8 at 56x56: 224 tiles of 8x14 on 2 warps): columns of 4,
+            // twice the thread blocks (the H200's record for that block, 4x14 tiles: 0.0228 ms; each block of a stage
+            // on 8x14 tiles: 0.042-0.045; c=80 N=128 14x14, 256 tiles on 4 warps, stays on 7x14).
+            const long long tiles = 1LL * w.n * ceil_div(ow, kn.tile_x) * ceil_div(oh, kn.tile_y);
+            if (tiles * kn.tc_warps < 4 * 132 && kn.tile_x > 4) kn.tile_x = 4;
             ScheduleChoice s;
             s.knobs = {{"chunk", kn.chunk},
                        {"tc_warps", kn.tc_warps},

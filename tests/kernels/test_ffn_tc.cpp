@@ -56,6 +56,13 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
         // stride 2 (no residual), a 3x3 window, the chunk loop pipelined
         {"convnext:n=1,c=32,h=9,w=8,e=2,k=3,stride=2,act=relu,dtype=f16",
          {{"chunk", 16}, {"tc_warps", 4}, {"tc_warp_m", 16}, {"tc_prefetch", 1}}},
+        // stages: two FFN blocks with the chunk loops pipelined, three ConvFirst blocks on an odd image, two
+        // FusedMBConv blocks (each block's output the next one's input and residual)
+        {"ffn:n=2,c=32,h=3,w=7,e=2,blocks=2,act=relu,dtype=bf16",
+         {{"chunk", 16}, {"tc_warps", 2}, {"tc_warp_m", 16}, {"tc_prefetch", 1}}},
+        {"convfirst:n=1,c=16,h=5,w=9,e=2,k=3,stride=1,blocks=3,act=relu,dtype=f16", {{"chunk", 16}, {"tc_warps", 2}}},
+        {"fused_mbconv:n=2,c=16,h=4,w=5,e=2,k=3,stride=1,blocks=2,act=silu,dtype=f16",
+         {{"chunk", 32}, {"tc_warps", 1}}},
     };
     std::mt19937_64 r(seed);
     using test::one_of;
@@ -136,10 +143,9 @@ TEST_CASE("fused_tc is offered for f16/bf16 FFN, FusedMBConv, ConvFirst and Conv
     CHECK(has("fused_mbconv:n=1,c=16,h=5,w=7,e=4,k=5,stride=2,act=silu,dtype=bf16"));
     CHECK_FALSE(has("fused_mbconv:n=8,c=24,h=112,w=112,e=4,k=3,stride=2,act=silu,dtype=f16"));  // K of 16
     CHECK_FALSE(has("fused_mbconv:n=1,c=16,h=5,w=7,e=4,k=3,stride=1,act=silu,dtype=f32"));
-    // A stage of blocks is not one block.
-    const BlockWorkload stage = parse_block("ffn:n=1,c=64,h=8,w=8,e=4,blocks=2,act=relu,dtype=f16");
-    CHECK_THROWS_WITH(block_heuristic(stage, kFusedTc, Device::cuda),
-                      Catch::Contains("builds single FFN, FusedMBConv, ConvFirst and ConvNeXt blocks"));
+    // A stage: each block its own fused_tc kernel.
+    CHECK(has("ffn:n=1,c=64,h=8,w=8,e=4,blocks=2,act=relu,dtype=f16"));
+    CHECK(has("convnext:n=8,c=96,h=56,w=56,e=4,k=7,stride=1,blocks=3,act=gelu,dtype=f16"));
     const BlockWorkload se = parse_block("mbconv:n=1,c=24,h=8,w=8,e=4,k=3,stride=1,se=1,act=silu,dtype=f16");
     CHECK(block_knobs_error(se.spec(), kFusedTc, block_knobs_from({}), true) ==
           "strategy fused_tc builds MBConv without Squeeze-Excitation (se = 0)");

@@ -37,6 +37,9 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
          {{"chunk", 16}, {"tc_warps", 8}, {"tile_x", 8}, {"tile_y", 8}}},
         // the heuristic's tiling (no knob overridden) on a 14x14 image: 7x7 tiles
         {"mbconv:n=1,c=32,h=14,w=14,e=3,k=3,stride=1,act=relu,dtype=f16", {}},
+        // a stage of three blocks (each block's output the next one's input), 16 channels on an odd 5x7 image
+        {"mbconv:n=2,c=16,h=5,w=7,e=4,k=3,stride=1,blocks=3,act=relu6,dtype=f16",
+         {{"chunk", 32}, {"tc_warps", 2}, {"tile_x", 4}, {"tile_y", 2}}},
     };
     std::mt19937_64 r(seed);
     using test::one_of;
@@ -92,9 +95,10 @@ TEST_CASE(
     };
     CHECK(has("mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16"));
     CHECK(has("mbconv:n=1,c=40,h=28,w=28,e=6,k=5,stride=2,act=silu,dtype=bf16"));
-    CHECK_FALSE(has("mbconv:n=1,c=24,h=8,w=8,e=6,k=3,stride=1,act=relu6,dtype=f32"));  // mma.sync: f16 and bf16
-    CHECK_FALSE(has("mbconv:n=1,c=12,h=8,w=8,e=4,k=3,stride=1,act=relu6,dtype=f16"));  // rows of 12 channels
-    CHECK_FALSE(has("mbconv:n=1,c=8,h=8,w=8,e=3,k=3,stride=1,act=relu6,dtype=f16"));   // 24 hidden: no K steps
+    CHECK(has("mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16"));  // a stage
+    CHECK_FALSE(has("mbconv:n=1,c=24,h=8,w=8,e=6,k=3,stride=1,act=relu6,dtype=f32"));       // mma.sync: f16 and bf16
+    CHECK_FALSE(has("mbconv:n=1,c=12,h=8,w=8,e=4,k=3,stride=1,act=relu6,dtype=f16"));       // rows of 12 channels
+    CHECK_FALSE(has("mbconv:n=1,c=8,h=8,w=8,e=3,k=3,stride=1,act=relu6,dtype=f16"));        // 24 hidden: no K steps
     CHECK_FALSE(has("mbconv:n=1,c=24,h=8,w=8,e=6,k=3,stride=1,act=silu,se=1,dtype=f16"));
     const BlockSpec se = parse_block("mbconv:n=1,c=24,h=8,w=8,e=6,k=3,stride=1,act=silu,se=1,dtype=f16").spec();
     CHECK(block_knobs_error(se, kFusedTc, block_knobs_from({}), true) ==
@@ -121,6 +125,9 @@ TEST_CASE("fused_tc MBConv tilings: the heuristic's tile, accumulator registers,
     // stride 2: the halo of a 7x14 tile is 15x29 pixels (176 accumulators a thread): one row of 8.
     CHECK(tile("mbconv:n=128,c=24,h=112,w=28,e=6,k=3,stride=2,act=relu6,dtype=f16") == std::pair{7, 8});
     CHECK(tile("mbconv:n=1,c=16,h=5,w=3,e=4,k=3,stride=1,act=relu6,dtype=f16") == std::pair{3, 5});
+    // N=8: 224 tiles of 8x14 on 2 warps, fewer than 4 warps an SM of 132; columns of 4 double them.
+    CHECK(tile("mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16") == std::pair{4, 14});
+    CHECK(tile("mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,blocks=3,act=relu6,dtype=f16") == std::pair{4, 14});
     // 192 output channels: two rows of 7x14 pixels on 4 warps would hold 2 x 24 x 4 + 48 = 240 accumulators a
     // thread; one row of 7 fits.
     const auto wide = block_heuristic(parse_block("mbconv:n=8,c=192,h=7,w=7,e=6,k=5,stride=1,act=silu,dtype=f16"),
