@@ -4,7 +4,12 @@ Section 3.1 (efficiency gap, Eq. 1, 3, 7-9) and Section 4 (roofline, waterline, 
 mediant operational intensity, Eq. 29). Pure functions on plain floats, SI units:
 n = operations (2 per multiply-accumulate), b = DRAM bytes, R = peak arithmetic throughput
 (ops/s), B = peak DRAM bandwidth (bytes/s), times in seconds. A sequence of kernels is an
-iterable of (n, b) pairs.
+iterable of kernels, each (n, b), at the scalar peak R, or (n, b, R_k), at its own peak R_k.
+
+Per-kernel peaks generalise the paper's single R to kernels on different units (CUDA cores at the FFMA
+rate, tensor cores at the mma.sync rate): kernel k's floor is t_min = max(n_k/R_k, b_k/B) (Eq. 11), the
+ideal latency of a sequence t_i = sum n_k/R_k (Eq. 1 summed, N/R for one R), so C = t_i/t_a (Eq. 8),
+C_max = t_i/T_min (Eq. 13) and the mediant roofline max(sum n_k/R_k, sum b_k/B) (Eq. 29) keep their meaning.
 
 Zero is allowed where it has a meaning: a kernel with no bytes is never memory bound (its
 operational intensity is infinite), a kernel with no ops is a pure data move. Negative or
@@ -73,44 +78,83 @@ def is_memory_bound(n, b, R, B):
     return operational_intensity(n, b) < op_byte_ratio(R, B)
 
 
+def _with_peaks(kernels, R):
+    """[(n, b, R_k)] of (n, b) pairs (R_k = R) or (n, b, R_k) triples; values are checked where they are used."""
+    out = []
+    for k in kernels:
+        if len(k) not in (2, 3):
+            raise ValueError(f"a kernel is (n, b) or (n, b, R_k), got {k!r}")
+        out.append((k[0], k[1], k[2] if len(k) == 3 else R))
+    return out
+
+
 def total_ops(kernels):
     """Eq. 14: N = sum_i n_i."""
-    return sum(_nonneg("ops n", n) for n, _ in kernels)
+    return sum(_nonneg("ops n", k[0]) for k in kernels)
+
+
+def _total_bytes(kernels):
+    return sum(_nonneg("bytes b", k[1]) for k in kernels)
 
 
 def waterline_latency(kernels, R, B):
-    """Eq. 12: T_min = sum_i n_i / min(R, B * n_i/b_i), kernels run one after another."""
-    return sum(min_latency(n, b, R, B) for n, b in kernels)
+    """Eq. 12: T_min = sum_i n_i / min(R_i, B * n_i/b_i), kernels run one after another."""
+    return sum(min_latency(n, b, Rk, B) for n, b, Rk in _with_peaks(kernels, R))
 
 
-def _efficiency_at(kernels, t, R):
-    """N / (t * R) for a sequence whose attainable latency is t (Eq. 13's form)."""
-    if t == 0:
-        raise ValueError("C_max is undefined for a sequence with no ops and no bytes")
-    return total_ops(kernels) / (t * _pos("peak throughput R", R))
+def _one_peak(ks, R):
+    """True when every kernel of [(n, b, R_k)] runs at the scalar R: the paper's own formulas apply as written
+    (and give the same floats as before per-kernel peaks)."""
+    return all(Rk == R for _, _, Rk in ks)
+
+
+def sequence_ideal_latency(kernels, R):
+    """Eq. 1 summed over a sequence: t_i = sum_k n_k / R_k; N/R where every kernel runs at the one R."""
+    ks = _with_peaks(kernels, R)
+    if _one_peak(ks, R):
+        return ideal_latency(total_ops(ks), R)
+    return sum(ideal_latency(n, Rk) for n, _, Rk in ks)
+
+
+def sequence_efficiency(kernels, t, R):
+    """Eq. 8 for a sequence: C = t_i / t (t_i of sequence_ideal_latency), = N / (t * R) for one R."""
+    ks = _with_peaks(kernels, R)
+    if _one_peak(ks, R):
+        return computational_efficiency(total_ops(ks), t, R)
+    return sequence_ideal_latency(ks, R) / _pos("measured latency t_a", t)
 
 
 def max_efficiency(kernels, R, B):
-    """Eq. 13: C_max = N / (T_min * R), the best computational efficiency the sequence can reach."""
+    """Eq. 13: C_max = t_i / T_min (= N / (T_min * R) for one R), the best efficiency the sequence can reach."""
     kernels = list(kernels)
     return _efficiency_at(kernels, waterline_latency(kernels, R, B), R)
+
+
+def _efficiency_at(kernels, t, R):
+    """t_i / t for a sequence whose attainable latency is t (Eq. 13's form)."""
+    if t == 0:
+        raise ValueError("C_max is undefined for a sequence with no ops and no bytes")
+    ks = _with_peaks(kernels, R)
+    if _one_peak(ks, R):
+        return total_ops(ks) / (t * _pos("peak throughput R", R))  # Eq. 13 as written
+    return sequence_ideal_latency(ks, R) / t
 
 
 def mediant_intensity(kernels):
     """Eq. 29: sum_i n_i / sum_i b_i, the whole sequence treated as one kernel."""
     kernels = list(kernels)
-    return operational_intensity(total_ops(kernels), sum(_nonneg("bytes b", b) for _, b in kernels))
+    return operational_intensity(total_ops(kernels), _total_bytes(kernels))
 
 
 def roofline_latency(kernels, R, B):
     """Roofline latency of a sequence from its mediant intensity (Eq. 29 in Eq. 11):
-    N / min(R, B * mediant) = max(N/R, sum b_i / B).
+    max(sum n_i/R_i, sum b_i / B) = N / min(R, B * mediant) for one R.
 
     A sum of maxima is >= the maximum of the sums, so this is never above the waterline
     (Eq. 12); it is lower (over-promises) when memory- and compute-bound kernels are mixed.
     """
     kernels = list(kernels)
-    return min_latency(total_ops(kernels), sum(_nonneg("bytes b", b) for _, b in kernels), R, B)
+    return max(sequence_ideal_latency(kernels, R), _total_bytes(kernels) / _pos("bandwidth B", B))
 
 
 def roofline_max_efficiency(kernels, R, B):

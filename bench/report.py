@@ -6,8 +6,9 @@ Usage:
 
 Reads DIR/results.json (`blockfuse bench --out DIR`) and writes to OUTDIR (default DIR/report):
 waterline.{svg,png}, roofline.{svg,png}, efficiency_gap.{svg,png} and summary.md. The model
-is bench/model.py (Lavin 2024, Eq. 1-14 and 29) with R = FFMA f32 ceiling and B = copy bandwidth
-from context.ceilings; without ceilings only summary.md is written and says why. Per workload
+is bench/model.py (Lavin 2024, Eq. 1-14 and 29) with B = copy bandwidth and a peak R_k per kernel
+from context.ceilings: the mma.sync ceiling of the row's dtype for a kernel marked tensor_cores, else
+FFMA f32 (as bench/harness.cpp); without ceilings only summary.md is written and says why. Per workload
 the best strategy is the lowest runtime_ms among rows whose check_ok is true. Bad input:
 one 'error: ...' line on stderr, exit code 2.
 """
@@ -17,7 +18,9 @@ import math
 import os
 import re
 import sys
+import textwrap
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import matplotlib
 
@@ -37,6 +40,8 @@ except ImportError:
     canonical_key = str.strip
 
 PLOTS = ("waterline", "roofline", "efficiency_gap")
+MMA_DTYPES = ("f16", "bf16")  # the mma.sync ceilings the harness measures (context.ceilings.mma_<dtype>_tflops)
+NO_MMA = "FFMA (no mma.sync ceiling)"  # the roof of a tensor-core kernel in results without the mma ceilings
 ROW_FIELDS = {"workload": str, "strategy": str, "flops": float, "bytes": float, "runtime_ms": float, "check_ok": bool}
 KERNEL_FIELDS = {"name": str, "flops": float, "bytes": float}
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9})  # SVG text stays text
@@ -108,9 +113,9 @@ def load_results(folder):
                 raise InputError(f"{where}: 'kernels' must be a non-empty list")
             for j, k in enumerate(r["kernels"]):
                 _check_fields(k, KERNEL_FIELDS, f"{where} kernels[{j}]")
-                for opt in ("runtime_ms", "executed_flops"):
+                for opt, typ in (("runtime_ms", float), ("executed_flops", float), ("tensor_cores", bool)):
                     if opt in k:
-                        _check_fields(k, {opt: float}, f"{where} kernels[{j}]")
+                        _check_fields(k, {opt: typ}, f"{where} kernels[{j}]")
     ctx = doc.get("context")
     return (ctx if isinstance(ctx, dict) else {}), rows
 
@@ -129,22 +134,83 @@ def load_torch(path):
     return doc.get("context") or {}, index
 
 
+@dataclass(frozen=True)
+class Peaks:
+    """The ceilings measured in the run, in ops/s and bytes/s: FFMA f32 R, copy bandwidth B, HFMA2 f16 (None where
+    not measured) and the mma.sync ceilings by dtype ({'f16': ..., 'bf16': ...}, those measured)."""
+    R: float
+    B: float
+    R16: float = None
+    mma: dict = field(default_factory=dict)
+
+
 def ceilings(ctx):
-    """(R ops/s, B bytes/s, R_hfma2 or None, None) or (None, None, None, reason)."""
+    """(Peaks, None), or (None, reason) where the model cannot run."""
     c = ctx.get("ceilings")
     if not isinstance(c, dict):
-        return None, None, None, "results.json has no context.ceilings (no GPU ceilings were measured, e.g. a CPU run)"
-    vals = {}
-    for k in ("ffma_f32_tflops", "copy_gbps", "hfma2_f16_tflops"):
-        v = c.get(k)
-        vals[k] = v if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 else None
+        return None, "results.json has no context.ceilings (no GPU ceilings were measured, e.g. a CPU run)"
+    vals = {k: _num(c.get(k)) for k in ("ffma_f32_tflops", "copy_gbps", "hfma2_f16_tflops", "mma_f16_tflops",
+                                        "mma_bf16_tflops")}
     if vals["ffma_f32_tflops"] is None or vals["copy_gbps"] is None:
-        return None, None, None, "context.ceilings lacks a positive ffma_f32_tflops or copy_gbps"
+        return None, "context.ceilings lacks a positive ffma_f32_tflops or copy_gbps"
     hf = vals["hfma2_f16_tflops"]
-    return vals["ffma_f32_tflops"] * 1e12, vals["copy_gbps"] * 1e9, hf * 1e12 if hf else None, None
+    mma = {d: vals[f"mma_{d}_tflops"] * 1e12 for d in MMA_DTYPES if vals[f"mma_{d}_tflops"]}
+    return Peaks(vals["ffma_f32_tflops"] * 1e12, vals["copy_gbps"] * 1e9, hf * 1e12 if hf else None, mma), None
 
 
 # ---------------------------------------------------------------- analysis
+
+class Kernel(NamedTuple):
+    """One modelled kernel of a row and the peak it is counted against."""
+    name: str
+    n: float  # ops
+    b: float  # compulsory DRAM bytes
+    t: float  # measured seconds, None where the row does not time its kernels one by one
+    R: float  # its peak R_k in ops/s (None without ceilings)
+    roof: str  # "FFMA", "mma.sync f16", "mma.sync bf16", or NO_MMA
+    tc: bool  # marked tensor_cores by the harness
+
+
+def mma_dtype(dtype):
+    """The mma.sync ceiling a row's tensor-core kernels are counted against (bench/harness.cpp: bf16, else f16)."""
+    return "bf16" if dtype == "bf16" else "f16"
+
+
+def row_kernels(r, p):
+    """A row's modelled kernels (the row itself where it lists none), each with its peak R_k of Peaks p (None
+    without ceilings): the mma.sync ceiling of the row's dtype for a tensor-core kernel, else FFMA; a tensor-core
+    kernel in results without that ceiling falls back to FFMA (roof NO_MMA)."""
+    if "kernels" not in r:
+        return [Kernel(r["strategy"], r["flops"], r["bytes"], r["runtime_ms"] * 1e-3, p and p.R, "FFMA", False)]
+    out = []
+    for k in r["kernels"]:
+        tc, d = k.get("tensor_cores", False), mma_dtype(r.get("dtype"))
+        roof = ("FFMA" if not tc else f"mma.sync {d}" if p is None or d in p.mma else NO_MMA)
+        Rk = None if p is None else p.mma[d] if roof.startswith("mma") else p.R
+        out.append(Kernel(k["name"], k["flops"], k["bytes"], k["runtime_ms"] * 1e-3 if "runtime_ms" in k else None,
+                          Rk, roof, tc))
+    return out
+
+
+def sequence(ks):
+    """bench/model.py's (n, b, R_k) triples of Kernels."""
+    return [(k.n, k.b, k.R) for k in ks]
+
+
+def model_quantities(ks, t_a, p):
+    """The model of kernels ks (row_kernels) measured at t_a seconds, each kernel at its own peak: t_i (Eq. 1
+    summed), T_min (Eq. 12), C = t_i/t_a (Eq. 8), C_max = t_i/T_min (Eq. 13) and the floor that binds."""
+    seq = sequence(ks)
+    mem = [k for k in ks if model.is_memory_bound(k.n, k.b, k.R, p.B)]
+    mem_t = sum(model.min_latency(k.n, k.b, k.R, p.B) for k in mem)
+    T = model.waterline_latency(seq, p.R, p.B)
+    on_mma = {k.roof.startswith("mma") for k in ks if k not in mem and k.n > 0}  # of the compute-bound kernels
+    compute = "compute" + (" on mma.sync" if on_mma == {True} else " (FFMA and mma.sync)" if len(on_mma) == 2 else "")
+    return dict(t_i=model.sequence_ideal_latency(seq, p.R), T_min=T, C=model.sequence_efficiency(seq, t_a, p.R),
+                C_max=model.max_efficiency(seq, p.R, p.B) if T > 0 else math.nan,
+                floor="memory" if mem_t == T else compute if mem_t == 0 else
+                f"mixed ({mem_t / T:.0%} of T_min memory-bound)")
+
 
 @dataclass
 class Unit:
@@ -153,7 +219,7 @@ class Unit:
     label: str
     best: dict
     n_rows: int
-    kernels: list  # [(name, n, b, measured seconds or None)]
+    kernels: list  # [Kernel]
     t_a: float  # measured seconds
     torch: dict = None
     m: dict = field(default_factory=dict)  # model quantities, empty without ceilings
@@ -161,11 +227,11 @@ class Unit:
 
     @property
     def n(self):
-        return sum(k[1] for k in self.kernels)  # Eq. 14 over this row's kernels
+        return sum(k.n for k in self.kernels)  # Eq. 14 over this row's kernels
 
     @property
     def b(self):
-        return sum(k[2] for k in self.kernels)
+        return sum(k.b for k in self.kernels)
 
 
 _TAGS = {"f16", "bf16", "f32", "f64", "cuda", "cpu", "opencl", "metal", "vulkan", "host"}
@@ -194,14 +260,14 @@ def workload_groups(rows):
     return groups
 
 
-def row_waterline(r, R, B):
-    """Eq. 12 over a row's modelled kernels (the row itself where it lists none)."""
-    ks = [(k["flops"], k["bytes"]) for k in r.get("kernels", [])] or [(r["flops"], r["bytes"])]
-    return model.waterline_latency(ks, R, B), ks
+def row_model(r, p):
+    """model_quantities of a passing row's kernels at its measured time, and the kernels."""
+    ks = row_kernels(r, p)
+    return model_quantities(ks, r["runtime_ms"] * 1e-3, p), ks
 
 
-def analyse(rows, R, B, torch_index):
-    """Units in order of first appearance, failed rows, notes."""
+def analyse(rows, p, torch_index):
+    """Units in order of first appearance, failed rows, notes; p: Peaks, None without ceilings."""
     groups = workload_groups(rows)
     names = [w for w, _ in groups]
     units, notes = [], []
@@ -213,48 +279,47 @@ def analyse(rows, R, B, torch_index):
         best = min(ok, key=lambda r: r["runtime_ms"])
         label = name if names.count(name) == 1 else f"{name} [{best.get('dtype', key)}]"
         executed = None
+        ks = row_kernels(best, p)
         if "kernels" in best:
-            ks = [(k["name"], k["flops"], k["bytes"], k["runtime_ms"] * 1e-3 if "runtime_ms" in k else None)
-                  for k in best["kernels"]]
             if any("executed_flops" in k for k in best["kernels"]):  # results from before the field: n/a
                 executed = sum(k.get("executed_flops", k["flops"]) for k in best["kernels"])
-            if abs(sum(k[1] for k in ks) - best["flops"]) > 0.01 * best["flops"]:
+            if abs(sum(k.n for k in ks) - best["flops"]) > 0.01 * best["flops"]:
                 notes.append(f"{label}: row flops {best['flops']:.4g} differ from its kernels' sum "
-                             f"{sum(k[1] for k in ks):.4g}; the model uses the kernels (Eq. 14)")
-        else:
-            ks = [(best["strategy"], best["flops"], best["bytes"], best["runtime_ms"] * 1e-3)]
+                             f"{sum(k.n for k in ks):.4g}; the model uses the kernels (Eq. 14)")
         u = Unit(len(units) + 1, label, best, len(ok), ks, best["runtime_ms"] * 1e-3, executed=executed)
         if torch_index is not None:
             u.torch = torch_index.get((name, key))
             if u.torch is None:
                 notes.append(f"{label}: no PyTorch row with this name and key")
-        if R:
-            pairs = [(k[1], k[2]) for k in ks]
-            mem_t = sum(model.min_latency(n, b, R, B) for n, b in pairs if model.is_memory_bound(n, b, R, B))
-            T = model.waterline_latency(pairs, R, B)
-            u.m = dict(t_i=model.ideal_latency(u.n, R), T_min=T, C=model.computational_efficiency(u.n, u.t_a, R),
-                       C_max=model.max_efficiency(pairs, R, B) if T > 0 else math.nan,
-                       floor="memory" if mem_t == T else "compute" if mem_t == 0 else
-                       f"mixed ({mem_t / T:.0%} of T_min memory-bound)")
+        if p:
+            u.m = model_quantities(ks, u.t_a, p)
         units.append(u)
+    fallback = [r for r in rows if r["check_ok"] and any(k.roof == NO_MMA for k in row_kernels(r, p))]
+    if fallback:  # first, and loud: every tensor-core number of the report is off
+        dts = sorted({mma_dtype(r.get("dtype")) for r in fallback})
+        notes.insert(0, f"**WARNING: the results have no mma.sync ceiling for {' or '.join(dts)} (context.ceilings."
+                        f"{' / '.join(f'mma_{d}_tflops' for d in dts)}; results older than the field), so the "
+                        f"tensor-core kernels of {len(fallback)} passing rows are counted against the FFMA peak: "
+                        "their t_i and T_min are too long and their C and C_max overstated (C above 100% is no "
+                        "contradiction there).**")
     failed = [r for r in rows if not r["check_ok"]]
     return units, failed, notes
 
 
-def flat_kernels(units, R, B):
-    """[(label, n, b, t_min, t_measured)] of all units' kernels in sequence order. Kernels
-    without their own time share what is left of the row's time in proportion to t_min."""
+def flat_kernels(units, B):
+    """[(label, Kernel, t_min, t_measured)] of all units' kernels in sequence order, t_min at the kernel's own
+    peak. Kernels without their own time share what is left of the row's time in proportion to t_min."""
     out, split = [], False
     for u in units:
-        tm = [model.min_latency(k[1], k[2], R, B) for k in u.kernels]
-        unknown = [t for k, t in zip(u.kernels, tm) if k[3] is None]
-        rest = max(u.t_a - sum(k[3] for k in u.kernels if k[3] is not None), 0.0)
+        tm = [model.min_latency(k.n, k.b, k.R, B) for k in u.kernels]
+        unknown = [t for k, t in zip(u.kernels, tm) if k.t is None]
+        rest = max(u.t_a - sum(k.t for k in u.kernels if k.t is not None), 0.0)
         for j, (k, t) in enumerate(zip(u.kernels, tm)):
-            meas = k[3]
+            meas = k.t
             if meas is None:
                 split = True
                 meas = rest * t / sum(unknown) if sum(unknown) > 0 else rest / len(unknown)
-            out.append((str(u.index) if len(u.kernels) == 1 else f"{u.index}.{j + 1}", k[1], k[2], t, meas))
+            out.append((str(u.index) if len(u.kernels) == 1 else f"{u.index}.{j + 1}", k, t, meas))
     return out, split
 
 
@@ -266,52 +331,71 @@ def _save(fig, outdir, name):
     plt.close(fig)
 
 
-def plot_waterline(units, R, B, outdir):
-    ks, split = flat_kernels(units, R, B)
-    ridge = R / B
-    oi = np.array([model.operational_intensity(n, b) for _, n, b, _, _ in ks])
+def used_roofs(kernels, p):
+    """[(roof, R_k)] of the peaks kernels are counted against: FFMA first, then each mma.sync ceiling in use."""
+    mma = sorted({(k.roof, k.R) for k in kernels if k.roof.startswith("mma")})
+    return [("FFMA", p.R)] + mma
+
+
+def plot_waterline(units, p, outdir):
+    flat, split = flat_kernels(units, p.B)
+    ks = [f[1] for f in flat]
+    ridges = [(roof, R / p.B) for roof, R in used_roofs(ks, p)]
+    ridge = np.array([k.R / p.B for k in ks])  # each kernel against its own peak's ridge
+    oi = np.array([model.operational_intensity(k.n, k.b) for k in ks])
     finite = oi[np.isfinite(oi) & (oi > 0)]
-    lo = min(finite.min() if finite.size else ridge, ridge) / 2
-    hi = max(finite.max() if finite.size else ridge, ridge) * 4
+    lo = min(finite.min() if finite.size else ridge.min(), ridge.min()) / 2
+    hi = max(finite.max() if finite.size else ridge.max(), ridge.max()) * 4
     no_flops = ~(oi > 0)  # e.g. a max pool: data movement only; drawn as a short grey bar at the floor
     oi = np.clip(np.where(no_flops, lo * 1.3, oi), lo, hi / 1.5)  # inf (no bytes) drawn at the top
     under = oi < ridge
+    tc = np.array([k.tc for k in ks])
     colors = np.where(no_flops, "0.7", np.where(under, "tab:blue", "tab:orange"))
     edges = np.where(under, "#0b3d66", "#8a3d00")  # darker edges: bar boundaries, and narrow bars stay visible
-    N = sum(n for _, n, _, _, _ in ks)
+    t_i = model.sequence_ideal_latency(sequence(ks), p.R)
     fig, axes = plt.subplots(2, 1, figsize=(14, 9.5), sharey=True, layout="constrained")
     panels = [
-        (np.array([k[3] for k in ks]), "minimum attainable latency, bar width = t_min of Eq. 11 (µs)",
-         "(a) model: waterline T_min = Σ t_min = {T:.1f} µs (Eq. 12), C_max = N / (T_min·R) = {C:.1%} (Eq. 13)"),
-        (np.array([k[4] for k in ks]), "measured latency of the best strategy, bar width = median runtime (µs)"
+        (np.array([f[2] for f in flat]), "minimum attainable latency, bar width = t_min of Eq. 11 (µs)",
+         "(a) model: waterline T_min = Σ t_min = {T:.1f} µs (Eq. 12), C_max = t_i / T_min = {C:.1%} (Eq. 13)"),
+        (np.array([f[3] for f in flat]), "measured latency of the best strategy, bar width = median runtime (µs)"
          + (" (kernels without their own time: the rest of their row's time, split in proportion to t_min)"
             if split else ""),
-         "(b) measured: Σ t_a = {T:.1f} µs, C = N / (Σ t_a·R) = {C:.1%} (Eq. 7)"),
+         "(b) measured: Σ t_a = {T:.1f} µs, C = t_i / Σ t_a = {C:.1%} (Eq. 7, 8)"),
     ]
     for ax, (w, xlabel, title) in zip(axes, panels):
         w_us = w * 1e6
         left = np.concatenate([[0], np.cumsum(w_us)[:-1]])
-        ax.bar(left, oi - lo, bottom=lo, width=w_us, align="edge", color=colors, edgecolor=edges, linewidth=0.5)
-        ax.axhline(ridge, color="k", lw=1.2)
+        bars = ax.bar(left, oi - lo, bottom=lo, width=w_us, align="edge", color=colors, edgecolor=edges,
+                      linewidth=0.5)
+        for bar, hatched in zip(bars, tc):
+            if hatched:
+                bar.set_hatch("///")
         total = w_us.sum()
+        for i, (roof, y) in enumerate(ridges):  # labelled right of the axes; a second mma ridge's label below it
+            ax.axhline(y, color="k", lw=1.2, ls="-" if roof == "FFMA" else "--")
+            ax.annotate(f"{roof}\nR/B = {y:.1f}", (1, y), xycoords=("axes fraction", "data"), xytext=(4, 0),
+                        textcoords="offset points", ha="left", va="bottom" if i < 2 else "top", fontsize=8)
         wide = w_us >= 0.015 * total  # narrower bars have no room for a label
-        for x, ww, h, lab in zip(left[wide], w_us[wide], oi[wide], np.array([k[0] for k in ks])[wide]):
+        for x, ww, h, lab in zip(left[wide], w_us[wide], oi[wide], np.array([f[0] for f in flat])[wide]):
             ax.text(x + ww / 2, h * 1.12, lab, ha="center", va="bottom", fontsize=8,
                     bbox=dict(fc="white", ec="none", pad=0.3, alpha=0.8))  # readable across the waterline
         ax.set_xlim(0, total)
         ax.set_xlabel(xlabel + "\nbar numbers are the # column of summary.md"
-                      + (f"; {(~wide).sum()} of {len(ks)} bars are too narrow to label" if (~wide).any() else ""))
+                      + (f"; {(~wide).sum()} of {len(flat)} bars are too narrow to label" if (~wide).any() else ""))
         ax.set_ylabel("operational intensity n/b (FLOP/byte)")
-        ax.set_title(title.format(T=total, C=N / (w.sum() * R) if w.sum() > 0 else math.nan), loc="left")
+        ax.set_title(title.format(T=total, C=t_i / w.sum() if w.sum() > 0 else math.nan), loc="left")
         ax.grid(axis="y", which="major", alpha=0.3)
     axes[0].set_yscale("log")
     axes[0].set_ylim(lo, hi)
-    handles = [Patch(color="tab:blue", label="memory bound (n/b below the waterline)"),
+    handles = [Patch(color="tab:blue", label="memory bound (n/b below its peak's waterline)"),
                Patch(color="tab:orange", label="compute bound"),
                *([Patch(color="0.7", label="no FLOPs counted (data movement only)")] if no_flops.any() else []),
-               Line2D([], [], color="k", label=f"op:byte waterline R/B = {ridge:.1f} FLOP/byte "
-                                               f"(FFMA {R / 1e12:.1f} TFLOP/s / copy {B / 1e9:.0f} GB/s)")]
-    fig.legend(handles=handles, loc="outside upper center", ncol=len(handles), frameon=False)
+               *([Patch(fc="white", ec="k", hatch="///", label="tensor-core kernel (against the mma.sync ridge)")]
+                 if tc.any() else []),
+               *(Line2D([], [], color="k", ls="-" if roof == "FFMA" else "--",
+                        label=f"op:byte waterline {roof} R/B = {y:.1f} FLOP/byte ({roof} {y * p.B / 1e12:.1f} "
+                              f"TFLOP/s / copy {p.B / 1e9:.0f} GB/s)") for roof, y in ridges)]
+    fig.legend(handles=handles, loc="outside upper center", ncol=min(len(handles), 3), frameon=False)
     _save(fig, outdir, "waterline")
 
 
@@ -325,17 +409,28 @@ def roofline_group(strategy):
     return "_".join(fam.split("_")[:2]) if fam.startswith("conv2d_") else fam  # 'conv2d_general_cw' -> 'conv2d_general'
 
 
-def plot_roofline(rows, units, R, B, R16, outdir):
+def tc_share(r):
+    """How many of a row's kernels are marked tensor_cores, of how many (a row without kernels: 0 of 1)."""
+    ks = row_kernels(r, None)
+    return sum(k.tc for k in ks), len(ks)
+
+
+def plot_roofline(rows, units, p, outdir):
     ok = [r for r in rows if r["check_ok"] and r["flops"] > 0 and r["bytes"] > 0]  # log-log needs both
     if not ok:
         return False
+    R, B = p.R, p.B
     groups = sorted({roofline_group(r["strategy"]) for r in ok})
     fig, ax = plt.subplots(figsize=(11, 7), layout="constrained")
+    roof_of = {}  # group -> which roof bounds its rows
     for i, g in enumerate(groups):
         pts = [r for r in ok if roofline_group(r["strategy"]) == g]
+        shares = [tc_share(r) for r in pts]
+        roof_of[g] = ("mma.sync" if all(t == n for t, n in shares) else "FFMA" if not any(t for t, _ in shares)
+                      else "between FFMA and mma.sync")
         ax.scatter([r["flops"] / r["bytes"] for r in pts], [r["flops"] / r["runtime_ms"] / 1e6 for r in pts],
                    marker="osD^v<>Ph*X"[i % 11], color=plt.cm.tab10(i % 10), s=30, alpha=0.6,
-                   label=f"{g.replace('_', ' ')} ({len(pts)} kernels or runs)", zorder=3)
+                   label=f"{g.replace('_', ' ')} ({len(pts)} kernels or runs; roof: {roof_of[g]})", zorder=3)
     bests = [u for u in units if u.best["flops"] > 0 and u.best["bytes"] > 0]
     bx = [u.best["flops"] / u.best["bytes"] for u in bests]
     by = [u.best["flops"] / u.best["runtime_ms"] / 1e6 for u in bests]
@@ -345,28 +440,46 @@ def plot_roofline(rows, units, R, B, R16, outdir):
         ax.annotate(str(u.index), (x, y), xytext=(0, 8 if u.index % 2 else -14), textcoords="offset points",
                     ha="center", fontsize=7.5, zorder=5)
     xi = np.array([r["flops"] / r["bytes"] for r in ok])
-    xs = np.logspace(np.log10(min(xi.min(), R / B) / 3), np.log10(max(xi.max(), R / B) * 3), 200)
+    top = max([R] + list(p.mma.values()))
+    xs = np.logspace(np.log10(min(xi.min(), R / B) / 3), np.log10(max(xi.max(), top / B) * 3), 200)
     ax.plot(xs, np.minimum(R, B * xs) / 1e9, "k-", lw=1.5,
             label=f"roof: FFMA f32 {R / 1e12:.1f} TFLOP/s, copy bandwidth slope {B / 1e9:.0f} GB/s")
-    if R16:
-        ax.plot(xs, np.minimum(R16, B * xs) / 1e9, "k--", lw=1.2, label=f"HFMA2 f16 roof {R16 / 1e12:.1f} TFLOP/s")
-    ax.axvline(R / B, color="grey", ls=":", lw=1, label=f"ridge R/B = {R / B:.1f} FLOP/byte")
+    if p.R16:
+        ax.plot(xs, np.minimum(p.R16, B * xs) / 1e9, "k--", lw=1.2, label=f"HFMA2 f16 roof {p.R16 / 1e12:.1f} TFLOP/s")
+    mma = sorted(p.mma.items(), key=lambda dr: dr[1])
+    if len(mma) == 2 and mma[1][1] < 1.02 * mma[0][1]:  # f16 and bf16 coincide (Hopper): one line for both
+        mma = [(" / ".join(d for d, _ in mma), mma[0][1], " / ".join(f"{Rm / 1e12:.1f}" for _, Rm in mma))]
+    else:
+        mma = [(d, Rm, f"{Rm / 1e12:.1f}") for d, Rm in mma]
+    for (d, Rm, rates), ls in zip(mma, ("-.", ":")):
+        ax.plot(xs, np.minimum(Rm, B * xs) / 1e9, ls, color="tab:purple", lw=1.4,
+                label=f"mma.sync {d} roof {rates} TFLOP/s (ridge {Rm / B:.1f} FLOP/byte)")
+    ax.axvline(R / B, color="grey", ls=":", lw=1, label=f"ridge R/B = {R / B:.1f} FLOP/byte (FFMA)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(xs[0], xs[-1])
     gf = np.array([r["flops"] / r["runtime_ms"] / 1e6 for r in ok])
-    ax.set_ylim(gf.min() / 3, R / 1e9 * 4)
+    ax.set_ylim(gf.min() / 3, top / 1e9 * (4 if top == R else 2))
     ax.set_xlabel("operational intensity n/b (FLOP per compulsory DRAM byte)")
     ax.set_ylabel("achieved throughput (GFLOP/s)")
-    ax.set_title(f"Roofline (Eq. 10): all {len(ok)} passing rows, coloured by strategy (CUDA cores: Halide emits no "
-                 "tensor-core code)", loc="left", fontsize=10)
+    n_tc = sum(1 for r in ok if tc_share(r)[0])
+    if n_tc:
+        which = "; ".join(f"{roof}: {', '.join(g.replace('_', ' ') for g in groups if roof_of[g] == roof)}"
+                          for roof in ("FFMA", "mma.sync", "between FFMA and mma.sync")
+                          if roof in roof_of.values())
+        title = (f"Roofline (Eq. 10): all {len(ok)} passing rows, coloured by strategy; {n_tc} rows with tensor-core "
+                 f"kernels{'' if p.mma else ' (no mma.sync ceiling measured: only the FFMA roof)'}.\n"
+                 + textwrap.fill(f"Roof per strategy: {which}", 135))
+    else:
+        title = f"Roofline (Eq. 10): all {len(ok)} passing rows, coloured by strategy (no row has a tensor-core kernel)"
+    ax.set_title(title, loc="left", fontsize=10)
     ax.grid(which="major", alpha=0.3)
     fig.legend(loc="outside lower center", ncol=2, fontsize=8, frameon=False)  # keeps the roof lines clear
     _save(fig, outdir, "roofline")
     return True
 
 
-def plot_efficiency_gap(units, R, outdir, have_torch):
+def plot_efficiency_gap(units, p, outdir, have_torch):
     y = np.arange(len(units))
     t_i, T = (np.array([u.m[k] * 1e6 for u in units]) for k in ("t_i", "T_min"))
     t_a = np.array([u.t_a * 1e6 for u in units])
@@ -375,14 +488,15 @@ def plot_efficiency_gap(units, R, outdir, have_torch):
               label="efficiency gap, width = -log C (Eq. 9)")
     # A large ring, so that t_i stays visible around the T_min diamond when the two coincide.
     ax.scatter(t_i, y, marker="o", facecolors="white", edgecolors="tab:green", s=90, lw=1.5, zorder=3,
-               label="ideal latency t_i = n/R at the FFMA peak (Eq. 1, 8)")
+               label="ideal latency t_i = Σ n_k/R_k at each kernel's peak (FFMA, mma.sync for tensor-core kernels) "
+                     "(Eq. 1, 8)")
     ax.scatter(T, y, marker="D", color="tab:blue", s=30, zorder=4, label="waterline T_min (Eq. 12)")
     ax.scatter(t_a, y, marker="o", color="tab:red", s=40, zorder=4, label="actual latency t_a (best strategy, median)")
     if have_torch:
         tu = [(i, _num(u.torch.get("eager_ms"))) for i, u in enumerate(units) if u.torch]
         tu = [(i, v) for i, v in tu if v]
         ax.scatter([v * 1e3 for _, v in tu], [i for i, _ in tu], marker="x", color="k", s=30, zorder=5,
-                   label="PyTorch eager (cuDNN tensor cores: not bound by the FFMA peak)")
+                   label="PyTorch eager (cuDNN tensor-core kernels)")
     ax.set_xscale("log")
     ax.set_yticks(y, [f"{u.index}  {u.label}" for u in units])
     ax.set_ylim(len(units) - 0.5, -0.5)  # first workload on top
@@ -390,8 +504,9 @@ def plot_efficiency_gap(units, R, outdir, have_torch):
     sec.set_yticks(y, [f"C {_pct(u.m['C'])}  C_max {_pct(u.m['C_max'])}" for u in units])
     sec.set_ylabel("computational efficiency")
     ax.set_xlabel("latency (µs, log scale)")
-    ax.set_title(f"Efficiency gap per workload (R = FFMA {R / 1e12:.1f} TFLOP/s); right: C = t_i / t_a (Eq. 7, 8), "
-                 "C_max = N / (T_min·R) (Eq. 13)", loc="left")
+    peaks = ", ".join(f"{roof} {R / 1e12:.1f}" for roof, R in used_roofs([k for u in units for k in u.kernels], p))
+    ax.set_title(f"Efficiency gap per workload, each kernel at its peak R_k (TFLOP/s: {peaks})\n"
+                 "right: C = t_i / t_a (Eq. 7, 8), C_max = t_i / T_min (Eq. 13)", loc="left")
     ax.grid(axis="x", which="both", alpha=0.25)
     fig.legend(loc="outside upper center", ncol=2, fontsize=8, frameon=False)
     _save(fig, outdir, "efficiency_gap")
@@ -458,29 +573,35 @@ def _pct(x):
     return "n/a" if x is None or not math.isfinite(x) else f"{x:.1%}"
 
 
-def sequence_lines(units, R, B):
-    """Eq. 12/13 vs Eq. 29 over all best rows as one sequence of kernels."""
-    ks = [(k[1], k[2]) for u in units for k in u.kernels]
-    N, b = model.total_ops(ks), sum(k[1] for k in ks)
-    T, Tr = model.waterline_latency(ks, R, B), model.roofline_latency(ks, R, B)
-    mem = [(n, bb) for n, bb in ks if model.is_memory_bound(n, bb, R, B)]
+def ridges_text(kernels, p):
+    """The op:byte ridges R_k/B of the peaks kernels are counted against: '15.5 (FFMA), 142.2 (mma.sync f16)'."""
+    return ", ".join(f"{R / p.B:.1f} ({roof})" for roof, R in used_roofs(kernels, p))
+
+
+def sequence_lines(units, p):
+    """Eq. 12/13 vs Eq. 29 over all best rows as one sequence of kernels, each at its own peak."""
+    ks = [k for u in units for k in u.kernels]
+    seq, R, B = sequence(ks), p.R, p.B
+    N, b = model.total_ops(seq), sum(k.b for k in ks)
+    T, Tr = model.waterline_latency(seq, R, B), model.roofline_latency(seq, R, B)
+    mem = [(k.n, k.b, k.R) for k in ks if model.is_memory_bound(k.n, k.b, k.R, B)]
     t_mem = model.waterline_latency(mem, R, B)
     ta = sum(u.t_a for u in units)
-    med = model.mediant_intensity(ks)
+    med = model.mediant_intensity(seq)
     return [
         f"All {len(units)} best rows as one sequence of {len(ks)} kernels, run one after another.", "",
         "| quantity | value |", "|---|---:|",
         f"| N = Σ n_i (Eq. 14) | {N:.4g} FLOP |",
         f"| Σ b_i | {b:.4g} bytes |",
-        f"| mediant operational intensity Σn/Σb (Eq. 29) | {med:.1f} FLOP/byte (op:byte R/B = {R / B:.1f}) |",
+        f"| mediant operational intensity Σn/Σb (Eq. 29) | {med:.1f} FLOP/byte (op:byte R/B = {ridges_text(ks, p)}) |",
         f"| memory-bound kernels | {len(mem)} of {len(ks)}: {t_mem / T:.1%} of T_min, "
         f"{model.total_ops(mem) / N:.2%} of N |",
         f"| waterline T_min (Eq. 12) | {_us(T)} µs |",
-        f"| mediant roofline N / min(R, B·Σn/Σb) (Eq. 29 in Eq. 11) | {_us(Tr)} µs |",
-        f"| C_max, waterline (Eq. 13) | {_pct(model.max_efficiency(ks, R, B))} |",
-        f"| C_max, mediant roofline | {_pct(model.roofline_max_efficiency(ks, R, B))} |",
+        f"| mediant roofline max(Σ n_i/R_i, Σ b_i/B) (Eq. 29 in Eq. 11) | {_us(Tr)} µs |",
+        f"| C_max, waterline (Eq. 13) | {_pct(model.max_efficiency(seq, R, B))} |",
+        f"| C_max, mediant roofline | {_pct(model.roofline_max_efficiency(seq, R, B))} |",
         f"| measured Σ t_a of the best rows | {_us(ta)} µs |",
-        f"| C actual of the sequence, N / (Σ t_a·R) | {_pct(N / (ta * R))} |",
+        f"| C actual of the sequence, t_i / Σ t_a (Eq. 8) | {_pct(model.sequence_efficiency(seq, ta, R))} |",
         "",
         (f"The mediant roofline promises {Tr * 1e6:.4g} µs, {1 - Tr / T:.1%} less than the waterline: it lets the "
          "spare compute time of the compute-bound kernels hide the bytes of the memory-bound ones, which a "
@@ -490,21 +611,51 @@ def sequence_lines(units, R, B):
     ]
 
 
-def strategy_lines(rows, R, B):
-    """Every passing row of every workload: its kernels' waterline (Eq. 12) beside the measured
-    time, so strategies of one workload (layer by layer, fused, depth first, variants) compare
-    on the model and on the clock."""
-    groups = workload_groups([r for r in rows if r["check_ok"]])
-    L = ["| workload | strategy | kernels | modelled bytes | waterline T_min µs | t_a µs | T_min/t_a | t_a / best t_a |",
-         "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for (name, _), grp in groups.items():
-        best = min(r["runtime_ms"] for r in grp) * 1e-3
-        for r in sorted(grp, key=lambda r: r["runtime_ms"]):
-            T, ks = row_waterline(r, R, B)
+def _passing_by_workload(rows, keep=lambda r: True):
+    """[(workload name, its passing rows that keep accepts, fastest first)] in order of first appearance."""
+    groups = workload_groups([r for r in rows if r["check_ok"] and keep(r)])
+    return [(name, sorted(grp, key=lambda r: r["runtime_ms"])) for (name, _), grp in groups.items()]
+
+
+def strategy_lines(rows, p):
+    """Every passing row of every workload: its kernels' waterline (Eq. 12) and C (Eq. 8), each kernel at its own
+    peak, beside the measured time, so strategies of one workload (layer by layer, fused, depth first, variants)
+    compare on the model and on the clock."""
+    L = ["| workload | strategy | kernels | modelled bytes | waterline T_min µs | t_a µs | T_min/t_a | C | "
+         "t_a / best t_a |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, grp in _passing_by_workload(rows):
+        best = grp[0]["runtime_ms"] * 1e-3
+        for r in grp:
+            m, ks = row_model(r, p)
             t_a = r["runtime_ms"] * 1e-3
-            L.append(f"| {name} | `{r['strategy']}` | {len(ks)} | {sum(b for _, b in ks):.4g} | {_us(T)} | {_us(t_a)} "
-                     f"| {_pct(T / t_a)} | {t_a / best:.2f} |")
+            L.append(f"| {name} | `{r['strategy']}` | {len(ks)} | {sum(k.b for k in ks):.4g} | {_us(m['T_min'])} | "
+                     f"{_us(t_a)} | {_pct(m['T_min'] / t_a)} | {_pct(m['C'])} | {t_a / best:.2f} |")
     return L
+
+
+TC_SLACK = 1.25  # the issue's goal: a fused kernel within 25% of its predicted minimum latency
+
+
+def tensor_core_lines(rows, p):
+    """Every passing row with a tensor-core kernel: the waterline's T_min (each kernel at its own peak) beside the
+    measured t_a, whether t_a is within 25% of it, C (Eq. 7-8) and the floor that binds. Empty where there is none."""
+    L = []
+    within = total = 0
+    for name, grp in _passing_by_workload(rows, lambda r: tc_share(r)[0]):
+        for r in grp:
+            m, ks = row_model(r, p)
+            t_a, T = r["runtime_ms"] * 1e-3, m["T_min"]
+            ok = t_a <= TC_SLACK * T
+            within, total = within + ok, total + 1
+            roofs = sorted({k.roof for k in ks if k.tc})
+            L.append(f"| {name} | `{r['strategy']}` | {len(ks)} ({sum(k.tc for k in ks)} on {', '.join(roofs)}) | "
+                     f"{_us(T)} | {_us(t_a)} | {t_a / T:.2f} | {'yes' if ok else f'no, {t_a / T:.1f}x'} | "
+                     f"{_pct(m['C'])} | {m['floor']} |")
+    if not L:
+        return []
+    return [f"{within} of {total} rows within 25% of their waterline (t_a ≤ {TC_SLACK} T_min).", "",
+            "| workload | strategy | kernels (on tensor cores) | T_min µs (waterline) | t_a µs | t_a/T_min | "
+            "within 25% | C | floor |", "|---|---|---|---:|---:|---:|---|---:|---|"] + L
 
 
 def strategy_kind(strategy):
@@ -514,16 +665,16 @@ def strategy_kind(strategy):
     return w if w in ("layer_by_layer", "fused", "depth_first") else None
 
 
-def fusion_bound_lines(rows, R, B):
+def fusion_bound_lines(rows, p):
     """Per workload run in layer by layer and in fused or depth-first form: the most the other strategy can gain over
     a layer by layer that reaches its own floor, T_min(layer by layer) / T_min(strategy) (Eq. 12 over each strategy's
-    kernels, the lowest over its passing rows), beside the measured best layer-by-layer time over the strategy's best.
-    Empty where no workload has both."""
+    kernels, each at its own peak, the lowest over its passing rows), beside the measured best layer-by-layer time
+    over the strategy's best. Empty where no workload has both."""
     L = []
-    for (name, _), grp in workload_groups([r for r in rows if r["check_ok"] and strategy_kind(r["strategy"])]).items():
+    for name, grp in _passing_by_workload(rows, lambda r: strategy_kind(r["strategy"])):
         g = {}  # strategy -> (lowest T_min, best measured time) over its passing rows
         for r in grp:
-            kind, T, t_a = strategy_kind(r["strategy"]), row_waterline(r, R, B)[0], r["runtime_ms"] * 1e-3
+            kind, T, t_a = strategy_kind(r["strategy"]), row_model(r, p)[0]["T_min"], r["runtime_ms"] * 1e-3
             old = g.get(kind)
             g[kind] = (min(T, old[0]), min(t_a, old[1])) if old else (T, t_a)
         if "layer_by_layer" not in g:
@@ -539,8 +690,13 @@ def fusion_bound_lines(rows, R, B):
             "measured (best layer by layer / best strategy) |", "|---|---|---:|---:|---:|---:|"] + L
 
 
-def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, have_torch, rows=()):
-    """summary.md text; R is None when the model could not run (skip_reason says why),
+def _section(title, text, lines):
+    """A summary section: heading, one paragraph, its lines; nothing where there are no lines."""
+    return ["", f"## {title}", "", text, ""] + lines if lines else []
+
+
+def summary(ctx, tctx, units, failed, notes, p, skip_reason, skipped, src, have_torch, rows=()):
+    """summary.md text; p (Peaks) is None when the model could not run (skip_reason says why),
     skipped maps each plot that was not drawn to the reason."""
     gpu_ctx = ctx.get("gpu") if isinstance(ctx.get("gpu"), dict) else {}
     gpu = gpu_ctx.get("name") if gpu_ctx else ctx.get("gpu")
@@ -551,7 +707,7 @@ def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, ha
         clocks.append(f"board max {gpu_ctx['sm_clock_mhz_board_max']} MHz")
     elif "sm_clock_mhz_max" in gpu_ctx:
         clocks.append(f"SM clock max {gpu_ctx['sm_clock_mhz_max']} MHz")
-    cR, cB, cR16, cwhy = ceilings(ctx)  # shown even when no row passed
+    cp, cwhy = ceilings(ctx)  # shown even when no row passed
     L = ["# blockfuse performance report", "",
          f"Source: `{src}`. Model: bench/model.py (A. Lavin, *On the Efficiency of Convolutional Neural Networks*, "
          "Eq. 1-14 and 29); ops = 2 per multiply-accumulate, bytes = the harness's compulsory DRAM bytes "
@@ -561,28 +717,35 @@ def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, ha
          f"- command: `{ctx.get('command', 'n/a')}`"]
     if clocks:
         L.insert(len(L) - 1, "- GPU state: " + ", ".join(clocks))
-    if cR:
+    if cp:
+        cR, cB, cR16 = cp.R, cp.B, cp.R16
         L.append(f"- ceilings (measured in the same run): copy B = {cB / 1e9:.1f} GB/s, FFMA f32 R = {cR / 1e12:.2f} "
-                 "TFLOP/s" + (f", HFMA2 f16 {cR16 / 1e12:.2f} TFLOP/s" if cR16 else ", HFMA2 f16 n/a"))
-        L.append("- R = FFMA: Halide's CUDA backend emits no tensor-core instructions, so FFMA is the peak its code "
-                 f"can reach. op:byte R/B = {cR / cB:.2f} FLOP/byte" + (
+                 "TFLOP/s" + (f", HFMA2 f16 {cR16 / 1e12:.2f} TFLOP/s" if cR16 else ", HFMA2 f16 n/a")
+                 + "".join(f", mma.sync {d} {cp.mma[d] / 1e12:.2f} TFLOP/s" if d in cp.mma else f", mma.sync {d} n/a"
+                           for d in MMA_DTYPES))
+        L.append("- peak R_k per kernel: CUDA-core kernels are bounded by FFMA, kernels marked tensor_cores by the "
+                 "mma.sync ceiling of their row's dtype (bf16, else f16), both measured in the same run"
+                 + ("" if cp.mma else " (no mma.sync ceiling measured here: a tensor-core kernel falls back to FFMA)")
+                 + f". op:byte R/B = {cR / cB:.2f} FLOP/byte for FFMA" + (
                      f" (with HFMA2 as R: {cR16 / cB:.2f}; packed f16 FMA, {cR16 / cR:.2f}x the FFMA rate here)"
-                     if cR16 else ""))
+                     if cR16 else "")
+                 + "".join(f", {cp.mma[d] / cB:.2f} for mma.sync {d}" for d in MMA_DTYPES if d in cp.mma))
     else:
         L.append(f"- ceilings: none ({cwhy})")
     if have_torch:
         L.append(f"- PyTorch baseline: torch {tctx.get('torch_version', 'n/a')}, "
                  f"cuDNN {tctx.get('cudnn_version', 'n/a')}, GPU {tctx.get('gpu', 'n/a')}; "
-                 "eager uses cuDNN tensor-core kernels, which the FFMA R does not bound "
-                 "(C above 100% for PyTorch would be no contradiction)")
+                 "eager uses cuDNN tensor-core kernels, which neither the FFMA R nor, where they use Hopper's wgmma, the "
+                 "mma.sync ceiling bounds")
     L += ["", "## Plots", ""]  # one paragraph per plot
-    for p in PLOTS:
-        L += [f"Skipped {p}.svg/.png: {skipped[p]}." if p in skipped else f"![{p}]({p}.png)", ""]
+    for plot in PLOTS:
+        L += [f"Skipped {plot}.svg/.png: {skipped[plot]}." if plot in skipped else f"![{plot}]({plot}.png)", ""]
     L += ["## Per workload", "",
           "Best = lowest median runtime among the variants whose check passed."
-          + (" t_i = n/R (Eq. 1, 8); T_min = waterline (Eq. 12, = t_min of Eq. 11 for one kernel); C = t_i/t_a "
-             "(Eq. 7, 8); C_max = N/(T_min·R) (Eq. 13); floor = which bound of Eq. 11 binds. # numbers the bars of "
-             "waterline.png." if R else "")
+          + (" Each kernel k runs against its own peak R_k (FFMA, or the mma.sync ceiling for a tensor-core kernel): "
+             "t_i = Σ n_k/R_k (Eq. 1, 8); T_min = waterline Σ max(n_k/R_k, b_k/B) (Eq. 12, = t_min of Eq. 11 for one "
+             "kernel); C = t_i/t_a (Eq. 7, 8); C_max = t_i/T_min (Eq. 13; = N/(T_min·R) for one R); floor = which "
+             "bound of Eq. 11 binds. # numbers the bars of waterline.png." if p else "")
           + " executed/n = the flops the kernels execute (a fused tile's hidden layers on the later layers' halo, "
             "the layers before a Squeeze-Excitation split again) over the tensor machine's n, which counts each op "
             "once; 1.00 where nothing is recomputed, n/a where the results do not say (rows without per-kernel "
@@ -591,7 +754,7 @@ def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, ha
              "(host clock around the call + synchronize, GPU idle before it; device time above excludes the launch "
              "path)." if have_torch else ""), ""]
     cols = ["#", "workload", "dtype", "best strategy (passing variants)", "n/b FLOP/B", "executed/n", "t_a µs"]
-    cols += ["t_i µs", "T_min µs", "C", "C_max", "T_min/t_a", "floor"] if R else ["GFLOP/s"]
+    cols += ["t_i µs", "T_min µs", "C", "C_max", "T_min/t_a", "floor"] if p else ["GFLOP/s"]
     cols += ["torch eager µs", "torch.compile µs", "eager/ours", "compile/ours"] if have_torch else []
     cols += ["host µs ours / eager", "eager/ours host"] if have_torch else []
     L += ["| " + " | ".join(cols) + " |", "|" + "|".join("---" if i in (1, 2, 3) or c == "floor" else "---:"
@@ -601,7 +764,7 @@ def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, ha
         row = [str(u.index), u.label, str(u.best.get("dtype", "n/a")), f"`{u.best['strategy']}` ({u.n_rows})",
                f"{model.operational_intensity(u.n, u.b):.1f}",
                f"{u.executed / u.n:.2f}" if u.executed is not None and u.n > 0 else "n/a", _us(u.t_a)]
-        if R:
+        if p:
             row += [_us(u.m["t_i"]), _us(u.m["T_min"]), _pct(u.m["C"]), _pct(u.m["C_max"]),
                     _pct(u.m["T_min"] / u.t_a), u.m["floor"]]
         else:
@@ -615,26 +778,33 @@ def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, ha
             row += [f"{_us(oh and oh * 1e-3)} / {_us(eh and eh * 1e-3)}", f"{eh / oh:.2f}" if oh and eh else "n/a"]
         L.append("| " + " | ".join(row) + " |")
     multi = [u for u in units if len(u.kernels) > 1]
-    if multi and R:
+    if multi and p:
         L += ["", "### Kernels of multi-kernel rows", "",
-              "| # | kernel | n FLOP | b bytes | n/b | t_min µs (Eq. 11) | bound |",
-              "|---:|---|---:|---:|---:|---:|---|"]
+              "| # | kernel | n FLOP | b bytes | n/b | t_min µs (Eq. 11) | bound | roof |",
+              "|---:|---|---:|---:|---:|---:|---|---|"]
         for u in multi:
-            for j, (name, n, b, _) in enumerate(u.kernels):
-                L.append(f"| {u.index}.{j + 1} | {name} | {n:.4g} | {b:.4g} | "
-                         f"{model.operational_intensity(n, b):.1f} | {_us(model.min_latency(n, b, R, B))} | "
-                         f"{'memory' if model.is_memory_bound(n, b, R, B) else 'compute'} |")
-    if R and units:
+            for j, k in enumerate(u.kernels):
+                L.append(f"| {u.index}.{j + 1} | {k.name} | {k.n:.4g} | {k.b:.4g} | "
+                         f"{model.operational_intensity(k.n, k.b):.1f} | {_us(model.min_latency(k.n, k.b, k.R, p.B))} | "
+                         f"{'memory' if model.is_memory_bound(k.n, k.b, k.R, p.B) else 'compute'} | {k.roof} |")
+    if p and units:
         L += ["", "## Every strategy", "",
               "All passing rows, fastest first within a workload: the model's minimum for that strategy's own "
-              "kernels (Eq. 12 over its kernels) beside its measured time.", ""] + strategy_lines(rows, R, B)
-    bound = fusion_bound_lines(rows, R, B) if R else []
-    if bound:
-        L += ["", "## What fusion can gain at most (the waterline of each strategy)", "",
-              "Fusing removes DRAM traffic, not arithmetic: against a layer by layer that reaches its own waterline "
-              "T_min (Eq. 12 on the ceilings above), a fused or depth-first strategy gains at most the ratio of the two "
-              "T_min (recomputed halos lower it further). Measured: the best passing layer-by-layer time over the "
-              "strategy's best (> 1: the strategy is faster).", ""] + bound
+              "kernels (Eq. 12 over its kernels, each at its own peak) beside its measured time, and C = t_i/t_a "
+              "(Eq. 8).", ""] + strategy_lines(rows, p)
+    L += _section("Tensor-core rows: the waterline's prediction beside the measurement",
+                  "Every passing row with a kernel marked tensor_cores, fastest first within a workload: T_min = the "
+                  "waterline of its kernels (Eq. 12), each at its own peak (mma.sync of the row's dtype for tensor-core "
+                  "kernels, FFMA for the others), beside the measured t_a; within 25% = t_a ≤ 1.25 T_min (the issue's "
+                  "goal for a fused kernel); C = t_i/t_a at the same peaks (Eq. 7-8). A tensor-core kernel that also "
+                  "does CUDA-core work (e.g. the depthwise layer of a fused MBConv or ConvNeXt, ConvFirst's grouped layer) "
+                  "is counted at the mma.sync rate for all its ops, so its T_min is a lower bound and its C an upper "
+                  "one.", tensor_core_lines(rows, p) if p else [])
+    L += _section("What fusion can gain at most (the waterline of each strategy)",
+                  "Fusing removes DRAM traffic, not arithmetic: against a layer by layer that reaches its own waterline "
+                  "T_min (Eq. 12 on the ceilings above), a fused or depth-first strategy gains at most the ratio of the two "
+                  "T_min (recomputed halos lower it further). Measured: the best passing layer-by-layer time over the "
+                  "strategy's best (> 1: the strategy is faster).", fusion_bound_lines(rows, p) if p else [])
     mem = memory_lines(rows)
     L += ["", "## Memory: workspace and peak per strategy", ""]
     L += (["Workspace = the bytes the call itself allocated (device buffers on CUDA, heap on the CPU), the most live "
@@ -644,7 +814,7 @@ def summary(ctx, tctx, units, failed, notes, R, B, skip_reason, skipped, src, ha
           if mem else ["None measured (results without workspace_bytes: an OpenCL run, or results older than the "
                        "field)."])
     L += ["", "## Sequence: waterline (Eq. 12, 13) vs mediant roofline (Eq. 29)", ""]
-    L += sequence_lines(units, R, B) if R else [f"Skipped: {skip_reason}."]
+    L += sequence_lines(units, p) if p else [f"Skipped: {skip_reason}."]
     L += ["", "## Failed rows (check_ok false, left out of the plots)", ""]
     L += [f"- {r['workload']} / `{r['strategy']}`: {r.get('check', 'check failed')}" for r in failed] or \
          [f"None: all {sum(u.n_rows for u in units)} rows passed their check."]
@@ -672,8 +842,8 @@ def main(argv=None):
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    R, B, R16, why = ceilings(ctx)
-    units, failed, notes = analyse(rows, R, B, tindex)
+    peaks, why = ceilings(ctx)
+    units, failed, notes = analyse(rows, peaks, tindex)
     skipped = {}  # plot name -> why it was not drawn
     if why:
         skipped = dict.fromkeys(PLOTS, f"it needs the peak rate R and the bandwidth B, and {why}")
@@ -681,10 +851,10 @@ def main(argv=None):
         why = "no row passed its check"
         skipped = dict.fromkeys(PLOTS, why)
     else:
-        plot_waterline(units, R, B, outdir)
-        if not plot_roofline(rows, units, R, B, R16, outdir):
+        plot_waterline(units, peaks, outdir)
+        if not plot_roofline(rows, units, peaks, outdir):
             skipped["roofline"] = "no passing row has both flops and bytes > 0 (log-log axes)"
-        plot_efficiency_gap(units, R, outdir, tindex is not None)
+        plot_efficiency_gap(units, peaks, outdir, tindex is not None)
     if not plot_workspace(rows, outdir):
         for ext in ("svg", "png"):  # no stale plot beside a summary that says none was measured
             if os.path.exists(os.path.join(outdir, f"workspace.{ext}")):
@@ -693,7 +863,7 @@ def main(argv=None):
         for ext in ("svg", "png"):
             if os.path.exists(os.path.join(outdir, f"{name}.{ext}")):
                 os.remove(os.path.join(outdir, f"{name}.{ext}"))
-    md = summary(ctx, tctx, units, failed, notes, None if why else R, B, why, skipped,
+    md = summary(ctx, tctx, units, failed, notes, None if why else peaks, why, skipped,
                  os.path.join(args.dir, "results.json"), tindex is not None, rows)
     with open(os.path.join(outdir, "summary.md"), "w", encoding="utf-8") as fh:
         fh.write(md)

@@ -75,6 +75,39 @@ class ModelTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             model.max_efficiency([(0, 0)], R, B)
 
+    def test_per_kernel_peaks(self):
+        # A CUDA-core kernel at R and two tensor-core kernels at R_k = 600 TFLOP/s (ridge 600/4 = 150 FLOP/byte):
+        #   MEM (1e9, 1e9):              max(1e9/65e12 = 15.38 µs, 1e9/4e12 = 250 µs)   = 250 µs, memory bound
+        #   TC  (600e9, 1e9, 600e12):    max(600e9/600e12 = 1 ms, 250 µs)               = 1 ms, compute bound
+        #   TCM (60e9, 1e9, 600e12):     max(60e9/600e12 = 100 µs, 250 µs)              = 250 µs, memory bound at
+        #                                its own ridge (n/b = 60 < 150), though compute bound at FFMA's (60 > 16.25)
+        R_mma = 600e12
+        TC, TCM = (600e9, 1e9, R_mma), (60e9, 1e9, R_mma)
+        seq = [MEM, TC, TCM]
+        self.assertAlmostEqual(model.waterline_latency(seq, R, B), 1.5e-3)  # Eq. 12: 0.25 + 1 + 0.25 ms
+        self.assertEqual(model.total_ops(seq), 661e9)
+        self.assertTrue(model.is_memory_bound(*TCM[:2], R_mma, B))
+        self.assertFalse(model.is_memory_bound(*TCM[:2], R, B))
+        # t_i = 1e9/65e12 + 600e9/600e12 + 60e9/600e12 = (1/65 + 1.1) ms = 72.5/65 ms
+        t_i = 72.5 / 65 * 1e-3
+        self.assertAlmostEqual(model.sequence_ideal_latency(seq, R), t_i)
+        # Eq. 13: C_max = t_i / T_min = (72.5/65) / 1.5 = 72.5/97.5; Eq. 8 at t_a = 2 ms: C = 72.5/130
+        self.assertAlmostEqual(model.max_efficiency(iter(seq), R, B), 72.5 / 97.5)
+        self.assertAlmostEqual(model.sequence_efficiency(seq, 2e-3, R), 72.5 / 130)
+        # Eq. 29: max(t_i, Σb/B = 3e9/4e12 = 0.75 ms) = t_i, below the waterline; its C_max = 1
+        self.assertAlmostEqual(model.mediant_intensity(seq), 661 / 3)
+        self.assertAlmostEqual(model.roofline_latency(seq, R, B), t_i)
+        self.assertAlmostEqual(model.roofline_max_efficiency(seq, R, B), 1.0)
+        # R_k overrides the scalar R; a triple at R is the pair; one R gives the paper's N/R and N/(T_min R)
+        self.assertAlmostEqual(model.waterline_latency([TC], 1.0, B), 1e-3)
+        self.assertEqual(model.waterline_latency([(*COMP, R)], R, B), model.waterline_latency([COMP], R, B))
+        self.assertEqual(model.sequence_ideal_latency([MEM, COMP], R), model.ideal_latency(66e9, R))
+        self.assertAlmostEqual(model.sequence_efficiency([MEM, COMP], 4e-3, R), 66e9 / (4e-3 * R))
+        with self.assertRaises(ValueError):
+            model.waterline_latency([(1e9, 1e9, 0)], R, B)  # a peak must be positive
+        with self.assertRaises(ValueError):
+            model.waterline_latency([(1e9, 1e9, R, 1)], R, B)  # (n, b) or (n, b, R_k) only
+
     def test_bad_inputs_raise(self):
         for args in [(-1, 1, R, B), (1, math.nan, R, B), (1, 1, 0, B), (1, 1, R, math.inf), ("x", 1, R, B)]:
             with self.assertRaises(ValueError, msg=str(args)):
@@ -218,6 +251,92 @@ class ReportTest(unittest.TestCase):
         md = read(os.path.join(self.dir, "report", "summary.md"))
         self.assertIn("## What fusion can gain at most", md)
         self.assertIn("| blk | fused | 1500 | 1000 | 1.50x | 0.80x |", md)
+
+    def test_tensor_core_peaks(self):
+        # R_k = mma.sync of the row's dtype for kernels marked tensor_cores (f16 600, bf16 500 TFLOP/s), FFMA 65
+        # for the others; B = 4 TB/s.
+        #   mb fused_tc (f16), 600e9 flops on 1e9 bytes, 1.2 ms: T_min = max(600e9/600e12, 1e9/4e12) = 1000 µs;
+        #     t_a/T_min = 1.20, within 25%; C = t_i/t_a = 1000/1200 = 83.3%; compute-bound on mma.sync.
+        #   mb fused (CUDA cores), 601e9 flops on 0.5e9 bytes, 10 ms: T_min = 601e9/65e12 = 9246 µs, C = 92.5%.
+        #   mb-lbl layer_by_layer_tc (f16): expand 300e9/1e9 on mma (500 µs), dw 1e9/1e9 on FFMA (memory: 250 µs),
+        #     project 300e9/1e9 on mma (500 µs): T_min = 1250 µs, t_i = 500 + 1e9/65e12 (15.38 µs) + 500 = 1015.4 µs;
+        #     2.5 ms: t_a/T_min = 2.00 (no), C = 1015.4/2500 = 40.6%, C_max = 1015.4/1250 = 81.2%, 20% memory-bound.
+        #   mb-bf16 fused_tc (bf16), 500e9 flops on 1e9 bytes, 1.1 ms: T_min = 500e9/500e12 = 1000 µs (at the f16
+        #     ceiling it would be 833 µs, 1.32x: not within), 1.10 within; C = 90.9%.
+        tc = {"tensor_cores": True}
+        lbl = [dict(name="expand", flops=300e9, bytes=1e9, **tc), dict(name="dw", flops=1e9, bytes=1e9),
+               dict(name="project", flops=300e9, bytes=1e9, **tc)]
+        rows = [row("mb", "fused_tc", 600e9, 1e9, 1.2, kernels=[dict(name="block", flops=600e9, bytes=1e9, **tc)]),
+                row("mb", "fused", 601e9, 0.5e9, 10.0, kernels=[dict(name="block", flops=601e9, bytes=0.5e9)]),
+                row("mb-lbl", "layer_by_layer_tc", 601e9, 3e9, 2.5, kernels=lbl),
+                row("mb-bf16", "fused_tc", 500e9, 1e9, 1.1, dtype="bf16",
+                    kernels=[dict(name="block", flops=500e9, bytes=1e9, **tc)])]
+        ceil = dict(CEIL, mma_f16_tflops=600.0, mma_bf16_tflops=500.0)
+        write_json(self.dir, {"context": {"device": "cuda", "ceilings": ceil}, "results": rows})
+        p = run_report(self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = os.path.join(self.dir, "report")
+        for name in ("waterline", "roofline", "efficiency_gap"):
+            with open(os.path.join(out, name + ".png"), "rb") as fh:
+                self.assertEqual(fh.read(8), b"\x89PNG\r\n\x1a\n")
+        self.assertIn("mma.sync f16 R/B = 150.0", read(os.path.join(out, "waterline.svg")))  # its ridge, labelled
+        self.assertIn("tensor-core kernel", read(os.path.join(out, "waterline.svg")))  # the hatched bars' legend
+        roof = read(os.path.join(out, "roofline.svg"))
+        self.assertIn("mma.sync bf16 roof 500.0", roof)
+        self.assertNotIn("Halide emits no tensor-core code", roof)
+        md = read(os.path.join(out, "summary.md"))
+        self.assertIn("mma.sync f16 600.00 TFLOP/s, mma.sync bf16 500.00 TFLOP/s", md)
+        self.assertIn("kernels marked tensor_cores by the mma.sync ceiling", md)
+        self.assertNotIn("emits no tensor-core instructions", md)
+        # per workload: n/b, executed/n, t_a, t_i, T_min, C, C_max, T_min/t_a, floor
+        self.assertIn("| 600.0 | n/a | 1200 | 1000 | 1000 | 83.3% | 100.0% | 83.3% | compute on mma.sync |", md)
+        self.assertIn("| 200.3 | n/a | 2500 | 1015 | 1250 | 40.6% | 81.2% | 50.0% | mixed (20% of T_min memory-bound) |",
+                      md)
+        self.assertIn("| 2.1 | expand | 3e+11 | 1e+09 | 300.0 | 500 | compute | mma.sync f16 |", md)
+        self.assertIn("| 2.2 | dw | 1e+09 | 1e+09 | 1.0 | 250 | memory | FFMA |", md)
+        every = md.split("## Every strategy")[1].split("\n## ")[0]
+        self.assertIn("| mb | `fused_tc` | 1 | 1e+09 | 1000 | 1200 | 83.3% | 83.3% | 1.00 |", every)
+        self.assertIn("| mb | `fused` | 1 | 5e+08 | 9246 | 10000 | 92.5% | 92.5% | 8.33 |", every)
+        tcs = md.split("## Tensor-core rows: the waterline's prediction beside the measurement")[1].split("\n## ")[0]
+        self.assertIn("2 of 3 rows within 25% of their waterline", tcs)
+        self.assertIn("| mb | `fused_tc` | 1 (1 on mma.sync f16) | 1000 | 1200 | 1.20 | yes | 83.3% | "
+                      "compute on mma.sync |", tcs)
+        self.assertIn("| mb-lbl | `layer_by_layer_tc` | 3 (2 on mma.sync f16) | 1250 | 2500 | 2.00 | no, 2.0x | 40.6% | "
+                      "mixed (20% of T_min memory-bound) |", tcs)
+        self.assertIn("| mb-bf16 | `fused_tc` | 1 (1 on mma.sync bf16) | 1000 | 1100 | 1.10 | yes | 90.9% | "
+                      "compute on mma.sync |", tcs)
+        self.assertNotIn("`fused` |", tcs)  # the CUDA-core row
+        self.assertIn("T_min is a lower bound", tcs)
+        # The sequence of the best rows: T_min = 1000 + 1250 + 1000 = 3250 µs, t_i = 3015.4 µs: C_max = 92.8%;
+        # Σ t_a = 1200 + 2500 + 1100 = 4800 µs: C = 62.8%; mediant roofline max(3015.4, 6e9/4e12 = 1500) µs.
+        for text in ("| waterline T_min (Eq. 12) | 3250 µs |", "| C_max, waterline (Eq. 13) | 92.8% |",
+                     "| C actual of the sequence, t_i / Σ t_a (Eq. 8) | 62.8% |", "Eq. 29 in Eq. 11) | 3015 µs |"):
+            self.assertIn(text, md)
+        self.assertNotIn("WARNING", md)
+
+        # Results without the mma ceilings: tensor-core kernels fall back to FFMA, and the Notes say so first.
+        # mb fused_tc: T_min = 600e9/65e12 = 9231 µs, C = 9231/1200 = 769.2% (overstated).
+        write_json(self.dir, {"context": {"device": "cuda", "ceilings": CEIL}, "results": rows})
+        p = run_report(self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        md = read(os.path.join(out, "summary.md"))
+        notes = md.split("## Notes")[1]
+        self.assertIn("- **WARNING: the results have no mma.sync ceiling for bf16 or f16", notes)
+        self.assertIn("the tensor-core kernels of 3 passing rows are counted against the FFMA peak", notes)
+        self.assertIn("| mb | `fused_tc` | 1 (1 on FFMA (no mma.sync ceiling)) | 9231 | 1200 | 0.13 | yes | 769.2% | "
+                      "compute |", md)
+        # Only f16 measured: the bf16 row alone falls back.
+        write_json(self.dir, {"context": {"device": "cuda", "ceilings": dict(CEIL, mma_f16_tflops=600.0)},
+                              "results": rows})
+        self.assertEqual(run_report(self.dir).returncode, 0)
+        md = read(os.path.join(out, "summary.md"))
+        self.assertIn("no mma.sync ceiling for bf16 (context.ceilings.mma_bf16_tflops", md)
+        self.assertIn("the tensor-core kernels of 1 passing rows", md)
+        # tensor_cores must be a boolean
+        bad = json.loads(json.dumps(rows))
+        bad[0]["kernels"][0]["tensor_cores"] = "yes"
+        write_json(self.dir, {"results": bad})
+        self.assertIn("'tensor_cores' must be a bool", self.expect_error([self.dir], "kernels[0]"))
 
     def test_no_ceilings(self):
         write_json(self.dir, {"context": {"device": "cpu"}, "results": ROWS[:4]})
