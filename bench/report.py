@@ -525,7 +525,8 @@ def plot_workspace(rows, outdir):
         return False
     fig, ax = plt.subplots(figsize=(9, 6), layout="constrained")
     kinds = sorted({legend_family(r["strategy"]) for r in mem})
-    colour = {k: plt.cm.tab10(i % 10) for i, k in enumerate(kinds)}
+    cmap = plt.cm.tab10 if len(kinds) <= 10 else plt.cm.tab20  # a colour of its own for each strategy
+    colour = {k: cmap(i % cmap.N) for i, k in enumerate(kinds)}
     for _, grp in workload_groups(mem).items():
         pts = sorted((r["runtime_ms"] * 1e3, r["workspace_bytes"] / 1e6) for r in grp)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], color="0.8", lw=1, zorder=1)
@@ -535,6 +536,7 @@ def plot_workspace(rows, outdir):
                    color=colour[k], label=k, zorder=3)
     ax.set_xscale("log")
     ax.set_yscale("symlog", linthresh=0.01)  # 0 (a fused block on CUDA) stays on the axis
+    ax.set_ylim(-0.004, None)  # no negative decades: a workspace is never below 0
     ax.set_xlabel("latency (µs, median, log scale)")
     ax.set_ylabel("workspace (MB: the call's own allocations live at once, measured)")
     ax.set_title("Workspace against latency per strategy (each workload's strategies joined)", loc="left", fontsize=10)
