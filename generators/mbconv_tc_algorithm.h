@@ -74,7 +74,7 @@ inline MbconvTcFuncs mbconv_tc(const Halide::Func &input, const Halide::Func &u,
     const int TX = MbconvTcGeometry::ceil_div(OW, g.tile_x), TY = MbconvTcGeometry::ceil_div(OH, g.tile_y);
     const int HX = g.halo_x(), HP = g.halo_pixels(), TP = g.tile_pixels();
     const int MTE = g.expand_mt(), MTP = g.project_mt(), ER = g.expand_rows(), HT = g.chunk / kTileN;
-    const int NT = g.n_padded() / kTileN, KG = g.c / 8;
+    const int KG = g.c / 8;
     Var ke = f.ke, kg = f.kg, m = f.m, lane = f.lane, bm = f.bm, hc = f.hc;
     // Block bm's tile (tx, ty) of image n; pixel (px, py) of its halo in the image.
     auto tile_x = [&](const Expr &blk) { return blk % TX; };
@@ -169,17 +169,16 @@ inline MbconvTcFuncs mbconv_tc(const Halide::Func &input, const Halide::Func &u,
         },
         f.acc(acc_args), native);
 
-    // The store, from the fragment space: each lane its registers; pixels outside the tile or the image and the
-    // n-tiles past C' (C' a multiple of 8: a register pair is all in or all out) not stored.
-    f.rc = RDom(Region{{0, 2}, {0, 2}, {0, NT}, {0, MTP}, {0, kWarp}, {0, g.warps}, {0, TX * TY * images}},
+    // The store, from the fragment space: each lane its registers; pixels outside the tile or the image not stored;
+    // the n-tiles of C' only (C' a multiple of 8: a register pair is all in or all out), the padding's never visited
+    // (a where-clause on them let the simplifier drop what bounds inference then missed: the bias read past C').
+    f.rc = RDom(Region{{0, 2}, {0, 2}, {0, g.k / kTileN}, {0, MTP}, {0, kWarp}, {0, g.warps}, {0, TX * TY * images}},
                 prefix + "mbtc_rc");
     Expr q0 = f.rc[0], mh = f.rc[1], cnt = f.rc[2], cmt = f.rc[3], cl = f.rc[4], cw = f.rc[5], cbm = f.rc[6];
     Expr cn = cnt * kTileN + c_col(q0, cl);
     Expr cm = (cw * MTP + cmt) * kTileM + c_row(2 * mh, cl);
     Expr ox = tile_x(cbm) * g.tile_x + cm % g.tile_x, oy = tile_y(cbm) * g.tile_y + cm / g.tile_x;
-    Expr stored = cm < TP && ox < OW && oy < OH;
-    if (g.k % 16) stored = stored && cnt < g.k / kTileN;
-    f.rc.where(stored);
+    f.rc.where(cm < TP && ox < OW && oy < OH);
     cn = unsafe_promise_clamped(cn, 0, g.k - 1);
     const std::vector<Expr> coords{cn, unsafe_promise_clamped(ox, 0, OW - 1), unsafe_promise_clamped(oy, 0, OH - 1),
                                    image(cbm)};

@@ -35,6 +35,10 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
         // an 8x8 tile larger than the 6x5 image, eight warps, chunks of 16, GELU (erf)
         {"mbconv:n=3,c=40,h=6,w=5,e=2,k=3,stride=1,act=gelu,dtype=bf16",
          {{"chunk", 16}, {"tc_warps", 8}, {"tile_x", 8}, {"tile_y", 8}}},
+        // 24 output channels (N padded to 32) on 1x7 tiles of one warp, stride 2: the store visits C' only (a
+        // predicate on the padding's n-tile once read the bias to channel 31)
+        {"mbconv:n=1,c=24,h=5,w=3,e=2,k=3,stride=2,act=gelu,dtype=bf16",
+         {{"chunk", 48}, {"tc_warps", 1}, {"tile_x", 1}, {"tile_y", 7}}},
         // the heuristic's tiling (no knob overridden) on a 14x14 image: 7x7 tiles
         {"mbconv:n=1,c=32,h=14,w=14,e=3,k=3,stride=1,act=relu,dtype=f16", {}},
         // a stage of three blocks (each block's output the next one's input), 16 channels on an odd 5x7 image
