@@ -125,7 +125,9 @@ public:
         const auto elem = Type(storage) == Float(16) ? blockfuse::mma::Elem::f16 : blockfuse::mma::Elem::bf16;
         const std::string kernel = "block (fused_tc)";
         const size_t L = spec.layers.size();
-        const blockfuse::LayerSpec &first = spec.layers[0];  // its stride, same padding, is the block's
+        // The first layer: ConvFirst's, ConvNeXt's and FusedMBConv's k x k (its stride, same padding, the block's);
+        // MBConv's stride is in its geometry; a stage's blocks have stride 1.
+        const blockfuse::LayerSpec &first = spec.layers[0];
         std::vector<blockfuse::MbconvTcFuncs> mbconv;
         std::vector<blockfuse::FfnTcFuncs> ffn;
         // One chunk (the whole hidden width) has no next chunk: Halide drops the loop, and the prefetch with it.
