@@ -436,19 +436,17 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
             constexpr long long kOneBlockPerSm = 227 * 1024;
             const long long pixels = 1LL * w.n * w.out_h() * w.out_w();
             BlockKnobs kn;
-            kn.tc_warp_m = 16;
+            kn.tc_warp_m = 16, kn.tc_prefetch = 1;  // in registers: no shared memory
             [&] {
                 for (int warps : {pixels / 128 < 132 ? 2 : 8, 4, 2, 1})
-                    for (int chunk : {32, 16})
-                        for (int prefetch : {1, 0}) {
-                            kn.tc_warps = warps, kn.chunk = chunk, kn.tc_prefetch = prefetch;
-                            if (fused_tc_error(spec, kn).empty() && fused_tc_shared_bytes(spec, kn) <= kOneBlockPerSm)
-                                return;
-                        }
+                    for (int chunk : {32, 16}) {
+                        kn.tc_warps = warps, kn.chunk = chunk;
+                        if (fused_tc_error(spec, kn).empty() && fused_tc_shared_bytes(spec, kn) <= kOneBlockPerSm)
+                            return;
+                    }
             }();
             ScheduleChoice s;
-            s.knobs = {
-                {"chunk", kn.chunk}, {"tc_warps", kn.tc_warps}, {"tc_warp_m", 16}, {"tc_prefetch", kn.tc_prefetch}};
+            s.knobs = {{"chunk", kn.chunk}, {"tc_warps", kn.tc_warps}, {"tc_warp_m", 16}, {"tc_prefetch", 1}};
             s.max_registers = mma_ptx::kMinRegisters;  // the least a tensor-core module JITs with
             s.why = "heuristic: fused_tc FusedMBConv's warps and chunk from its im2col rows' shared memory";
             return s;
