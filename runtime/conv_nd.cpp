@@ -92,6 +92,8 @@ Conv2dWorkload Conv3dWorkload::plane() const {
 
 TcDepth Conv3dWorkload::depth() const { return TcDepth{in[0], kernel[0], stride[0], dil[0], pad[0]}; }
 
+bool Conv3dWorkload::on_tensor_cores() const { return tensor_cores_apply(plane()) && !(in[0] == 1 && pad[0] > 0); }
+
 Conv3dWorkload parse_conv3d(const std::string &key) {
     KeyFields kf = split_key(key);
     if (kf.family != "conv3d") key_error(key, "family '" + kf.family + "' is not 'conv3d'");
@@ -172,7 +174,7 @@ void pack_conv3d_weights(Conv3dTensors &t, const Conv3dWorkload &w) {
                                           v[(((size_t(kz) * R + ky) * S + kx) * Cg + cg) * K + k]);
     t.weights.set_host_dirty();
     widen_weights(t, w.dtype);
-    if (tensor_cores_apply(w.plane()))
+    if (w.on_tensor_cores())
         t.weights_tc = tensor_core_weights(t.weights5, w.k, w.c, w.kernel[0] * w.kernel[1] * w.kernel[2]);
 }
 
@@ -297,7 +299,7 @@ public:
     }
     DType dtype() const override { return w_.dtype; }
     std::vector<std::string> strategies() const override {
-        if (tensor_cores_apply(w_.plane())) return {"direct", kTensorCores};
+        if (w_.on_tensor_cores()) return {"direct", kTensorCores};
         return {"direct"};
     }
     ScheduleChoice heuristic(const std::string &s, Device d) const override {

@@ -39,6 +39,9 @@ struct Conv3dWorkload {
     // the (h, w) window) and the depth axis.
     Conv2dWorkload plane() const;
     TcDepth depth() const;
+    // Whether the tensor-core kernel serves it: its plane's conditions, and not a single plane padded in depth (its
+    // generator takes one plane for a plain conv2d: the padding's output planes came out wrong).
+    bool on_tensor_cores() const;
 };
 
 bool is_conv1d_key(const std::string &key);
