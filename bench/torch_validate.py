@@ -11,7 +11,9 @@ float32), and randomized: running_var x U(0.7, 1.4), running_mean + 0.1 U(-1, 1)
 U(0.6, 1.4), bias U(-0.2, 0.2); LayerNorm affine likewise, ConvNeXt's layer scale U(0.1, 0.5) (its 1e-6
 default would hide every block behind its residual). Seeded (--seed).
 
-check: per model, optimize() on a batch-8 example; every replaced module against the original module in
+check: per model, optimize() on a batch-8 example (--choose measure: per batch size, on that batch's example,
+  each module the fastest of its strategies and PyTorch's own; the choices land in check.json for latency
+  --choices); every replaced module against the original module in
   float64 on the inputs it sees in the eager f16 model, at every batch size (err = max|y - ref| / max|ref|,
   pass at <= 1e-2 for f16, 6e-2 for bf16, 1e-4 for f32; the eager f16 module's own error beside it); the
   whole model's logits against eager's on --inputs random images (batches of the largest batch size):
@@ -27,6 +29,9 @@ warm: torch.compile of each model at every batch size (and max-autotune at --aut
   process per model, mode and batch size beside the check (compiling is mostly CPU work, the check GPU work)
   and waits for them at its end, up to --warm-deadline seconds after its start. max-autotune then chooses its
   kernels while the check and the other compiles run on the same GPU.
+load: every kernel the models may take (every strategy of every key), opened and run once on zeros by --jobs
+  processes at once, so that the driver's compiles of their PTX are in its compute cache before the timed
+  phases open them (CUDA_CACHE_PATH, CUDA_CACHE_MAXSIZE); a kernel that fails to load or run is listed.
 report: the Markdown tables of everything in DIR.
 """
 import argparse
@@ -237,6 +242,61 @@ def rel(y, ref):
     return float((y.double() - ref).abs().max() / ref.abs().max().clamp_min(1e-30))
 
 
+def _load_key(key, device="cuda"):
+    """Every strategy's kernel of one key opened and run once on zero tensors: [(strategy, seconds, error)]."""
+    import torch
+    from blockfuse._lib import BlockfuseError, Kernel
+    from blockfuse.torch import ops
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+    out = []
+    for s in Kernel(key, "", device, load=False).desc["strategies"]:
+        t0 = time.monotonic()
+        try:
+            kern = Kernel(key, s, device)
+            args = kern.arguments()
+            keep = [torch.zeros(tuple(reversed(t["extents"])), dtype=dt[t["dtype"]], device=device) for t in kern.tensors]
+            for a, t in zip(args, keep):
+                ops._fill_dense(a, t)  # dense, innermost first: the activations' (n, y, x, c) is channels_last
+            if device == "cuda":
+                kern.run(args, 0, torch.cuda.current_stream().cuda_stream)
+                torch.cuda.synchronize()
+            else:
+                kern.run(args)
+            out.append((s, time.monotonic() - t0, ""))
+        except BlockfuseError as e:
+            out.append((s, time.monotonic() - t0, str(e)))
+    return out
+
+
+def load(args, budget, save):
+    """Every kernel the models may take (each key's every strategy, what optimize(choose="measure") times),
+    opened and run once on zeros by --jobs processes at once: the driver compiles each kernel's PTX once,
+    into its compute cache (CUDA_CACHE_PATH), from which the later phases load it; a kernel that does not
+    load or run is listed."""
+    import concurrent.futures
+    import multiprocessing
+    from blockfuse import models
+    keys = []
+    for m in args.models:
+        keys += [k for k in models.keys(m, args.batches, args.dtype, args.size) if k not in keys]
+    rows, t0 = [], time.monotonic()
+    ctx = multiprocessing.get_context("spawn")  # CUDA in each worker: no fork after CUDA's initialization
+    with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=ctx) as ex:
+        for key, res in zip(keys, ex.map(_load_key, keys, [args.device] * len(keys))):
+            rows += [{"key": key, "strategy": s, "seconds": t, "error": e} for s, t, e in res]
+            save({"kernels": rows})
+    failed = [r for r in rows if r["error"]]
+    log(f"load: {len(rows)} kernels of {len(keys)} keys opened and run once in {time.monotonic() - t0:.0f} s "
+        f"({args.jobs} processes; slowest {max((r['seconds'] for r in rows), default=0):.1f} s); {len(failed)} failed")
+    for r in failed:
+        log(f"  FAIL {r['key']} {r['strategy']}: {r['error']}")
+    return {"kernels": rows, "failed": len(failed)}
+
+
+def choose_kwargs(choose):
+    return {"choose": "measure", "keep_faster_pytorch": True} if choose == "measure" else {}
+
+
 def check(args, budget, save):
     import torch
     import blockfuse.torch as bft
@@ -257,20 +317,29 @@ def check(args, budget, save):
         eager = to_dev(copy.deepcopy(base), device, dt)
         ref64 = to_dev(copy.deepcopy(base), device, torch.float64)
         ref32 = to_dev(copy.deepcopy(base), device, torch.float32)
-        opt = copy.deepcopy(eager)
-        x8 = inputs(8, args.size, device, dt, args.seed + 2)
-        tab = os.path.join(args.out, f"{name}_table.md")
-        with open(tab, "w") as f:
-            bft.optimize(opt, x8, file=f)
+        # records: one model optimized on a batch-8 example serves every batch size; measure: a model per
+        # batch size, each module the fastest of its strategies and PyTorch's own on that batch's example
+        opts, tables = {}, {}
+        for n in (args.batches if args.choose == "measure" else [8]):
+            opt = copy.deepcopy(eager)
+            tab = os.path.join(args.out, f"{name}_table.md" if args.choose == "records" else f"{name}_measured_n{n}_table.md")
+            with open(tab, "w") as f:
+                bft.optimize(opt, inputs(n, args.size, device, dt, args.seed + 2), file=f, **choose_kwargs(args.choose))
+            opts[n], tables[n] = opt, opt.blockfuse_table
+            done = [r for r in opt.blockfuse_table if r["action"].startswith("blockfuse")]
+            log(f"{name}: n={n} {len(done)} modules replaced ({time.monotonic() - t0:.1f} s); {tab}")
+        if args.choose == "records":
+            opts = {n: opts[8] for n in args.batches}
         t_opt = time.monotonic() - t0
-        rows = opt.blockfuse_table
+        rows = tables[max(tables)]
         replaced = [r for r in rows if r["action"].startswith("blockfuse")]
-        log(f"{name}: {len(replaced)} modules replaced, {len(rows) - len(replaced)} left ({t_opt:.1f} s); {tab}")
         # every replaced module against the original in float64, at every batch size
         blocks = []
         for n in args.batches:
             if budget.left() < 15:
                 break
+            opt = opts[n]
+            replaced = [r for r in opt.blockfuse_table if r["action"].startswith("blockfuse")]
             xn = inputs(n, args.size, device, dt, args.seed + 3 + n)
             caught = capture_inputs(eager, [r["path"] for r in replaced], xn)
             for r in replaced:
@@ -298,7 +367,7 @@ def check(args, budget, save):
             k = min(nb, args.inputs - total)
             x = inputs(nb, args.size, device, dt, args.seed + 1000 + total)  # the largest batch's kernels
             with torch.inference_mode():
-                ye, yo = eager(x).double()[:k], opt(x).double()[:k]
+                ye, yo = eager(x).double()[:k], opts[nb](x).double()[:k]
                 y32 = ref32(x.float()).double()[:k]
             cos += torch.nn.functional.cosine_similarity(yo, ye, dim=1).tolist()
             cos32 += torch.nn.functional.cosine_similarity(ye, y32, dim=1).tolist()
@@ -312,8 +381,11 @@ def check(args, budget, save):
                 continue
             x = inputs(n, args.size, device, dt, args.seed + 7)
             with torch.inference_mode():
-                small[n] = float(torch.nn.functional.cosine_similarity(opt(x).double(), eager(x).double(), dim=1).min())
+                small[n] = float(torch.nn.functional.cosine_similarity(opts[n](x).double(), eager(x).double(),
+                                                                       dim=1).min())
+        replaced = [r for r in rows if r["action"].startswith("blockfuse")]
         res = {"replaced": len(replaced), "left": len(rows) - len(replaced), "optimize_s": t_opt, "table": rows,
+               "choose": args.choose, "choices": {n: bft.choices(opts[n]) for n in args.batches},
                "layout_copies": modules.layout_copies,
                "blocks": blocks, "blocks_pass": sum(b["pass"] for b in blocks), "blocks_checked": len(blocks),
                "inputs": total, "cos_min": min(cos) if cos else None, "cos_mean": sum(cos) / len(cos) if cos else None,
@@ -330,7 +402,7 @@ def check(args, budget, save):
         for b in blocks:
             if not b["pass"]:
                 log(f"  FAIL {b}")
-        del eager, ref64, ref32, opt
+        del eager, ref64, ref32, opt, opts
         if device.type == "cuda":
             torch.cuda.empty_cache()
     wait_warm(procs, t_start, args.warm_deadline)
@@ -343,26 +415,38 @@ def latency(args, budget, save):
     device = torch.device(args.device)
     dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[args.dtype]
     results = {}
+    chosen = {}  # {model: {batch: strategy dict}} from a measured check
+    if args.choices:
+        chosen = {m: r.get("choices", {}) for m, r in json.load(open(args.choices))["models"].items()}
     for name in args.models:
         base = make_model(name, args.seed, args.size)
         eager = to_dev(copy.deepcopy(base), device, dt)
         x8 = inputs(8, args.size, device, dt, args.seed + 2)
         # blockfuse: every module optimize() serves (its default); blocks only (convs=False: the other
-        # convolutions stay cuDNN's); measured (per module the fastest of its strategies and PyTorch's own,
-        # timed on the batch-8 example)
-        variants = [("eager", eager)]
-        for label, kw in (("blockfuse", {}), ("blockfuse_blocks", {"convs": False}),
-                          ("blockfuse_measured", {"choose": "measure", "keep_faster_pytorch": True})):
+        # convolutions stay cuDNN's), both optimized on a batch-8 example; measured: per batch size, per module
+        # the fastest of its strategies and PyTorch's own (the check's choices where --choices gives them,
+        # else timed here on that batch's example)
+        variants = {n: [("eager", eager)] for n in args.batches}
+        for label, kw in (("blockfuse", {}), ("blockfuse_blocks", {"convs": False})):
             if label in args.variants:
                 m = copy.deepcopy(eager)
                 with open(os.path.join(args.out, f"{name}_{label}_table.md"), "w") as f:
                     bft.optimize(m, x8, file=f, **kw)
-                variants.append((label, m))
+                for n in args.batches:
+                    variants[n].append((label, m))
+        if "blockfuse_measured" in args.variants:
+            for n in args.batches:
+                m = copy.deepcopy(eager)
+                given = chosen.get(name, {}).get(str(n))
+                kw = {"strategy": given} if given is not None else choose_kwargs("measure")
+                with open(os.path.join(args.out, f"{name}_blockfuse_measured_n{n}_table.md"), "w") as f:
+                    bft.optimize(m, inputs(n, args.size, device, dt, args.seed + 2), file=f, **kw)
+                variants[n].append(("blockfuse_measured", m))
         rows = []
         for n in args.batches:
             x = inputs(n, args.size, device, dt, args.seed + 11)
             with torch.inference_mode():
-                for label, fn in variants:
+                for label, fn in variants[n]:
                     if budget.left() < 5:
                         break
                     r = time_calls(fn, x)
@@ -461,7 +545,7 @@ def meta(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--phase", choices=["check", "latency", "warm", "report"], required=True)
+    ap.add_argument("--phase", choices=["load", "check", "latency", "warm", "report"], required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--batches", default="1,8,128")
@@ -479,6 +563,13 @@ def main():
     ap.add_argument("--compile-min-left", type=float, default=40,
                     help="latency: seconds of the budget a torch.compile needs to be started (x1.5 for max-autotune); "
                          "lower where check --warm filled Inductor's caches")
+    ap.add_argument("--jobs", type=int, default=8, help="load: processes at once")
+    ap.add_argument("--choose", default="records", choices=["records", "measure"],
+                    help="check: optimize() once on a batch-8 example with the records' strategies (records), or per "
+                         "batch size with the fastest strategy of each module timed on that batch (measure); the "
+                         "choices land in check.json")
+    ap.add_argument("--choices", default="", help="latency: a check.json whose measured choices the "
+                    "blockfuse_measured variant takes instead of timing every strategy again")
     ap.add_argument("--warm", default="", help="check: torch.compile modes to warm beside it (default,max-autotune)")
     ap.add_argument("--warm-deadline", type=float, default=240,
                     help="check --warm: seconds after the check's start at which the warm processes are stopped")
@@ -503,8 +594,10 @@ def main():
         with open(os.path.join(args.out, name), "w") as f:
             json.dump({"meta": info, "models": res}, f, indent=1, default=str)
 
-    res = {"check": check, "latency": latency, "warm": warm}[args.phase](args, budget, save)
+    res = {"check": check, "latency": latency, "warm": warm, "load": load}[args.phase](args, budget, save)
     save(res)
+    if args.phase == "load":
+        return 1 if res["failed"] else 0
     if args.phase == "warm":
         return 0
     report(args.out)

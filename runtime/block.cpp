@@ -305,7 +305,7 @@ void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t) 
         const size_t L = spec.layers.size();
         for (size_t j = 0; j < size_t(w.blocks) * L; ++j) {
             if (!tensor_core_layer(spec.layers[j % L])) continue;
-            if (j >= t.weights_tc.size() || !t.weights_tc[j].data())
+            if (j >= t.weights_tc.size() || !has_storage(t.weights_tc[j].raw_buffer()))
                 throw KernelError("kernel " + v.name + " reads the tensor-core weight layout of layer " +
                                   std::to_string(j % L) + ": randomize() did not lay it out for " + to_key(w));
             args[1 + 2 * j] = t.weights_tc[j].raw_buffer();

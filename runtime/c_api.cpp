@@ -10,6 +10,7 @@
 #include "runtime/dispatch.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/tuning_records.h"
+#include "schedules/block_knobs.h"
 #include <HalideRuntimeCuda.h>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -25,6 +26,8 @@ struct TensorSpec {
     std::string name;
     DType dtype;
     std::vector<int> extents;  // innermost first
+    // A tensor-core layout's dense form (k, c, kx, ky) innermost first: what a caller lays out from.
+    std::vector<int> dense_extents = {};
 };
 
 struct Handle {
@@ -58,30 +61,49 @@ void init_once() {
     });
 }
 
+// A dense layer's weights as the tensor-core kernels read them (tensor_core_weights(), runtime/conv2d_tc.h):
+// (taps x Cp, k) innermost first, the reduction index tap x Cp + c innermost (Cp = the channels rounded up to
+// 8 with zeros, taps kx fastest): a caller's (R, S, C, K) weights transposed to (K, R*S*Cp).
+TensorSpec tensor_core_weight_spec(const std::string &name, const Conv2dWorkload &l) {
+    return {name + "_tc", l.dtype, {l.r * l.s * ((l.c + 7) / 8 * 8), l.k}, {l.k, l.c, l.s, l.r}};
+}
+
+bool block_on_tensor_cores(const KernelVariant &v) {
+    const std::string s = v.param("strategy");
+    return s == kLayerByLayerTc || s == kFusedTc;
+}
+
 std::vector<TensorSpec> conv2d_specs(const Conv2dWorkload &w, const KernelVariant &v) {
     return {{"input", w.dtype, {w.c, w.w, w.h, w.n}},
-            {"weights", takes_f32_weights(v) ? DType::f32 : w.dtype, {w.k, w.c / w.groups, w.s, w.r}},
+            v.family == "conv2d_tc"
+                ? tensor_core_weight_spec("weights", w)
+                : TensorSpec{"weights", takes_f32_weights(v) ? DType::f32 : w.dtype, {w.k, w.c / w.groups, w.s, w.r}},
             {"bias", DType::f32, {w.k}},
             {"output", w.dtype, {w.k, w.out_w(), w.out_h(), w.n}}};
 }
 
 // ABI order of generators/block_generator.cpp: input, (weights, bias) per layer of each block, the
-// Squeeze-Excitation reduce and expand (weights, bias), output.
-std::vector<TensorSpec> block_specs(const BlockWorkload &w) {
+// Squeeze-Excitation reduce and expand (weights, bias), output. The dense layers of a tensor-core strategy
+// take their weights in the tensor-core layout.
+std::vector<TensorSpec> block_specs(const BlockWorkload &w, const KernelVariant &v) {
     std::vector<TensorSpec> out{{"input", w.dtype, {w.c, w.w, w.h, w.n}}};
     const auto layers = w.layers();
+    const BlockSpec spec = w.spec();
     for (int b = 0; b < w.blocks; ++b)
         for (size_t i = 0; i < layers.size(); ++i) {
             const auto &l = layers[i];
             const std::string pre = (w.blocks > 1 ? "b" + std::to_string(b) + "_" : "");
-            out.push_back({pre + "weights" + std::to_string(i), w.dtype, {l.k, l.c / l.groups, l.s, l.r}});
+            const std::string name = pre + "weights" + std::to_string(i);
+            if (block_on_tensor_cores(v) && tensor_core_layer(spec.layers[i]))
+                out.push_back(tensor_core_weight_spec(name, l));
+            else out.push_back({name, w.dtype, {l.k, l.c / l.groups, l.s, l.r}});
             out.push_back({pre + "bias" + std::to_string(i), DType::f32, {l.k}});
         }
-    if (const BlockSpec s = w.spec(); s.has_se()) {
-        const int E = s.layers[s.se_after].out_ch;
-        out.push_back({"se_weights0", w.dtype, {s.se_ch, E, 1, 1}});
-        out.push_back({"se_bias0", DType::f32, {s.se_ch}});
-        out.push_back({"se_weights1", w.dtype, {E, s.se_ch, 1, 1}});
+    if (spec.has_se()) {
+        const int E = spec.layers[spec.se_after].out_ch;
+        out.push_back({"se_weights0", w.dtype, {spec.se_ch, E, 1, 1}});
+        out.push_back({"se_bias0", DType::f32, {spec.se_ch}});
+        out.push_back({"se_weights1", w.dtype, {E, spec.se_ch, 1, 1}});
         out.push_back({"se_bias1", DType::f32, {E}});
     }
     const auto &last = layers.back();
@@ -91,8 +113,10 @@ std::vector<TensorSpec> block_specs(const BlockWorkload &w) {
 
 void describe(Handle &h) {
     nlohmann::json t = nlohmann::json::array();
-    for (const auto &s : h.tensors)
+    for (const auto &s : h.tensors) {
         t.push_back({{"name", s.name}, {"dtype", dtype_name(s.dtype)}, {"extents", s.extents}});
+        if (!s.dense_extents.empty()) t.back()["dense_extents"] = s.dense_extents;
+    }
     h.description = nlohmann::json{
         {"key", h.key},
         {"family", h.family},
@@ -211,7 +235,7 @@ void *bf_open(const char *key, const char *strategy, const char *device, int loa
             h->tensors = conv2d_specs(*h->conv, *h->variant);
         } else {
             h->block = parse_block(h->key);
-            h->tensors = block_specs(*h->block);
+            h->tensors = block_specs(*h->block, *h->variant);
         }
         if (load) {
             h->origin = h->variant->load().origin;
@@ -257,11 +281,21 @@ int bf_run(void *handle, const bf_tensor *tensors, int count, int device_ordinal
         if (h.device == Device::cuda) scope.emplace(device_ordinal, stream);
         auto tensor = [&](int i) { return Tensor(bufs[i]); };
         auto f32 = [&](int i) { return Halide::Runtime::Buffer<float>(bufs[i]); };
+        auto storage_bits = [&](int i) {  // the tensor-core layout: f16 / bf16 as their bits, as the kernels take it
+            halide_buffer_t b = bufs[i];
+            b.type = halide_type_of<uint16_t>();
+            return Halide::Runtime::Buffer<uint16_t>(b);
+        };
+        auto tensor_core_layout = [&](int i) {
+            const std::string &n = h.tensors[i].name;
+            return n.size() > 3 && n.compare(n.size() - 3, 3, "_tc") == 0;
+        };
         if (h.conv) {
             Conv2dTensors t;
             t.input = tensor(0);
             t.weights = tensor(1);
             if (takes_f32_weights(*h.variant)) t.weights_f32 = f32(1);
+            if (tensor_core_layout(1)) t.weights_tc = storage_bits(1);
             t.bias = f32(2);
             t.output = tensor(3);
             run_conv2d(*h.variant, *h.conv, t);
@@ -271,6 +305,7 @@ int bf_run(void *handle, const bf_tensor *tensors, int count, int device_ordinal
             for (int i = 1; i + 1 < count; i += 2) {
                 t.weights.push_back(tensor(i));
                 t.biases.push_back(f32(i + 1));
+                t.weights_tc.push_back(tensor_core_layout(i) ? storage_bits(i) : Halide::Runtime::Buffer<uint16_t>());
             }
             t.output = tensor(count - 1);
             run_block(*h.variant, *h.block, t);

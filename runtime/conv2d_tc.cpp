@@ -68,7 +68,7 @@ void run_conv2d_tc(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensor
     const std::string name = key.empty() ? to_key(w) : key;
     if (const std::string why = conv2d_tc_launch_error(v, w, launch_limits(v.device), z); !why.empty())
         throw KernelError("launch rejected before running: kernel " + v.name + " on " + name + ": " + why);
-    if (!t.weights_tc.data())
+    if (!has_storage(t.weights_tc.raw_buffer()))
         throw KernelError("kernel " + v.name +
                           " reads the tensor-core weight layout: lay_out_tensor_core_weights() was "
                           "not called after the weights of " +

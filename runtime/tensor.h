@@ -18,6 +18,9 @@ void poison(Tensor &t, DType dtype);
 // All elements as double (copies to host first if the device copy is newer).
 std::vector<double> to_doubles(Tensor &t, DType dtype);
 
+// Whether a buffer holds data: host memory, or a device allocation (a caller's wrapped device pointer has no host).
+inline bool has_storage(const halide_buffer_t *b) { return b && (b->host || b->device); }
+
 // A tensor's extents, dimension by dimension (make_tensor's `dims`).
 inline std::vector<int> shape_of(const Tensor &t) {
     std::vector<int> shape;

@@ -167,6 +167,57 @@ class OptimizeOnCpuKernels(unittest.TestCase):
         finally:
             os.environ.pop("BLOCKFUSE_TORCH_CPU", None)
 
+    def test_choices_rebuild_the_model(self):
+        # a strategy per module path ("pytorch" keeps the original); choices() gives them back, and a fresh
+        # copy optimized with them is the same model
+        os.environ["BLOCKFUSE_TORCH_CPU"] = "1"
+        try:
+            net = tiny_network()
+            x = cl(torch.randn(1, 3, 13, 11))
+            bft.optimize(net, x, strategy={"1": "pytorch", "3": "fused", "mbconv": "layer_by_layer"}, verbose=False)
+            self.assertNotIsInstance(net[1], bft.modules.Block)
+            self.assertEqual(net[3].strategy, "fused")
+            chosen = bft.choices(net)
+            self.assertEqual(chosen["1"], "pytorch")
+            self.assertEqual(chosen["3"], "fused")
+            self.assertEqual(chosen["2.conv.2"], "direct")
+            again = tiny_network()
+            bft.optimize(again, x, strategy=chosen, verbose=False)
+            self.assertEqual(bft.choices(again), chosen)
+            with torch.no_grad():
+                self.assertTrue(torch.equal(again(x), net(x)))
+        finally:
+            os.environ.pop("BLOCKFUSE_TORCH_CPU", None)
+
+    def test_tensor_core_strategies(self):
+        # f16 on the tensor-core kernels (emulated on the CPU): their weights in the tensor-core layout, laid out
+        # from PyTorch's (R, S, Cg, K) by the ops (the stem's 3 channels padded to 8), against float64
+        os.environ["BLOCKFUSE_TORCH_CPU"] = "1"
+        try:
+            net = tiny_network().half()
+            ref = tiny_network().double()
+            x = cl(torch.randn(2, 3, 17, 15))
+            want = {"0": "tensor_cores", "1": "fused_tc", "2.conv.0": "tensor_cores", "2.conv.1": "direct",
+                    "2.conv.2": "tensor_cores", "3": "layer_by_layer_tc", "4": "layer_by_layer_tc"}
+            bft.optimize(net, x.half(), strategy=want, verbose=False)
+            self.assertEqual(bft.choices(net), want, bft.format_table(net.blockfuse_table))
+            keys = {r["path"]: r["key"] for r in net.blockfuse_table}
+            for path in ("0", "1"):
+                names = [t["name"] for t in bft.kernel(keys[path], want[path], "cpu").tensors]
+                self.assertTrue(any(n.endswith("_tc") for n in names), names)
+            with torch.no_grad():
+                y = net(x.half()).double()
+                r = ref(x.double())
+            err = float((y - r).abs().max() / r.abs().max())
+            self.assertLess(err, 1e-2, f"seed {SEED}\n{bft.format_table(net.blockfuse_table)}")
+            # a bad weight shape for a tensor-core kernel is named
+            blk = net[0]
+            bad = blk.weight0[:, :, :2].contiguous()
+            with self.assertRaisesRegex(ValueError, "weight"):
+                bft.conv2d(x.half(), bad, blk.bias0, stride=2, padding=1, act="relu6", strategy="tensor_cores")
+        finally:
+            os.environ.pop("BLOCKFUSE_TORCH_CPU", None)
+
     def test_training_mode(self):
         with self.assertRaisesRegex(ValueError, "training mode"):
             bft.optimize(tiny_network().train(), cl(torch.randn(1, 3, 9, 9)))

@@ -19,7 +19,9 @@ from blockfuse._lib import BlockfuseError
 from blockfuse.torch import modules, ops
 from blockfuse.torch.ops import block, conv2d, conv_weight, kernel
 
-__all__ = ["optimize", "conv2d", "block", "conv_weight", "kernel", "format_table"]
+__all__ = ["optimize", "choices", "conv2d", "block", "conv_weight", "kernel", "format_table"]
+
+PYTORCH = "pytorch"  # a strategy dict's value that keeps a module in PyTorch
 
 
 def _get(model, path):
@@ -59,9 +61,22 @@ def _time_ms(fn, x, iters=20):
 
 
 def _strategy_for(strategy, e):
-    if isinstance(strategy, dict):
-        return strategy.get(e.shape.family if e.kind == "block" else "conv2d", "")
+    if isinstance(strategy, dict):  # the module's path first, then its family
+        return strategy.get(e.path, strategy.get(e.shape.family if e.kind == "block" else "conv2d", ""))
     return (strategy or "") if e.kind == "block" else ""
+
+
+def choices(model):
+    """What optimize() put in place, as a strategy dict: {module path: strategy, or "pytorch" where the
+    original was kept as faster}. Given back to optimize(strategy=...) on a fresh copy of the model (at the
+    same batch size) it rebuilds the same model without timing anything again."""
+    out = {}
+    for r in getattr(model, "blockfuse_table", []):
+        if r["strategy"]:
+            out[r["path"]] = r["strategy"]
+        elif r["note"].startswith("PyTorch is faster"):
+            out[r["path"]] = PYTORCH
+    return out
 
 
 def optimize(model, example_input, *, convs=True, strategy=None, choose="records", keep_faster_pytorch=False,
@@ -74,7 +89,8 @@ def optimize(model, example_input, *, convs=True, strategy=None, choose="records
     every replaced module its input shape, whose kernel is then opened (loaded from the kernel cache, or
     generated on a machine with Halide); a module whose kernel is not available stays as it was.
     strategy: "" (per block the fastest tuning record's strategy, else the family's first), a strategy
-    for every block, or {family or "conv2d": strategy}. choose="measure": time every strategy of each
+    for every block, or {module path, family or "conv2d": strategy} (a path's entry first; "pytorch" keeps
+    that module as it is; choices() of an optimized model is such a dict). choose="measure": time every strategy of each
     block on its example input and keep the fastest (keep_faster_pytorch: and keep the original module if
     it is faster still). Returns the model; the table is printed (verbose) and kept as
     model.blockfuse_table (a list of dicts)."""
@@ -119,8 +135,12 @@ def optimize(model, example_input, *, convs=True, strategy=None, choose="records
         n, _, h, w = shapes[e.path]
         key = e.shape.key(n, h, w, dtype)
         row["key"] = key
+        wanted = _strategy_for(strategy, e)
+        if wanted == PYTORCH:
+            row.update(action="left to PyTorch", note="PyTorch is faster (the strategy given says so)")
+            continue
         try:
-            kern = kernel(key, _strategy_for(strategy, e), kind)
+            kern = kernel(key, wanted, kind)
         except BlockfuseError as err:
             row.update(action="left to PyTorch", note=f"no kernel: {err}")
             continue

@@ -27,6 +27,7 @@ from blockfuse.match import BlockShape, ConvLayer
 
 _kernels = {}
 _f32_weights = weakref.WeakKeyDictionary()
+_tc_weights = weakref.WeakKeyDictionary()
 
 
 def allow_cpu():
@@ -78,7 +79,24 @@ def _fill_dense(a, t):
         a.strides[i] = stride[d - 1 - i]
 
 
+def tensor_core_weight(w):
+    """(R, S, Cg, K) weights -> the tensor-core kernels' layout (K, R*S*Cp), the reduction index r, s, c
+    innermost, Cp = Cg rounded up to 8 with zero channels (runtime/c_api.cpp's "_tc" tensors, their
+    "dense_extents" the (R, S, Cg, K) they come from); made once per weight tensor (kept while it lives)."""
+    f = _tc_weights.get(w)
+    if f is None:
+        r, s, cg, k = w.shape
+        cp = (cg + 7) // 8 * 8
+        f = w.new_zeros((k, r * s, cp))
+        f[:, :, :cg] = w.reshape(r * s, cg, k).permute(2, 0, 1)
+        f = f.reshape(k, r * s * cp)
+        _tc_weights[w] = f
+    return f
+
+
 def _weight_for(kern, index, w, op, name):
+    if "dense_extents" in kern.tensors[index] and w.dim() == 4:
+        w = tensor_core_weight(w)
     want = kern.tensors[index]["dtype"]
     got = checks.storage_dtype(op, name, w)
     if got == want:
@@ -111,7 +129,11 @@ def _bind(kern, x, params, op):
         if "bias" in spec["name"]:
             checks.check_like(op, name, t, x, "x", dtype="f32", shape=shape, allow_cpu=_cpu_ok(x))
         else:
-            checks.check_like(op, name, t, x, "x", dtype=None, shape=shape, allow_cpu=_cpu_ok(x))
+            if "dense_extents" in spec and t.dim() == 4:  # given (R, S, Cg, K), as every other kernel takes it
+                checks.check_like(op, name, t, x, "x", dtype=None, shape=tuple(reversed(spec["dense_extents"])),
+                                  allow_cpu=_cpu_ok(x))
+            else:
+                checks.check_like(op, name, t, x, "x", dtype=None, shape=shape, allow_cpu=_cpu_ok(x))
             t = _weight_for(kern, i, t, op, name)
         keep.append(t)
         _fill_dense(args[i], t)
