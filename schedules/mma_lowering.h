@@ -1,7 +1,7 @@
 // A custom lowering pass for CUDA kernels built from generators/mma.h, added to the pipeline by the
 // schedule (Pipeline::add_custom_lowering_pass). Halide runs custom passes last, after unrolling,
 // GPU thread-loop fusion, barrier insertion and warp-shuffle lowering, so the pass sees the kernel as
-// it will be compiled, and does three small jobs there:
+// it will be compiled, and does four small jobs there:
 //
 //  1. ldmatrix addresses. Each ldmatrix extern carries the shared-memory element its lane points at,
 //     and the row's last element (for bounds inference). The pass checks both are loads of one
@@ -15,6 +15,10 @@
 //     slice size S, the same map for every access) and drops the warp term: each thread keeps S values.
 //  3. Convergence. mma.sync and ldmatrix need all 32 lanes: every such call must sit in a gpu_lanes
 //     loop of extent 32 with no enclosing condition that depends on a thread index.
+//  4. Outputs on the device only. Halide asserts a non-null host pointer for an output whose pure definition
+//     is undef, as these kernels' are (it sees the undef in host loops before removing it); the pass drops
+//     that assertion for every output the lowered statement does not touch on the host, so that a caller
+//     with device memory only (the C API, blockfuse.torch) can run the kernel.
 //
 // Anything else is a Halide::CompileError naming `kernel` and what failed: the kernel is never built
 // in a form the PTX rewriter (runtime/mma_ptx.h) or the hardware would get wrong.
