@@ -144,6 +144,13 @@ class OptimizeOnCpuKernels(unittest.TestCase):
                 r = ref(x.double())
             err = float((y.double() - r).abs().max() / r.abs().max())
             self.assertLess(err, 1e-4, f"seed {SEED}\n{table}")
+            # a second input shape after the first: the modules check and bind their kernels for it (each keeps
+            # its calls per input shape), and the first shape's calls still serve it
+            for xs in (cl(torch.randn(1, 3, 11, 13)), x):
+                with torch.no_grad():
+                    ys, rs = net(xs).double(), ref(xs.double())
+                self.assertLess(float((ys - rs).abs().max() / rs.abs().max()), 1e-4, f"seed {SEED}, {tuple(xs.shape)}")
+            self.assertEqual(len(net[1]._prepared), 2)
             # the op's out= form writes the caller's tensor
             out = cl(torch.full((2, 16, 9, 8), float("nan")))
             blk = net[1]

@@ -22,10 +22,28 @@ def _as_input(x):
 class _Folded(nn.Module):
     def _store(self, folded, dtype, device):
         """folded: [(weight (R, S, Cg, K), bias (K))] float64 numpy, in the kernel's order."""
+        self._prepared = {}  # input (shape, strides, dtype, device) -> ops.prepared call
         self.n_params = len(folded)
         for i, (w, b) in enumerate(folded):
             self.register_buffer(f"weight{i}", torch.from_numpy(w).to(device=device, dtype=dtype).contiguous())
             self.register_buffer(f"bias{i}", torch.from_numpy(b).to(device=device, dtype=torch.float32).contiguous())
+
+    def _apply(self, fn, *args, **kwargs):  # .to(), .half(), .cuda() replace the buffers: prepare again
+        self._prepared = {}
+        return super()._apply(fn, *args, **kwargs)
+
+    def forward(self, x):
+        x = _as_input(x)
+        if torch.compiler.is_compiling():  # the registered op, opaque to the graph
+            return self._op(*self._op_args(x))
+        # eager: the op's implementation, its checks and binding once per input shape and layout, then the launch
+        key = (x.shape, x.stride(), x.dtype, x.device)
+        call = self._prepared.get(key)
+        if call is None:
+            kern, params, out_shape, op = self._checked_call(x)
+            call = ops.prepared(kern, x, params, out_shape, op)
+            self._prepared[key] = call
+        return call(x)
 
     def weights(self):
         return [getattr(self, f"weight{i}") for i in range(self.n_params)]
@@ -42,13 +60,14 @@ class Conv2d(_Folded):
         self.layer, self.strategy, self.replaced = layer, strategy, replaced
         self._store(folded, dtype, device)
 
-    def forward(self, x):
+    _op = torch.ops.blockfuse.conv2d
+
+    def _op_args(self, x):
         L = self.layer
-        args = (_as_input(x), self.weight0, self.bias0, list(L.stride), list(L.pad), list(L.dil), L.groups, L.act,
-                self.strategy)
-        if torch.compiler.is_compiling():  # the registered op, opaque to the graph
-            return torch.ops.blockfuse.conv2d(*args)
-        return ops._conv_impl(*args)  # eager: the same implementation without the dispatcher's layers
+        return (x, self.weight0, self.bias0, list(L.stride), list(L.pad), list(L.dil), L.groups, L.act, self.strategy)
+
+    def _checked_call(self, x):
+        return ops._conv_call(*self._op_args(x))
 
     def extra_repr(self):
         L = self.layer
@@ -65,12 +84,12 @@ class Block(_Folded):
         self._store(folded, dtype, device)
         self._op = ops.BLOCK_OPS[shape.family][0]
 
-    def forward(self, x):
+    def _op_args(self, x):
         s = self.shape
-        args = (_as_input(x), self.weights(), self.biases(), s.e, s.k, s.stride, s.se, s.act, self.strategy)
-        if torch.compiler.is_compiling():
-            return self._op(*args)
-        return ops._block_impl(s.family, *args)
+        return (x, self.weights(), self.biases(), s.e, s.k, s.stride, s.se, s.act, self.strategy)
+
+    def _checked_call(self, x):
+        return ops._block_call(self.shape.family, *self._op_args(x))
 
     def extra_repr(self):
         s = self.shape

@@ -199,13 +199,44 @@ def _empty(x, shape):
     return torch.empty(shape, dtype=x.dtype, device=x.device, memory_format=torch.channels_last)
 
 
-def _conv_impl(x, weight, bias, stride, padding, dilation, groups, act, strategy, out=None):
+def _conv_call(x, weight, bias, stride, padding, dilation, groups, act, strategy, out=None):
+    """The checked call of one convolution: (kernel, params, output shape, op name)."""
     layer = _conv_layer(x, weight, stride, padding, dilation, groups, act)
     d, oh, ow = _check_conv(x, weight, bias, layer, out)
     kern = kernel(layer.key(x.shape[0], x.shape[2], x.shape[3], d), strategy, _device_kind(x))
-    if out is None:
-        out = _empty(x, (x.shape[0], layer.k, oh, ow))
-    return _run(kern, x, [(weight, "weight"), (bias, "bias")], out, "blockfuse.conv2d")
+    return kern, [(weight, "weight"), (bias, "bias")], (x.shape[0], layer.k, oh, ow), "blockfuse.conv2d"
+
+
+def _conv_impl(x, weight, bias, stride, padding, dilation, groups, act, strategy, out=None):
+    kern, params, shape, op = _conv_call(x, weight, bias, stride, padding, dilation, groups, act, strategy, out)
+    return _run(kern, x, params, _empty(x, shape) if out is None else out, op)
+
+
+def prepared(kern, x, params, out_shape, op):
+    """A call of `kern` checked once for inputs shaped, laid out and typed as `x`, with `params` bound: per
+    call it allocates the output, sets the two activation pointers and launches (what a replaced module does
+    on every forward after its first). The caller keeps the params alive and unchanged."""
+    _aligned(op, "x", x)
+    args, keep = _bind(kern, x, params, op)
+    _fill_activation(args[0], x)
+    _fill_activation(args[-1], _empty(x, out_shape))  # extents and strides: every output is laid out alike
+    dev, dtype = x.device, x.dtype
+    index, cuda = dev.index or 0, dev.type == "cuda"
+
+    def call(x):
+        ptr = x.data_ptr()
+        if ptr % 16:
+            _aligned(op, "x", x)
+        out = torch.empty(out_shape, dtype=dtype, device=dev, memory_format=torch.channels_last)
+        args[0].data, args[-1].data = ptr, out.data_ptr()
+        if cuda:
+            kern.run(args, index, torch.cuda.current_stream(dev).cuda_stream)
+        else:
+            kern.run(args)
+        return out
+
+    call.keep = keep
+    return call
 
 
 @torch.library.custom_op("blockfuse::conv2d", mutates_args=())
@@ -236,7 +267,8 @@ def _block_shape(family, x, expansion, kernel_size, stride, se, act):
     return BlockShape(family, x.shape[1], expansion, kernel_size, stride, bool(se), act)
 
 
-def _block_impl(family, x, weights, biases, expansion, kernel_size, stride, se, act, strategy, out=None):
+def _block_call(family, x, weights, biases, expansion, kernel_size, stride, se, act, strategy, out=None):
+    """The checked call of one block: (kernel, params, output shape, op name)."""
     op = f"blockfuse.{family}"
     d = checks.check_activation(op, "x", x, _cpu_ok(x))
     checks.check_choice(op, "act", act, checks.ACTIVATIONS[1:])
@@ -249,12 +281,16 @@ def _block_impl(family, x, weights, biases, expansion, kernel_size, stride, se, 
         checks.check_like(op, "out", out, x, "x", shape=(x.shape[0], x.shape[1], oh, ow), allow_cpu=_cpu_ok(out),
                            dense=False)
     kern = kernel(shape.key(x.shape[0], x.shape[2], x.shape[3], d), strategy, _device_kind(x))
-    if out is None:
-        out = _empty(x, (x.shape[0], x.shape[1], oh, ow))
     params = []
     for i, (w, b) in enumerate(zip(weights, biases)):
         params += [(w, f"weights[{i}]"), (b, f"biases[{i}]")]
-    return _run(kern, x, params, out, op)
+    return kern, params, (x.shape[0], x.shape[1], oh, ow), op
+
+
+def _block_impl(family, x, weights, biases, expansion, kernel_size, stride, se, act, strategy, out=None):
+    kern, params, shape, op = _block_call(family, x, weights, biases, expansion, kernel_size, stride, se, act, strategy,
+                                          out)
+    return _run(kern, x, params, _empty(x, shape) if out is None else out, op)
 
 
 def _register_block(family):
