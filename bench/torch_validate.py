@@ -22,7 +22,8 @@ check: per model, optimize() on a batch-8 example (--choose measure: per batch s
 latency: eager, torch.compile (dynamic=False, one graph per batch size), the optimized model, each at every
   batch size, median of >= 20 calls (>= 0.3 s) after warm-up: host-inclusive (the call and a synchronize,
   as a caller feels it) and device time (CUDA events around the call); --compile max-autotune adds
-  torch.compile(mode="max-autotune") at --autotune-batches only (its compile takes minutes).
+  torch.compile(mode="max-autotune") at --autotune-batches only (its compile takes minutes); --graphs adds every
+  variant captured in a CUDA graph (input copied in, graph replayed; max-autotune uses CUDA graphs too).
 warm: torch.compile of each model at every batch size (and max-autotune at --autotune-batches), no timing:
   it fills Inductor's caches (FX graph and autotuning, under /tmp) so that latency's compiles load instead of
   compiling; its cold compile times are in warm_MODEL_MODE_BATCH.json. check --warm MODES starts one warm
@@ -136,6 +137,31 @@ def time_calls(fn, x, min_calls=20, min_seconds=0.3, max_calls=400):
     med = lambda v: sorted(v)[len(v) // 2] if v else float("nan")
     return {"host_ms": med(host), "device_ms": med(dev), "calls": len(host),
             "host_p10": sorted(host)[len(host) // 10], "host_p90": sorted(host)[len(host) * 9 // 10]}
+
+
+def graphed(fn, x):
+    """fn captured in one CUDA graph on a static copy of x, after warm-up calls on a side stream: a call copies
+    its input in and replays the graph, the host's launch work gone (as torch.compile's max-autotune and
+    reduce-overhead modes do with their CUDA graphs). The output is the graph's static tensor."""
+    import torch
+    static = x.clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn(static)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fn(static)
+
+    def call(inp):
+        static.copy_(inp)
+        g.replay()
+        return out
+
+    call.graph = g
+    return call
 
 
 def compiled(eager, mode):
@@ -446,10 +472,19 @@ def latency(args, budget, save):
         for n in args.batches:
             x = inputs(n, args.size, device, dt, args.seed + 11)
             with torch.inference_mode():
-                for label, fn in variants[n]:
+                timed = list(variants[n])
+                if args.graphs and device.type == "cuda":
+                    timed += [(f"{label}+graph", fn) for label, fn in variants[n]]
+                for label, fn in timed:
                     if budget.left() < 5:
                         break
-                    r = time_calls(fn, x)
+                    try:
+                        r = time_calls(graphed(fn, x) if label.endswith("+graph") else fn, x)
+                    except Exception as e:  # a model that cannot be captured is a result, named
+                        r = {"failed": f"{type(e).__name__}: {e}"[:300]}
+                        log(f"{name} n={n} {label}: failed: {r['failed']}")
+                        rows.append({"model": name, "batch": n, "variant": label, **r})
+                        continue
                     rows.append({"model": name, "batch": n, "variant": label, **r})
                     save({**results, name: rows})
                     log(f"{name} n={n} {label}: host {r['host_ms']:.3f} ms, device {r['device_ms']:.3f} ms")
@@ -497,13 +532,14 @@ def report(out):
             lines += ["", f"## Latency ({f})", "", "Median ms; host = the call and a synchronize (what a caller "
                       "waits), device = CUDA events around the call.", "",
                       "| model | batch | eager host / device | torch.compile | compile max-autotune | blockfuse | "
-                      "blockfuse, blocks only | blockfuse, measured | compile / blockfuse (host) | compile / best "
-                      "blockfuse (host) |", "|---|---|---|---|---|---|---|---|---|---|"]
+                      "blockfuse, blocks only | blockfuse, measured | eager, CUDA graph | blockfuse, measured, CUDA graph "
+                      "| compile / blockfuse (host) | compile / best blockfuse (host) |",
+                      "|---|---|---|---|---|---|---|---|---|---|---|---|"]
             for m, rows in lt["models"].items():
                 by = {}
                 for r in rows:
                     by.setdefault(r["batch"], {})[r["variant"]] = r
-                fmt = lambda r: "—" if not r else ("skipped" if "skipped" in r else
+                fmt = lambda r: "—" if not r else ("skipped" if "skipped" in r else "failed" if "failed" in r else
                                                    f"{r['host_ms']:.3f} / {r['device_ms']:.3f}")
                 for n, v in sorted(by.items()):
                     bf, cd = v.get("blockfuse"), v.get("compile:default")
@@ -514,7 +550,8 @@ def report(out):
                     rbest = f"{cd['host_ms'] / best['host_ms']:.2f}x ({best['variant']})" if best and ok(cd) else "—"
                     lines.append(f"| {m} | {n} | {fmt(v.get('eager'))} | {fmt(cd)} | "
                                  f"{fmt(v.get('compile:max-autotune'))} | {fmt(bf)} | {fmt(v.get('blockfuse_blocks'))} | "
-                                 f"{fmt(v.get('blockfuse_measured'))} | {ratio} | {rbest} |")
+                                 f"{fmt(v.get('blockfuse_measured'))} | {fmt(v.get('eager+graph'))} | "
+                                 f"{fmt(v.get('blockfuse_measured+graph'))} | {ratio} | {rbest} |")
     warm_rows = []
     for f in sorted(os.listdir(out)):
         if f.startswith("warm_") and f.endswith(".json"):
@@ -568,6 +605,8 @@ def main():
                     help="check: optimize() once on a batch-8 example with the records' strategies (records), or per "
                          "batch size with the fastest strategy of each module timed on that batch (measure); the "
                          "choices land in check.json")
+    ap.add_argument("--graphs", action="store_true", help="latency: also every variant captured in a CUDA graph "
+                    "(variant+graph: the input copied in, the graph replayed)")
     ap.add_argument("--choices", default="", help="latency: a check.json whose measured choices the "
                     "blockfuse_measured variant takes instead of timing every strategy again")
     ap.add_argument("--warm", default="", help="check: torch.compile modes to warm beside it (default,max-autotune)")
