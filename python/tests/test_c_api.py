@@ -1,7 +1,8 @@
 """The C surface of libblockfuse_runtime.so through ctypes, on CPU kernels and numpy memory (no torch, no
 GPU): a conv2d and an MBConv block opened by key, run on the caller's arrays, against float64; the
 matcher's folded weights of a torchvision-shaped InvertedResidual through the real kernel; bad input
-named. Kernels not prebuilt are generated into the kernel cache (a few seconds each)."""
+named; a tensor-core kernel's weight layout. Kernels not prebuilt are generated into the kernel cache (a
+few seconds each)."""
 import os
 import sys
 import unittest
@@ -98,6 +99,40 @@ class CApiTest(unittest.TestCase):
         ref = mocks.forward(m, x)
         err = np.max(np.abs(y - ref)) / np.max(np.abs(ref))
         self.assertLess(err, 1e-5, f"seed {SEED}")
+
+    def test_tensor_core_weight_layout(self):
+        # the tensor_cores strategy (emulated on the CPU) takes its weights as (K, R*S*Cp), the channels padded
+        # to 8 with zeros (3 here), described with their dense extents; a caller lays them out from (R, S, C, K)
+        key = "conv2d:n=1,c=3,h=9,w=7,k=16,r=3,s=3,stride=2,pad=1,groups=1,bias=1,act=relu,dtype=f16"
+        kern = blockfuse.Kernel(key, "tensor_cores", "cpu")
+        spec = kern.tensors[1]
+        self.assertEqual((spec["name"], spec["extents"], spec["dense_extents"]),
+                         ("weights_tc", [72, 16], [16, 3, 3, 3]))
+        x = self.rng.uniform(-1, 1, (1, 3, 9, 7)).astype(np.float16)
+        w = self.rng.uniform(-1, 1, (16, 3, 3, 3)).astype(np.float16)  # PyTorch's (K, C, R, S)
+        b = self.rng.uniform(-1, 1, 16)
+        from blockfuse import fold
+        dense = fold.conv_weight_layout(w.astype(np.float64))  # (R, S, C, K)
+        tc = np.zeros((16, 9, 8), np.float16)
+        tc[:, :, :3] = dense.reshape(9, 3, 16).transpose(2, 0, 1)
+        tc = tc.reshape(16, 72)
+        xs = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+        bias = b.astype(np.float32)
+        out = np.full((1, 5, 4, 16), np.nan, np.float16)
+        args = kern.arguments()
+        activation_arg(args[0], xs)
+        dense_arg(args[1], tc)
+        dense_arg(args[2], bias)
+        activation_arg(args[3], out)
+        kern.run(args)
+        layer = match.ConvLayer(3, 16, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1, "relu")
+        ref = mocks.conv_forward(layer, [(dense, b)], x.astype(np.float64))
+        y = out.transpose(0, 3, 1, 2).astype(np.float64)
+        self.assertLess(np.max(np.abs(y - ref)) / np.max(np.abs(ref)), 1e-2, f"seed {SEED}")
+        dense16 = np.ascontiguousarray(dense, np.float16)  # the dense layout is refused, by name
+        dense_arg(args[1], dense16)
+        with self.assertRaisesRegex(blockfuse.BadInput, r"tensor 'weights_tc': extents \(16,3\) .* takes \(72,16\)"):
+            kern.run(args)
 
     def test_bad_tensors(self):
         key = "conv2d:n=2,c=16,h=9,w=7,k=16,r=3,s=3,stride=2,pad=1,groups=16,bias=1,act=relu,dtype=f32"
