@@ -51,6 +51,11 @@ TOL = {"f16": 1e-2, "bf16": 6e-2, "f32": 1e-4}
 MODELS = ("mobilenet_v2", "efficientnet_b0", "convnext_tiny")
 
 
+def torch_dtype(name):
+    import torch
+    return {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[name]
+
+
 def log(*a):
     print(*a, flush=True)
 
@@ -195,7 +200,7 @@ def first_calls(args, name, eager, budget, min_left, rows):
 def warm(args, budget, save):
     import torch
     device = torch.device(args.device)
-    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[args.dtype]
+    dt = torch_dtype(args.dtype)
     results = {}
     for name in args.models:
         eager = to_dev(copy.deepcopy(make_model(name, args.seed, args.size)), device, dt)
@@ -273,21 +278,18 @@ def _load_key(key, device="cuda"):
     import torch
     from blockfuse._lib import BlockfuseError, Kernel
     from blockfuse.torch import ops
-    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
     out = []
     for s in Kernel(key, "", device, load=False).desc["strategies"]:
         t0 = time.monotonic()
         try:
             kern = Kernel(key, s, device)
             args = kern.arguments()
-            keep = [torch.zeros(tuple(reversed(t["extents"])), dtype=dt[t["dtype"]], device=device) for t in kern.tensors]
+            keep = [torch.zeros(tuple(reversed(t["extents"])), dtype=torch_dtype(t["dtype"]), device=device)
+                    for t in kern.tensors]
             for a, t in zip(args, keep):
                 ops._fill_dense(a, t)  # dense, innermost first: the activations' (n, y, x, c) is channels_last
-            if device == "cuda":
-                kern.run(args, 0, torch.cuda.current_stream().cuda_stream)
-                torch.cuda.synchronize()
-            else:
-                kern.run(args)
+            ops._launch(kern, args, keep[0].device)
+            sync(keep[0].device)
             out.append((s, time.monotonic() - t0, ""))
         except BlockfuseError as e:
             out.append((s, time.monotonic() - t0, str(e)))
@@ -327,7 +329,7 @@ def check(args, budget, save):
     import torch
     import blockfuse.torch as bft
     device = torch.device(args.device)
-    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[args.dtype]
+    dt = torch_dtype(args.dtype)
     results = {}
     t_start = time.monotonic()
     procs = start_warm(args) if args.warm else []
@@ -439,7 +441,7 @@ def latency(args, budget, save):
     import torch
     import blockfuse.torch as bft
     device = torch.device(args.device)
-    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[args.dtype]
+    dt = torch_dtype(args.dtype)
     results = {}
     chosen = {}  # {model: {batch: strategy dict}} from a measured check
     if args.choices:

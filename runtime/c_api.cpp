@@ -286,10 +286,7 @@ int bf_run(void *handle, const bf_tensor *tensors, int count, int device_ordinal
             b.type = halide_type_of<uint16_t>();
             return Halide::Runtime::Buffer<uint16_t>(b);
         };
-        auto tensor_core_layout = [&](int i) {
-            const std::string &n = h.tensors[i].name;
-            return n.size() > 3 && n.compare(n.size() - 3, 3, "_tc") == 0;
-        };
+        auto tensor_core_layout = [&](int i) { return !h.tensors[i].dense_extents.empty(); };
         if (h.conv) {
             Conv2dTensors t;
             t.input = tensor(0);

@@ -120,110 +120,101 @@ def tiny_network():
 
 @unittest.skipUnless(os.environ.get("BLOCKFUSE_TORCH_KERNELS", "1") == "1", "BLOCKFUSE_TORCH_KERNELS=0")
 class OptimizeOnCpuKernels(unittest.TestCase):
-    def test_optimize(self):
+    # the ops take CPU tensors and run blockfuse's CPU kernels (ops.allow_cpu)
+    def setUp(self):
         os.environ["BLOCKFUSE_TORCH_CPU"] = "1"
-        try:
-            net = tiny_network()
-            ref = tiny_network().double()
-            x = cl(torch.randn(2, 3, 17, 15))
-            import io
-            buf = io.StringIO()
-            bft.optimize(net, x, file=buf)
-            table = buf.getvalue()
-            rows = net.blockfuse_table
-            acts = {r["path"]: r["action"] for r in rows}
-            self.assertEqual(acts["1"], "blockfuse block mbconv", table)
-            self.assertEqual(acts["2"], "not fused (layers below)", table)
-            self.assertEqual(acts["2.conv.2"], "blockfuse conv2d", table)
-            self.assertEqual(acts["3"], "blockfuse block mbconv", table)
-            self.assertEqual(acts["4"], "blockfuse block convnext", table)
-            self.assertIsInstance(net[1], bft.modules.Block)
-            self.assertIsInstance(net[2].conv[3], torch.nn.Identity)
+
+    def tearDown(self):
+        os.environ.pop("BLOCKFUSE_TORCH_CPU", None)
+
+    def test_optimize(self):
+        net = tiny_network()
+        ref = tiny_network().double()
+        x = cl(torch.randn(2, 3, 17, 15))
+        import io
+        buf = io.StringIO()
+        bft.optimize(net, x, file=buf)
+        table = buf.getvalue()
+        rows = net.blockfuse_table
+        acts = {r["path"]: r["action"] for r in rows}
+        self.assertEqual(acts["1"], "blockfuse block mbconv", table)
+        self.assertEqual(acts["2"], "not fused (layers below)", table)
+        self.assertEqual(acts["2.conv.2"], "blockfuse conv2d", table)
+        self.assertEqual(acts["3"], "blockfuse block mbconv", table)
+        self.assertEqual(acts["4"], "blockfuse block convnext", table)
+        self.assertIsInstance(net[1], bft.modules.Block)
+        self.assertIsInstance(net[2].conv[3], torch.nn.Identity)
+        with torch.no_grad():
+            y = net(x)
+            r = ref(x.double())
+        err = float((y.double() - r).abs().max() / r.abs().max())
+        self.assertLess(err, 1e-4, f"seed {SEED}\n{table}")
+        # a second input shape after the first: the modules check and bind their kernels for it (each keeps
+        # its calls per input shape), and the first shape's calls still serve it
+        for xs in (cl(torch.randn(1, 3, 11, 13)), x):
             with torch.no_grad():
-                y = net(x)
-                r = ref(x.double())
-            err = float((y.double() - r).abs().max() / r.abs().max())
-            self.assertLess(err, 1e-4, f"seed {SEED}\n{table}")
-            # a second input shape after the first: the modules check and bind their kernels for it (each keeps
-            # its calls per input shape), and the first shape's calls still serve it
-            for xs in (cl(torch.randn(1, 3, 11, 13)), x):
-                with torch.no_grad():
-                    ys, rs = net(xs).double(), ref(xs.double())
-                self.assertLess(float((ys - rs).abs().max() / rs.abs().max()), 1e-4, f"seed {SEED}, {tuple(xs.shape)}")
-            self.assertEqual(len(net[1]._prepared), 2)
-            # the op's out= form writes the caller's tensor
-            out = cl(torch.full((2, 16, 9, 8), float("nan")))
-            blk = net[1]
-            got = bft.block("mbconv", out.new_zeros(2, 16, 9, 8).contiguous(memory_format=CL), blk.weights(),
-                            blk.biases(), 3, out=out)
-            self.assertIs(got, out)
-            self.assertFalse(torch.isnan(out).any())
-        finally:
-            os.environ.pop("BLOCKFUSE_TORCH_CPU", None)
+                ys, rs = net(xs).double(), ref(xs.double())
+            self.assertLess(float((ys - rs).abs().max() / rs.abs().max()), 1e-4, f"seed {SEED}, {tuple(xs.shape)}")
+        self.assertEqual(len(net[1]._prepared), 2)
+        # the op's out= form writes the caller's tensor
+        out = cl(torch.full((2, 16, 9, 8), float("nan")))
+        blk = net[1]
+        got = bft.block("mbconv", out.new_zeros(2, 16, 9, 8).contiguous(memory_format=CL), blk.weights(),
+                        blk.biases(), 3, out=out)
+        self.assertIs(got, out)
+        self.assertFalse(torch.isnan(out).any())
 
     def test_compile_traces_the_ops(self):
         # torch.compile traces the replaced modules through the ops' fake implementations, in one graph
-        os.environ["BLOCKFUSE_TORCH_CPU"] = "1"
-        try:
-            net = tiny_network()
-            x = cl(torch.randn(2, 3, 17, 15))
-            bft.optimize(net, x, verbose=False)
-            comp = torch.compile(net, backend="aot_eager", fullgraph=True)
-            with torch.no_grad():
-                self.assertTrue(torch.equal(comp(x), net(x)))
-        finally:
-            os.environ.pop("BLOCKFUSE_TORCH_CPU", None)
+        net = tiny_network()
+        x = cl(torch.randn(2, 3, 17, 15))
+        bft.optimize(net, x, verbose=False)
+        comp = torch.compile(net, backend="aot_eager", fullgraph=True)
+        with torch.no_grad():
+            self.assertTrue(torch.equal(comp(x), net(x)))
 
     def test_choices_rebuild_the_model(self):
         # a strategy per module path ("pytorch" keeps the original); choices() gives them back, and a fresh
         # copy optimized with them is the same model
-        os.environ["BLOCKFUSE_TORCH_CPU"] = "1"
-        try:
-            net = tiny_network()
-            x = cl(torch.randn(1, 3, 13, 11))
-            bft.optimize(net, x, strategy={"1": "pytorch", "3": "fused", "mbconv": "layer_by_layer"}, verbose=False)
-            self.assertNotIsInstance(net[1], bft.modules.Block)
-            self.assertEqual(net[3].strategy, "fused")
-            chosen = bft.choices(net)
-            self.assertEqual(chosen["1"], "pytorch")
-            self.assertEqual(chosen["3"], "fused")
-            self.assertEqual(chosen["2.conv.2"], "direct")
-            again = tiny_network()
-            bft.optimize(again, x, strategy=chosen, verbose=False)
-            self.assertEqual(bft.choices(again), chosen)
-            with torch.no_grad():
-                self.assertTrue(torch.equal(again(x), net(x)))
-        finally:
-            os.environ.pop("BLOCKFUSE_TORCH_CPU", None)
+        net = tiny_network()
+        x = cl(torch.randn(1, 3, 13, 11))
+        bft.optimize(net, x, strategy={"1": "pytorch", "3": "fused", "mbconv": "layer_by_layer"}, verbose=False)
+        self.assertNotIsInstance(net[1], bft.modules.Block)
+        self.assertEqual(net[3].strategy, "fused")
+        chosen = bft.choices(net)
+        self.assertEqual(chosen["1"], "pytorch")
+        self.assertEqual(chosen["3"], "fused")
+        self.assertEqual(chosen["2.conv.2"], "direct")
+        again = tiny_network()
+        bft.optimize(again, x, strategy=chosen, verbose=False)
+        self.assertEqual(bft.choices(again), chosen)
+        with torch.no_grad():
+            self.assertTrue(torch.equal(again(x), net(x)))
 
     def test_tensor_core_strategies(self):
         # f16 on the tensor-core kernels (emulated on the CPU): their weights in the tensor-core layout, laid out
         # from PyTorch's (R, S, Cg, K) by the ops (the stem's 3 channels padded to 8), against float64
-        os.environ["BLOCKFUSE_TORCH_CPU"] = "1"
-        try:
-            net = tiny_network().half()
-            ref = tiny_network().double()
-            x = cl(torch.randn(2, 3, 17, 15))
-            want = {"0": "tensor_cores", "1": "fused_tc", "2.conv.0": "tensor_cores", "2.conv.1": "direct",
-                    "2.conv.2": "tensor_cores", "3": "layer_by_layer_tc", "4": "layer_by_layer_tc"}
-            bft.optimize(net, x.half(), strategy=want, verbose=False)
-            self.assertEqual(bft.choices(net), want, bft.format_table(net.blockfuse_table))
-            keys = {r["path"]: r["key"] for r in net.blockfuse_table}
-            for path in ("0", "1"):
-                names = [t["name"] for t in bft.kernel(keys[path], want[path], "cpu").tensors]
-                self.assertTrue(any(n.endswith("_tc") for n in names), names)
-            with torch.no_grad():
-                y = net(x.half()).double()
-                r = ref(x.double())
-            err = float((y - r).abs().max() / r.abs().max())
-            self.assertLess(err, 1e-2, f"seed {SEED}\n{bft.format_table(net.blockfuse_table)}")
-            # a bad weight shape for a tensor-core kernel is named
-            blk = net[0]
-            bad = blk.weight0[:, :, :2].contiguous()
-            with self.assertRaisesRegex(ValueError, "weight"):
-                bft.conv2d(x.half(), bad, blk.bias0, stride=2, padding=1, act="relu6", strategy="tensor_cores")
-        finally:
-            os.environ.pop("BLOCKFUSE_TORCH_CPU", None)
+        net = tiny_network().half()
+        ref = tiny_network().double()
+        x = cl(torch.randn(2, 3, 17, 15))
+        want = {"0": "tensor_cores", "1": "fused_tc", "2.conv.0": "tensor_cores", "2.conv.1": "direct",
+                "2.conv.2": "tensor_cores", "3": "layer_by_layer_tc", "4": "layer_by_layer_tc"}
+        bft.optimize(net, x.half(), strategy=want, verbose=False)
+        self.assertEqual(bft.choices(net), want, bft.format_table(net.blockfuse_table))
+        keys = {r["path"]: r["key"] for r in net.blockfuse_table}
+        for path in ("0", "1"):
+            names = [t["name"] for t in bft.kernel(keys[path], want[path], "cpu").tensors]
+            self.assertTrue(any(n.endswith("_tc") for n in names), names)
+        with torch.no_grad():
+            y = net(x.half()).double()
+            r = ref(x.double())
+        err = float((y - r).abs().max() / r.abs().max())
+        self.assertLess(err, 1e-2, f"seed {SEED}\n{bft.format_table(net.blockfuse_table)}")
+        # a bad weight shape for a tensor-core kernel is named
+        blk = net[0]
+        bad = blk.weight0[:, :, :2].contiguous()
+        with self.assertRaisesRegex(ValueError, "weight"):
+            bft.conv2d(x.half(), bad, blk.bias0, stride=2, padding=1, act="relu6", strategy="tensor_cores")
 
     def test_training_mode(self):
         with self.assertRaisesRegex(ValueError, "training mode"):

@@ -157,11 +157,16 @@ def _run(kern, x, params, out, op):
     args, _ = _bind(kern, x, params, op)
     _fill_activation(args[0], x)
     _fill_activation(args[-1], out)
-    if x.device.type == "cuda":
-        kern.run(args, x.device.index or 0, torch.cuda.current_stream(x.device).cuda_stream)
+    _launch(kern, args, x.device)
+    return out
+
+
+def _launch(kern, args, device):
+    """kern on its filled arguments: on PyTorch's current stream of a CUDA device, or the CPU."""
+    if device.type == "cuda":
+        kern.run(args, device.index or 0, torch.cuda.current_stream(device).cuda_stream)
     else:
         kern.run(args)
-    return out
 
 
 def _conv_layer(x, weight, stride, padding, dilation, groups, act):
@@ -221,7 +226,6 @@ def prepared(kern, x, params, out_shape, op):
     _fill_activation(args[0], x)
     _fill_activation(args[-1], _empty(x, out_shape))  # extents and strides: every output is laid out alike
     dev, dtype = x.device, x.dtype
-    index, cuda = dev.index or 0, dev.type == "cuda"
 
     def call(x):
         ptr = x.data_ptr()
@@ -229,10 +233,7 @@ def prepared(kern, x, params, out_shape, op):
             _aligned(op, "x", x)
         out = torch.empty(out_shape, dtype=dtype, device=dev, memory_format=torch.channels_last)
         args[0].data, args[-1].data = ptr, out.data_ptr()
-        if cuda:
-            kern.run(args, index, torch.cuda.current_stream(dev).cuda_stream)
-        else:
-            kern.run(args)
+        _launch(kern, args, dev)
         return out
 
     call.keep = keep
