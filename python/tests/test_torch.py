@@ -150,8 +150,9 @@ class OptimizeOnCpuKernels(unittest.TestCase):
         err = float((y.double() - r).abs().max() / r.abs().max())
         self.assertLess(err, 1e-4, f"seed {SEED}\n{table}")
         # a second input shape after the first: the modules check and bind their kernels for it (each keeps
-        # its calls per input shape), and the first shape's calls still serve it
-        for xs in (cl(torch.randn(1, 3, 11, 13)), x):
+        # its calls per input shape), and the first shape's calls still serve it; fresh inputs each time, so that
+        # an output buffer reused from an earlier call cannot hold this call's answer
+        for xs in (cl(torch.randn(1, 3, 11, 13)), cl(torch.randn(2, 3, 17, 15))):
             with torch.no_grad():
                 ys, rs = net(xs).double(), ref(xs.double())
             self.assertLess(float((ys - rs).abs().max() / rs.abs().max()), 1e-4, f"seed {SEED}, {tuple(xs.shape)}")
@@ -189,7 +190,9 @@ class OptimizeOnCpuKernels(unittest.TestCase):
         bft.optimize(again, x, strategy=chosen, verbose=False)
         self.assertEqual(bft.choices(again), chosen)
         with torch.no_grad():
-            self.assertTrue(torch.equal(again(x), net(x)))
+            y, r = again(x), tiny_network().double()(x.double())
+            self.assertLess(float((y.double() - r).abs().max() / r.abs().max()), 1e-4, f"seed {SEED}")
+            self.assertTrue(torch.equal(y, net(x)))
 
     def test_tensor_core_strategies(self):
         # f16 on the tensor-core kernels (emulated on the CPU): their weights in the tensor-core layout, laid out
