@@ -194,10 +194,15 @@ inline MeanPoolingFuncs mean_pooling_algorithm(const Halide::Func &x, int seq, i
         end = min(start + chunk, seq);
     }
     f.r = RDom(0, chunk, "mean_r");
-    if (ragged || seq % chunk) f.r.where(f.r < end - start);  // a short chunk: its loop stops early
+    // A short chunk (ragged, or the last of a sequence not a multiple of chunk) adds zeros past its end,
+    // the token read there being its last one again: no branch in the token loop, so an unrolled step's
+    // loads are all in flight together (a where-clause guarded each load).
+    const bool short_chunks = ragged || seq % chunk;
+    Expr token = short_chunks ? start + min(f.r, end - start - 1) : start + f.r;
+    Expr value = to_f32(x(d, h, clamp(token, 0, seq - 1), b));
     f.sum = Func("mean_sum");
     f.sum(d, h, g, b) = 0.0f;
-    f.sum(d, h, g, b) += to_f32(x(d, h, clamp(start + f.r, 0, seq - 1), b));
+    f.sum(d, h, g, b) += short_chunks ? select(f.r < end - start, value, 0.0f) : value;
     f.output = Func("mean_pooling");
     f.output(d, h, g, b) = from_f32(out_type, f.sum(d, h, g, b) / cast<float>(end - start));
     return f;

@@ -71,6 +71,9 @@ public:
         blockfuse::PoolKnobs kn;
         BLOCKFUSE_POOL_KNOBS(BLOCKFUSE_KNOB_COPY)
         const bool gpu = get_target().has_gpu_feature();
+        // Vector stores on CUDA only: on OpenCL Halide 21 fails an internal assertion lowering their selects
+        // (EliminateBoolVectors.cpp:246, every dtype but f32 without indices).
+        if (!get_target().has_feature(Target::CUDA)) kn.store_vec = 0;
         if (!get_target().has_feature(Target::StrictFloat) && !get_target().has_feature(Target::OpenCL))
             throw CompileError("pool: build with target feature strict_float (NaN and -inf must survive LLVM: "
                                "generators/pool_algorithm.h)");
@@ -133,8 +136,11 @@ public:
         dense(*input, in_ext);
         // Vector loads of the staged window are aligned: rows are whole blocks, buffers 16-byte aligned.
         if (kn.vec > 1) (*input).set_host_alignment(16);
-        const auto outs = out.output_buffers();
-        for (size_t i = 0; i < outs.size(); ++i) dense(outs[i], out_ext, i == 0);
+        auto outs = out.output_buffers();
+        for (size_t i = 0; i < outs.size(); ++i) {
+            dense(outs[i], out_ext, i == 0);
+            if (gpu && blockfuse::pool_store_vector(g, kn)) outs[i].set_host_alignment(16);  // vector stores
+        }
     }
 };
 

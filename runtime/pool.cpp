@@ -714,7 +714,9 @@ public:
     std::vector<std::string> tunable_knobs(const std::string &, Device d) const override {
         if (d == Device::cpu) return {"cpu_vec"};
         if (std::is_same_v<W, MeanPoolingWorkload>) return {"threads", "tile_x", "unroll"};
-        return {"threads", "tile_x", "tile_y", "stage", "vec"};
+        std::vector<std::string> knobs{"threads", "tile_x", "tile_y", "stage", "vec"};
+        if (d == Device::cuda) knobs.push_back("store_vec");  // OpenCL has no vector stores (pool_generator.cpp)
+        return knobs;
     }
 
 private:

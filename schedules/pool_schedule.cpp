@@ -32,6 +32,9 @@ Var flat_threads(Func out, const std::vector<Var> &outer, int threads) {
 // row width allows, the padding decided once per block (a block is wholly inside or outside its row).
 // The reduction then reads registers only, every tap unrolled. Adaptive windows move with the output
 // (floor/ceil starts), so their window has no constant size: their taps are loaded where they are used.
+// With store_vec, where tile_x divides the output width (no tile shifts, so every tile starts at a
+// multiple of tile_x), the tile's outputs are stored as one vector (f16 8 outputs: STG.64 x2 rather than
+// STG.U16 x8 on sm_90).
 // CPU: vectors of cpu_vec outputs along x, the rows of every plane in parallel.
 void schedule_pool(const PoolFuncs &f, Func out, int rank, const PoolGeometry &g, const PoolKnobs &kn, bool gpu) {
     const std::vector<Var> args = out.args();
@@ -53,8 +56,9 @@ void schedule_pool(const PoolFuncs &f, Func out, int rank, const PoolGeometry &g
         }
         for (size_t i = rank >= 2 ? 2 : 1; i < args.size(); ++i) outer.push_back(args[i]);  // z, c, n
         const Var ft = flat_threads(out, outer, kn.threads);
-        out.unroll(xr);
         if (rank >= 2) out.unroll(yr);
+        if (pool_store_vector(g, kn)) out.vectorize(xr);
+        else out.unroll(xr);
         for (Func red : reductions) {
             red.compute_at(out, ft).store_in(MemoryType::Register);
             red.bound_extent(ra[0], kn.tile_x).bound_extent(ra[1], tile_y);

@@ -8,6 +8,12 @@
 
 namespace blockfuse {
 
+// GPU, windowed: whether the schedule stores a thread's x tile as one vector (the generator then declares
+// the outputs 16-byte aligned).
+inline bool pool_store_vector(const PoolGeometry &g, const PoolKnobs &kn) {
+    return kn.store_vec && !g.adaptive && kn.tile_x > 1 && g.axis[0].out % kn.tile_x == 0;
+}
+
 void schedule_pool(const PoolFuncs &f, Halide::Func out, int rank, const PoolGeometry &g, const PoolKnobs &kn,
                    bool gpu);
 // out: (d, h, g, b).
