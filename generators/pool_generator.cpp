@@ -139,7 +139,7 @@ public:
         auto outs = out.output_buffers();
         for (size_t i = 0; i < outs.size(); ++i) {
             dense(outs[i], out_ext, i == 0);
-            if (gpu && blockfuse::pool_store_vector(g, kn)) outs[i].set_host_alignment(16);  // vector stores
+            if (gpu && blockfuse::pool_store_vector(g, kn, storage)) outs[i].set_host_alignment(16);  // vector stores
         }
     }
 };

@@ -27,4 +27,11 @@ inline Halide::Expr from_f32(const Halide::Type &t, const Halide::Expr &f) {
     return cast(t, f);
 }
 
+// A GPU schedule must not store a vector of two f16 lanes: Halide 21's CUDA backend (LLVM NVPTX) emits
+// st.global.v2.b16 of the two f32 registers, the conversion dropped (the outputs come out zero or garbage;
+// four lanes and more convert with cvt.rn.f16x2.f32 and are right). docs/halide-21.md.
+inline bool gpu_f16_pair_store(const Halide::Type &t, int lanes) {
+    return t.is_float() && t.bits() == 16 && lanes == 2;
+}
+
 }  // namespace blockfuse

@@ -57,7 +57,7 @@ void schedule_pool(const PoolFuncs &f, Func out, int rank, const PoolGeometry &g
         for (size_t i = rank >= 2 ? 2 : 1; i < args.size(); ++i) outer.push_back(args[i]);  // z, c, n
         const Var ft = flat_threads(out, outer, kn.threads);
         if (rank >= 2) out.unroll(yr);
-        if (pool_store_vector(g, kn)) out.vectorize(xr);
+        if (pool_store_vector(g, kn, out.types()[0])) out.vectorize(xr);
         else out.unroll(xr);
         for (Func red : reductions) {
             red.compute_at(out, ft).store_in(MemoryType::Register);
@@ -110,7 +110,9 @@ void schedule_mean_pooling(const MeanPoolingFuncs &f, Func out, const PoolKnobs 
     Var dt("dt"), dv("dv");
     RVar ro("ro"), ri("ri");
     const int lanes = gpu ? kn.tile_x : kn.cpu_vec;
-    out.split(a[0], dt, dv, lanes, TailStrategy::GuardWithIf).vectorize(dv);
+    out.split(a[0], dt, dv, lanes, TailStrategy::GuardWithIf);
+    if (gpu && gpu_f16_pair_store(out.types()[0], lanes)) out.unroll(dv);  // generators/storage.h
+    else out.vectorize(dv);
     if (gpu) {
         const Var ft = flat_threads(out, {dt, a[1], a[2], a[3]}, kn.threads);
         sum.compute_at(out, ft).store_in(MemoryType::Register);

@@ -9,9 +9,10 @@
 namespace blockfuse {
 
 // GPU, windowed: whether the schedule stores a thread's x tile as one vector (the generator then declares
-// the outputs 16-byte aligned).
-inline bool pool_store_vector(const PoolGeometry &g, const PoolKnobs &kn) {
-    return kn.store_vec && !g.adaptive && kn.tile_x > 1 && g.axis[0].out % kn.tile_x == 0;
+// the outputs 16-byte aligned). Not two f16 lanes (generators/storage.h).
+inline bool pool_store_vector(const PoolGeometry &g, const PoolKnobs &kn, const Halide::Type &storage) {
+    return kn.store_vec && !g.adaptive && kn.tile_x > 1 && g.axis[0].out % kn.tile_x == 0 &&
+           !gpu_f16_pair_store(storage, kn.tile_x);
 }
 
 void schedule_pool(const PoolFuncs &f, Halide::Func out, int rank, const PoolGeometry &g, const PoolKnobs &kn,
