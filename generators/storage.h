@@ -27,11 +27,12 @@ inline Halide::Expr from_f32(const Halide::Type &t, const Halide::Expr &f) {
     return cast(t, f);
 }
 
-// A GPU schedule must not store a vector of two f16 lanes: Halide 21's CUDA backend (LLVM NVPTX) emits
-// st.global.v2.b16 of the two f32 registers, the conversion dropped (the outputs come out zero or garbage;
-// four lanes and more convert with cvt.rn.f16x2.f32 and are right). docs/halide-21.md.
-inline bool gpu_f16_pair_store(const Halide::Type &t, int lanes) {
-    return t.is_float() && t.bits() == 16 && lanes == 2;
+// Whether a GPU schedule may store `lanes` lanes of type t as one vector. Halide 21's CUDA backend (LLVM
+// NVPTX) stores a pair of f16 lanes as st.global.v2.b16 of the two f32 registers, the conversion dropped (the
+// outputs come out zero or garbage on the H200); f16 vectors of 4k lanes convert in pairs (cvt.rn.f16x2.f32) and
+// are right, other lane counts (2, 3, 6) end in such a pair. docs/halide-21.md.
+inline bool gpu_vector_store_ok(const Halide::Type &t, int lanes) {
+    return !(t.is_float() && t.bits() == 16) || lanes % 4 == 0;
 }
 
 }  // namespace blockfuse

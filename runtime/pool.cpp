@@ -425,11 +425,25 @@ void check_launch(const KernelVariant &v, const std::string &why, const std::str
 }
 }  // namespace
 
+bool pool_window_lane_constant(const PoolWorkload &w, int tile_x, int vec) {
+    const int X = w.rank - 1, out = w.out(X);
+    if (vec <= 1 || w.adaptive || out <= tile_x) return true;
+    auto lane = [&](long long start) { return ((start * w.stride[X] - w.pad[X]) % vec + vec) % vec; };
+    const long long last = out - tile_x;  // the shifted edge tile, or the last whole one
+    return (1LL * tile_x * w.stride[X]) % vec == 0 && lane(last) == lane(0);
+}
+
 std::string pool_launch_error(const KernelVariant &v, const PoolWorkload &w, const LaunchLimits &limits) {
     if (v.device == Device::cpu) return "";
     // The input window's vectors (generators/pool_algorithm.h): whole vectors along every input row.
     if (const int vec = v.knob("vec"); vec > 1 && w.in[w.rank - 1] % vec)
         return fmt::format("vec = {} must divide the input width {}", vec, w.in[w.rank - 1]);
+    // A staged window whose lane depends on the thread is indexed at run time: it lives in local memory, whose
+    // vector stores Halide 21's CUDA backend aligns wrongly (CUDA_ERROR_MISALIGNED_ADDRESS on the H200).
+    if (v.knob("stage") && !pool_window_lane_constant(w, v.knob("tile_x"), v.knob("vec")))
+        return fmt::format("tile_x = {} with stage = 1 and vec = {}: the x tiles' input windows start at different "
+                           "lanes of a vector (stride {}, output width {}); use vec = 1, stage = 0 or another tile",
+                           v.knob("tile_x"), v.knob("vec"), w.stride[w.rank - 1], w.out(w.rank - 1));
     const int ox = w.out(w.rank - 1), oy = w.rank >= 2 ? w.out(w.rank - 2) : 1;
     const int ty = w.rank >= 2 ? v.knob("tile_y") : 1;  // rank 1: tile_y is not used
     // Edge tiles shift inwards (schedules/pool_schedule.cpp): a tile may not exceed the output.

@@ -23,7 +23,7 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 // GPU, windowed: the input window in registers, loaded in aligned vectors of 16 bytes (8 x f16/bf16,
 // 4 x f32) where the row width is a multiple of the vector; the x tile is then the fewest outputs whose
 // stride spans whole vectors (so every thread's window starts at the same lane: a constant register
-// window), or one tile for the whole row. Two output rows per thread where windows overlap along y
+// window; the edge tile, shifted inwards, too), or one tile for the whole row. Two output rows per thread where windows overlap along y
 // (k > stride: the shared rows are loaded once). Tiles shrink until the window fits about 80 registers.
 // Adaptive windows have no constant size: one output per thread, taps loaded where used.
 ScheduleChoice pool_heuristic(const PoolWorkload &w, Device device) {
@@ -41,9 +41,13 @@ ScheduleChoice pool_heuristic(const PoolWorkload &w, Device device) {
         const int elem = dtype_bytes(w.dtype);
         for (int v = 16 / elem; v >= 2 && vec == 1; v /= 2) {
             if (w.in[X] % v) continue;
-            const int t = v / std::gcd(v, w.stride[X]);
-            if (t <= std::min(out_x, 8)) vec = v, tile_x = t;
-            else if (out_x <= 8) vec = v, tile_x = out_x;  // one tile covers the row: its window starts at 0
+            int t = v / std::gcd(v, w.stride[X]);
+            if (t > std::min(out_x, 8)) {
+                if (out_x > 8) continue;
+                t = out_x;  // one tile covers the row: its window starts at 0
+            }
+            // The edge tile, shifted inwards, must start its window at the same lane (runtime/pool.h).
+            if (pool_window_lane_constant(w, t, v)) vec = v, tile_x = t;
         }
         if (vec == 1 && w.kernel[X] > w.stride[X] && out_x >= 2) tile_x = 2;
         if (R >= 2 && w.kernel[R - 2] > w.stride[R - 2] && out_y >= 2) tile_y = 2;

@@ -111,7 +111,7 @@ void schedule_mean_pooling(const MeanPoolingFuncs &f, Func out, const PoolKnobs 
     RVar ro("ro"), ri("ri");
     const int lanes = gpu ? kn.tile_x : kn.cpu_vec;
     out.split(a[0], dt, dv, lanes, TailStrategy::GuardWithIf);
-    if (gpu && gpu_f16_pair_store(out.types()[0], lanes)) out.unroll(dv);  // generators/storage.h
+    if (gpu && !gpu_vector_store_ok(out.types()[0], lanes)) out.unroll(dv);  // generators/storage.h
     else out.vectorize(dv);
     if (gpu) {
         const Var ft = flat_threads(out, {dt, a[1], a[2], a[3]}, kn.threads);

@@ -9,10 +9,12 @@
 namespace blockfuse {
 
 // GPU, windowed: whether the schedule stores a thread's x tile as one vector (the generator then declares
-// the outputs 16-byte aligned). Not two f16 lanes (generators/storage.h).
+// the outputs 16-byte aligned): tiles of a power of two, every tile starting at a multiple of it, and no f16
+// vector that Halide 21 stores wrongly (generators/storage.h).
 inline bool pool_store_vector(const PoolGeometry &g, const PoolKnobs &kn, const Halide::Type &storage) {
-    return kn.store_vec && !g.adaptive && kn.tile_x > 1 && g.axis[0].out % kn.tile_x == 0 &&
-           !gpu_f16_pair_store(storage, kn.tile_x);
+    const int t = kn.tile_x;
+    const bool power_of_two = t > 1 && (t & (t - 1)) == 0;  // a tile of 3 would be stored as 2 + 1 lanes
+    return kn.store_vec && !g.adaptive && power_of_two && g.axis[0].out % t == 0 && gpu_vector_store_ok(storage, t);
 }
 
 void schedule_pool(const PoolFuncs &f, Halide::Func out, int rank, const PoolGeometry &g, const PoolKnobs &kn,

@@ -242,6 +242,23 @@ TEST_CASE("pooling launches beyond the device's limits or the output's size are 
     const LaunchLimits h200{1024, 232448, 65536};
     const KernelVariant *v4 = kernel_with_knobs(key, "direct", Device::cuda, {{"vec", 4}}, 0, "test");
     CHECK(parse_op(key)->candidate_error(*v4, h200) == "vec = 4 must divide the input width 11");
+    // A staged window whose lane moves with the tile: the edge tile of a 3-wide output (tiles of 2 shifted inwards
+    // start at outputs 0 and 1, stride 3: lanes 0 and 1 of a pair). On the H200 this kernel faulted (misaligned local
+    // memory); the heuristic now takes another tiling there, which the check accepts.
+    const std::string odd =
+        "maxpool3d:c=2,d=6,h=8,w=6,kernel=5,stride_d=1,stride_h=2,stride_w=3,pad=2,ceil=1,dtype=f16";
+    const KernelVariant *shifted =
+        kernel_with_knobs(odd, "direct", Device::cuda, {{"tile_x", 2}, {"vec", 2}, {"stage", 1}}, 0, "test");
+    CHECK(parse_op(odd)->candidate_error(*shifted, h200).find("start at different lanes") != std::string::npos);
+    const Pick heuristic = dispatch(odd, "direct", Device::cuda, nullptr, true);
+    CHECK(parse_op(odd)->candidate_error(*heuristic.variant, h200).empty());
+    // 56 outputs, stride 2, pad 1: tiles of 4 never shift (every window starts at lane 7 of 8); 57 (ceil mode):
+    // the edge tile starts at 53, lane 1; tiles of 2 over pairs: lane 1 for every tile, the edge one too.
+    const PoolWorkload stem = parse_pool("maxpool2d:n=1,c=1,h=8,w=112,kernel=3,stride=2,pad=1");
+    const PoolWorkload stem_ceil = parse_pool("maxpool3d:n=1,c=1,d=3,h=8,w=112,kernel=3,stride=2,pad=1,ceil=1");
+    CHECK(pool_window_lane_constant(stem, 4, 8));
+    CHECK(!pool_window_lane_constant(stem_ceil, 4, 8));
+    CHECK(pool_window_lane_constant(stem_ceil, 2, 2));
 }
 
 int main(int argc, char **argv) {

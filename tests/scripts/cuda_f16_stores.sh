@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # f16 outputs of the pooling kernels on CUDA keep their f32 -> f16 conversion (no GPU needed: the generator's PTX).
 # Halide 21's CUDA backend stores a two-lane f16 vector as st.global.v2.b16 of the two f32 registers, the
-# conversion dropped (generators/storage.h: gpu_f16_pair_store); the schedules store such tiles element by
+# conversion dropped (generators/storage.h: gpu_vector_store_ok); the schedules store such tiles element by
 # element. Every 16-bit global store of these f16 kernels must take 16-bit registers (%rs; a bf16 kernel may store
 # the low half of a 32-bit register, which holds its value); the tiles that may be vectors still are
 # (st.global.v2.b32: four f16, or eight as two 64-bit stores).
