@@ -204,6 +204,9 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--warmup-ms", type=float, default=pb.BENCH_WARMUP_MS)
     p.add_argument("--rep-ms", type=float, default=pb.BENCH_REP_MS)
+    p.add_argument("--l2-flush", choices=("write", "read"), default="write",
+                   help="write: do_bench's memset flush (default); read: a read-only eviction, a clean L2 "
+                        "(bench/pytorch_baseline.py, the harness's --l2-flush read)")
     args = p.parse_args(argv)
     try:
         entries = pb.load_suite(args.suite)
@@ -216,6 +219,7 @@ def main(argv=None):
     if args.only:
         entries = [(n, k) for n, k in entries if n in set(args.only)]
     pb.BENCH_WARMUP_MS, pb.BENCH_REP_MS = args.warmup_ms, args.rep_ms
+    pb.L2_FLUSH = args.l2_flush
     import torch
 
     if not torch.cuda.is_available():
@@ -224,8 +228,11 @@ def main(argv=None):
     torch.backends.cudnn.benchmark = True
     one = torch.zeros(1, device="cuda")
     ctx = {"suite": args.suite, "torch_version": torch.__version__, "cudnn_version": torch.backends.cudnn.version(),
-           "gpu": torch.cuda.get_device_name(), "timing": {"tool": "triton.testing.do_bench", "warmup_ms": args.warmup_ms,
-                                                          "rep_ms": args.rep_ms, "return_mode": "median", "l2_flush": True},
+           "gpu": torch.cuda.get_device_name(), "timing": {"tool": "triton.testing.do_bench" if args.l2_flush == "write" else
+                                                          "CUDA events after a read-only L2 eviction",
+                                                          "warmup_ms": args.warmup_ms,
+                                                          "rep_ms": args.rep_ms, "return_mode": "median", "l2_flush": True,
+                                                          "l2_flush_method": args.l2_flush},
            "compile": {"enabled": not args.no_compile, "mode": "default", "dynamic": False},
            "empty_kernel_ms": pb._bench(lambda: one.add_(1))}
     doc = {"context": ctx, "results": []}
