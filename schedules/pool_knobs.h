@@ -14,8 +14,8 @@
       "is used)")                                                                                                      \
     X(vec, 1, (1, 2, 4, 8), "input elements per load of the staged window: an aligned vector (1: scalar)")             \
     X(store_vec, 1, (0, 1),                                                                                            \
-      "CUDA, windowed pooling: the thread's tile_x outputs stored as one aligned vector where tile_x divides the "     \
-      "output width (0: element by element)")                                                                          \
+      "CUDA, windowed pooling: the thread's tile_x outputs stored as one aligned vector where tile_x is a power of "   \
+      "two dividing the output width, f16 in 4 lanes or more (0: element by element)")                                 \
     X(unroll, 4, (1, 2, 4, 8), "mean pooling: tokens per unrolled step of a chunk")                                    \
     X(cpu_vec, 8, (4, 8, 16), "CPU: vector lanes along x (mean pooling: along d)")
 
