@@ -208,7 +208,7 @@ KernelVariant block_kernel_for(const BlockWorkload &w, const std::string &strate
         {"act", std::to_string(int(w.act))},     {"se", std::to_string(int(w.se))},
         {"blocks", std::to_string(w.blocks)}};
     std::map<std::string, std::string> params = p;
-    const bool static_image = strategy == kLayerByLayerTc || strategy == kFusedTc;  // the GEMMs divide by it
+    const bool static_image = tensor_core_strategy(strategy);  // the GEMMs divide by it
     if (static_image) params["height"] = std::to_string(w.h), params["width"] = std::to_string(w.w);
     std::string shape = fmt::format("{}_c{}e{}", block_family_name(w.family), w.c, w.e);
     if (w.family != BlockFamily::ffn) shape += fmt::format("k{}s{}", w.k, w.stride);
@@ -255,7 +255,7 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
                           " threads per block exceed the device limit of " + std::to_string(limits.max_threads));
     long long shared = 0;
     const std::string strategy = v.param("strategy");
-    if (strategy == kLayerByLayerTc || strategy == kFusedTc) {
+    if (tensor_core_strategy(strategy)) {
         // The module's kernels share one JIT register cap, raised for mma.sync (runtime/mma_ptx.h): the largest
         // thread block at that cap must fit the register file.
         const long long regs = mma_ptx::register_cap(register_cap(v)), threads = v.threads_per_block();
@@ -299,7 +299,7 @@ void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t) 
         args.push_back(t.biases[j].raw_buffer());
     }
     args.push_back(t.output.raw_buffer());
-    if (const std::string s = v.param("strategy"); s == kLayerByLayerTc || s == kFusedTc) {
+    if (tensor_core_strategy(v.param("strategy"))) {
         // the dense layers read their tensor-core layout
         const BlockSpec spec = w.spec();
         const size_t L = spec.layers.size();

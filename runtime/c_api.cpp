@@ -68,11 +68,6 @@ TensorSpec tensor_core_weight_spec(const std::string &name, const Conv2dWorkload
     return {name + "_tc", l.dtype, {l.r * l.s * ((l.c + 7) / 8 * 8), l.k}, {l.k, l.c, l.s, l.r}};
 }
 
-bool block_on_tensor_cores(const KernelVariant &v) {
-    const std::string s = v.param("strategy");
-    return s == kLayerByLayerTc || s == kFusedTc;
-}
-
 std::vector<TensorSpec> conv2d_specs(const Conv2dWorkload &w, const KernelVariant &v) {
     return {{"input", w.dtype, {w.c, w.w, w.h, w.n}},
             v.family == "conv2d_tc"
@@ -94,7 +89,7 @@ std::vector<TensorSpec> block_specs(const BlockWorkload &w, const KernelVariant 
             const auto &l = layers[i];
             const std::string pre = (w.blocks > 1 ? "b" + std::to_string(b) + "_" : "");
             const std::string name = pre + "weights" + std::to_string(i);
-            if (block_on_tensor_cores(v) && tensor_core_layer(spec.layers[i]))
+            if (tensor_core_strategy(v.param("strategy")) && tensor_core_layer(spec.layers[i]))
                 out.push_back(tensor_core_weight_spec(name, l));
             else out.push_back({name, w.dtype, {l.k, l.c / l.groups, l.s, l.r}});
             out.push_back({pre + "bias" + std::to_string(i), DType::f32, {l.k}});

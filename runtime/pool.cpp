@@ -438,13 +438,13 @@ std::string pool_launch_error(const KernelVariant &v, const PoolWorkload &w, con
     // The input window's vectors (generators/pool_algorithm.h): whole vectors along every input row.
     if (const int vec = v.knob("vec"); vec > 1 && w.in[w.rank - 1] % vec)
         return fmt::format("vec = {} must divide the input width {}", vec, w.in[w.rank - 1]);
+    const int ox = w.out(w.rank - 1), oy = w.rank >= 2 ? w.out(w.rank - 2) : 1;
     // A staged window whose lane depends on the thread is indexed at run time: it lives in local memory, whose
     // vector stores Halide 21's CUDA backend aligns wrongly (CUDA_ERROR_MISALIGNED_ADDRESS on the H200).
     if (v.knob("stage") && !pool_window_lane_constant(w, v.knob("tile_x"), v.knob("vec")))
         return fmt::format("tile_x = {} with stage = 1 and vec = {}: the x tiles' input windows start at different "
                            "lanes of a vector (stride {}, output width {}); use vec = 1, stage = 0 or another tile",
-                           v.knob("tile_x"), v.knob("vec"), w.stride[w.rank - 1], w.out(w.rank - 1));
-    const int ox = w.out(w.rank - 1), oy = w.rank >= 2 ? w.out(w.rank - 2) : 1;
+                           v.knob("tile_x"), v.knob("vec"), w.stride[w.rank - 1], ox);
     const int ty = w.rank >= 2 ? v.knob("tile_y") : 1;  // rank 1: tile_y is not used
     // Edge tiles shift inwards (schedules/pool_schedule.cpp): a tile may not exceed the output.
     if (v.knob("tile_x") > ox || ty > oy)

@@ -55,6 +55,10 @@ inline std::string tensor_core_prefix(size_t layer) { return "tc" + std::to_stri
 // (generators/mbconv_tc_algorithm.h): expand and project on mma.sync over a tile and its halo, the depthwise layer
 // on CUDA cores between them in shared memory.
 constexpr const char *kFusedTc = "fused_tc";
+// Whether a block strategy runs its dense layers on the tensor cores (and so reads their weight layout).
+inline bool tensor_core_strategy(const std::string &strategy) {
+    return strategy == kLayerByLayerTc || strategy == kFusedTc;
+}
 constexpr int kFusedTcPad = 8;  // elements past each shared panel row (ldmatrix rows in distinct banks)
 // Accumulator registers per thread the fused_tc tiling may hold (output and one hidden chunk): above it the
 // kernel spills at the 255-register cap.

@@ -130,10 +130,8 @@ def _bind(kern, x, params, op):
             checks.check_like(op, name, t, x, "x", dtype="f32", shape=shape, allow_cpu=_cpu_ok(x))
         else:
             if "dense_extents" in spec and t.dim() == 4:  # given (R, S, Cg, K), as every other kernel takes it
-                checks.check_like(op, name, t, x, "x", dtype=None, shape=tuple(reversed(spec["dense_extents"])),
-                                  allow_cpu=_cpu_ok(x))
-            else:
-                checks.check_like(op, name, t, x, "x", dtype=None, shape=shape, allow_cpu=_cpu_ok(x))
+                shape = tuple(reversed(spec["dense_extents"]))
+            checks.check_like(op, name, t, x, "x", dtype=None, shape=shape, allow_cpu=_cpu_ok(x))
             t = _weight_for(kern, i, t, op, name)
         keep.append(t)
         _fill_dense(args[i], t)
@@ -225,13 +223,13 @@ def prepared(kern, x, params, out_shape, op):
     args, keep = _bind(kern, x, params, op)
     _fill_activation(args[0], x)
     _fill_activation(args[-1], _empty(x, out_shape))  # extents and strides: every output is laid out alike
-    dev, dtype = x.device, x.dtype
+    dev = x.device
 
     def call(x):
         ptr = x.data_ptr()
         if ptr % 16:
             _aligned(op, "x", x)
-        out = torch.empty(out_shape, dtype=dtype, device=dev, memory_format=torch.channels_last)
+        out = _empty(x, out_shape)
         args[0].data, args[-1].data = ptr, out.data_ptr()
         _launch(kern, args, dev)
         return out
