@@ -24,7 +24,7 @@ extern "C" {
 enum { BF_F32 = 0, BF_F16 = 1, BF_BF16 = 2 };
 
 typedef struct bf_tensor {
-    void *data;         /* device pointer (cuda) or host pointer (cpu) */
+    void *data;         /* device pointer (cuda) or host pointer (cpu), 16-byte aligned */
     int32_t dtype;      /* BF_F32, BF_F16, BF_BF16 */
     int32_t dims;       /* 1 to 4 */
     int64_t extents[4]; /* innermost first */

@@ -12,6 +12,8 @@
 #include "runtime/tuning_records.h"
 #include "schedules/block_knobs.h"
 #include <HalideRuntimeCuda.h>
+#include <cstdint>
+#include <fmt/format.h>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -133,6 +135,10 @@ void describe(Handle &h) {
 halide_buffer_t to_buffer(const bf_tensor &t, const TensorSpec &s, Device device, halide_dimension_t *dims) {
     auto bad = [&](const std::string &what) { throw WorkloadError("tensor '" + s.name + "': " + what); };
     if (!t.data) bad("null data pointer");
+    // The kernels declare their buffers 16-byte aligned (vector loads and stores); on CUDA nothing checks a
+    // wrapped device pointer, and a misaligned one faults inside the kernel and poisons the context.
+    if (const auto addr = uintptr_t(t.data); addr % 16)
+        bad(fmt::format("data pointer {:#x} is not 16-byte aligned (a view at an offset?)", addr));
     if (t.dtype < BF_F32 || t.dtype > BF_BF16)
         bad("dtype code " + std::to_string(t.dtype) + " is not f32, f16 or bf16");
     const DType dt = t.dtype == BF_F32 ? DType::f32 : t.dtype == BF_F16 ? DType::f16 : DType::bf16;

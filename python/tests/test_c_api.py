@@ -156,6 +156,17 @@ class CApiTest(unittest.TestCase):
             kern.run(args)
         with self.assertRaisesRegex(blockfuse.BadInput, "3 tensors given"):
             kern.run((blockfuse._lib.BfTensor * 3)(*args[:3]))
+        # An input one element into an allocation: refused before the kernel runs (on CUDA a misaligned
+        # vector load would fault inside it).
+        args = kern.arguments()
+        wide = np.zeros(x.size + 4, np.float32)
+        shifted = wide[1:1 + x.size].reshape(x.shape)
+        for a, t in zip(args, [shifted, w, b, out]):
+            dense_arg(a, t) if t.ndim != 4 or t is w else activation_arg(a, t)
+        self.assertNotEqual(shifted.ctypes.data % 16, 0)
+        with self.assertRaisesRegex(blockfuse.BadInput,
+                                    "tensor 'input': data pointer 0x[0-9a-f]+ is not 16-byte aligned"):
+            kern.run(args)
 
 
 if __name__ == "__main__":
