@@ -17,8 +17,10 @@
 #                                        for bench --suite and torch
 #   dram NAME SUITE                      Nsight Compute's DRAM bytes of every kernel of a suite against the model
 #                                        (bench/ncu_compare.py): NAME/{ncu_dram.csv,dram_validation.md}
-#   profile NAME SUITE:WORKLOAD VARIANT  Nsight Compute's full sections on the second launch of a kernel variant;
-#                                        with SOURCE=1 also its per-instruction SASS table (tools/stall_phases.py)
+#   profile NAME SUITE:WORKLOAD|KEY VARIANT [bench args...]  Nsight Compute's full sections on the second launch
+#                                        of a kernel variant (`-`: the workload's default kernel, dispatched as bench
+#                                        does, e.g. with --heuristics); with SOURCE=1 also its per-instruction SASS
+#                                        table (tools/stall_phases.py)
 #   report NAME BENCH [TORCH]            plots and summary of a bench step (bench/report.py; needs matplotlib)
 #   tune NAME PLAN [blockfuse tune args...]   measure a tuning plan built where Halide is (tune/README.md);
 #                                        records in NAME.jsonl
@@ -47,9 +49,9 @@ ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/
 budget="${BUDGET:-540}"
 failed=0
 
-# A workload's key by SUITE:NAME (workloads/SUITE.txt).
+# A workload's key by SUITE:NAME (workloads/SUITE.txt; the first row of that name); a key (FAMILY:FIELD=...) as it is.
 workload_key() {
-    awk -v n="${1#*:}" '$1 == n {print $2; exit}' "workloads/${1%%:*}.txt"
+    if [[ "$1" == *=* ]]; then echo "$1"; else awk -v n="${1#*:}" '$1 == n {print $2; exit}' "workloads/${1%%:*}.txt"; fi
 }
 
 # Nsight Compute's DRAM read and write bytes for every kernel of a suite (one profiled run each, clocks
@@ -68,11 +70,14 @@ dram() {  # DIR SUITE LIMIT
 }
 
 # Nsight Compute's full sections (clocks untouched) on the second launch of a variant's kernels.
-profile() {  # NAME SUITE:WORKLOAD VARIANT LIMIT
-    local rep=()
+profile() {  # LIMIT NAME SUITE:WORKLOAD|KEY VARIANT [bench args...]
+    local rep=() limit="$1" pick=(--variants default)
+    shift
     [ -n "${SOURCE:-}" ] && rep=(-o "$out/$1")
-    timeout "$4" "$ncu" --clock-control none --set full --import-source no -k regex:_kernel --launch-skip 1 --launch-count 1 \
-        "${rep[@]}" "$carry/blockfuse" bench --workload "$(workload_key "$2")" --variant "$3" --single-run --no-ceilings || return
+    [ "$3" = - ] || pick=(--variant "$3")
+    timeout "$limit" "$ncu" --clock-control none --set full --import-source no -k regex:_kernel --launch-skip 1 \
+        --launch-count 1 "${rep[@]}" "$carry/blockfuse" bench --workload "$(workload_key "$2")" "${pick[@]}" \
+        --single-run --no-ceilings "${@:4}" || return
     if [ -n "${SOURCE:-}" ]; then
         "$ncu" -i "$out/$1.ncu-rep" --print-details all &&
             "$ncu" -i "$out/$1.ncu-rep" --page source --print-source sass --csv > "$out/sass_$1.csv" &&
@@ -127,7 +132,7 @@ step() {
                 ! grep -q ' $' "$out/$name.suite"  # a name not in its suite file
             fi ;;
         dram) dram "$out/$name" "$1" "$limit" > "$log" 2>&1 ;;
-        profile) profile "$name" "$1" "$2" "$limit" > "$log" 2>&1 ;;
+        profile) profile "$limit" "$name" "$@" > "$log" 2>&1 ;;
         report) python3 bench/report.py "$out/$1" ${2:+--torch "$out/$2.json"} > "$log" 2>&1 ;;
         *) echo "error: unknown step '$kind' in $file" > "$log"; false ;;
     esac
