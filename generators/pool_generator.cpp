@@ -125,9 +125,17 @@ public:
         args.push_back(c);
         args.push_back(n);
         const Expr y5 = R >= 2 ? Expr(y) : Expr(0), z5 = R >= 3 ? Expr(z) : Expr(0);
-        if (with_indices) out(args) = Tuple(f.output(x, y5, z5, c, n), f.indices(x, y5, z5, c, n));
-        else out(args) = f.output(x, y5, z5, c, n);
-        blockfuse::schedule_pool(f, out, R, g, kn, gpu);
+        // stage_out: the values computed into a Func the output copies (its tiles staged in shared memory).
+        if (!gpu) kn.stage_out = 0;
+        Func staged, values = out;
+        if (kn.stage_out) values = staged = Func("pool_tiles");
+        if (with_indices) values(args) = Tuple(f.output(x, y5, z5, c, n), f.indices(x, y5, z5, c, n));
+        else values(args) = f.output(x, y5, z5, c, n);
+        if (kn.stage_out) {
+            if (with_indices) out(args) = Tuple(staged(args)[0], staged(args)[1]);
+            else out(args) = staged(args);
+        }
+        blockfuse::schedule_pool(f, out, staged, R, g, kn, gpu);
 
         std::vector<int> in_ext{in_x}, out_ext{out_x};
         if (R >= 2) in_ext.push_back(in_y), out_ext.push_back(out_y);

@@ -64,7 +64,12 @@ int KernelVariant::threads_per_block() const {
             threads = std::max(threads, conv2d_gpu_knobs_from(knobs, p).threads_per_block());
         return threads;
     }
-    if (family == "pool") return knob("threads");
+    if (family == "pool") {  // with stage_out, also the threads computing the block's tiles (schedules/pool_knobs.h)
+        if (!knob("stage_out")) return knob("threads");
+        return std::max(knob("threads"), pool_staged_block(knob("rank"), knob("out_x"), knob("threads"), knob("tile_x"),
+                                                           knob("tile_y"), knob("stage_out"))
+                                             .tile_threads);
+    }
     if (family == "stem")  // the pool tile's threads; the layer-by-layer conv takes the conv2d defaults
         return std::max(fused_block_threads(knob("out_channels"), knob("vec_k"), knob("tile_x")),
                         Conv2dGpuKnobs{}.threads_per_block());

@@ -425,12 +425,12 @@ void check_launch(const KernelVariant &v, const std::string &why, const std::str
 }
 }  // namespace
 
-bool pool_window_lane_constant(const PoolWorkload &w, int tile_x, int vec) {
+bool pool_window_lane_constant(const PoolWorkload &w, int tile_x, int vec, bool guard_x) {
     const int X = w.rank - 1, out = w.out(X);
     if (vec <= 1 || w.adaptive || out <= tile_x) return true;
     auto lane = [&](long long start) { return ((start * w.stride[X] - w.pad[X]) % vec + vec) % vec; };
     const long long last = out - tile_x;  // the shifted edge tile, or the last whole one
-    return (1LL * tile_x * w.stride[X]) % vec == 0 && lane(last) == lane(0);
+    return (1LL * tile_x * w.stride[X]) % vec == 0 && (guard_x || lane(last) == lane(0));
 }
 
 std::string pool_launch_error(const KernelVariant &v, const PoolWorkload &w, const LaunchLimits &limits) {
@@ -441,15 +441,32 @@ std::string pool_launch_error(const KernelVariant &v, const PoolWorkload &w, con
     const int ox = w.out(w.rank - 1), oy = w.rank >= 2 ? w.out(w.rank - 2) : 1;
     // A staged window whose lane depends on the thread is indexed at run time: it lives in local memory, whose
     // vector stores Halide 21's CUDA backend aligns wrongly (CUDA_ERROR_MISALIGNED_ADDRESS on the H200).
-    if (v.knob("stage") && !pool_window_lane_constant(w, v.knob("tile_x"), v.knob("vec")))
+    if (v.knob("stage") && !pool_window_lane_constant(w, v.knob("tile_x"), v.knob("vec"), v.knob("guard_x")))
         return fmt::format("tile_x = {} with stage = 1 and vec = {}: the x tiles' input windows start at different "
-                           "lanes of a vector (stride {}, output width {}); use vec = 1, stage = 0 or another tile",
-                           v.knob("tile_x"), v.knob("vec"), w.stride[w.rank - 1], ox);
+                           "lanes of a vector (stride {}, output width {}{}); use vec = 1, stage = 0, {}another tile",
+                           v.knob("tile_x"), v.knob("vec"), w.stride[w.rank - 1], ox,
+                           v.knob("guard_x") ? "" : ", the edge tile shifted inwards",
+                           v.knob("guard_x") ? "" : "guard_x = 1 or ");
     const int ty = w.rank >= 2 ? v.knob("tile_y") : 1;  // rank 1: tile_y is not used
-    // Edge tiles shift inwards (schedules/pool_schedule.cpp): a tile may not exceed the output.
+    // Edge tiles shift inwards (schedules/pool_schedule.cpp): a tile may not exceed the output (nor a guarded x
+    // tile: every output it computes past the row is work for nothing).
     if (v.knob("tile_x") > ox || ty > oy)
         return fmt::format("its {}x{} output tile exceeds the output ({}x{})", v.knob("tile_x"), v.knob("tile_y"), ox,
                            oy);
+    // stage_out: a block's rows (1-D: its chunk of a row) within the output, its staged tiles within shared memory.
+    if (const int rows = v.knob("stage_out")) {
+        const PoolStagedBlock b =
+            pool_staged_block(w.rank, ox, v.knob("threads"), v.knob("tile_x"), v.knob("tile_y"), rows);
+        if (w.rank >= 2 && rows > oy) return fmt::format("stage_out = {} rows exceed the output's {}", rows, oy);
+        if (w.rank == 1 && b.outputs > ox)
+            return fmt::format("stage_out: a block's {} outputs (threads x tile_x) exceed the output width {}",
+                               b.outputs, ox);
+        const long long bytes = b.outputs * (dtype_bytes(w.dtype) + (w.indices ? 8 : 0));
+        if (bytes > limits.max_shared)
+            return fmt::format("stage_out = {}: {} bytes of staged outputs exceed the {} bytes of shared memory a "
+                               "block may use",
+                               rows, bytes, limits.max_shared);
+    }
     const long long tiles =
         1LL * w.n * w.c * (w.rank >= 3 ? w.out(0) : 1) * tile_count(oy, ty) * tile_count(ox, v.knob("tile_x"));
     return threads_error(v, tiles, limits);
@@ -728,7 +745,7 @@ public:
     std::vector<std::string> tunable_knobs(const std::string &, Device d) const override {
         if (d == Device::cpu) return {"cpu_vec"};
         if (std::is_same_v<W, MeanPoolingWorkload>) return {"threads", "tile_x", "unroll"};
-        std::vector<std::string> knobs{"threads", "tile_x", "tile_y", "stage", "vec"};
+        std::vector<std::string> knobs{"threads", "tile_x", "tile_y", "stage", "vec", "guard_x", "stage_out"};
         if (d == Device::cuda) knobs.push_back("store_vec");  // OpenCL has no vector stores (pool_generator.cpp)
         return knobs;
     }

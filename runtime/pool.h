@@ -92,9 +92,9 @@ KernelVariant pool_kernel_for(const MeanPoolingWorkload &w, Device device, const
 // it before launching; the tuner skips such candidates.
 struct LaunchLimits;
 // GPU, windowed: whether every x tile of tile_x outputs (the last shifted inwards where tile_x does not divide
-// the output) starts its input window at the same lane of a vec-element vector, so that the staged window is a
-// constant register window (schedules/pool_schedule.cpp).
-bool pool_window_lane_constant(const PoolWorkload &w, int tile_x, int vec);
+// the output, or with guard_x computed whole past it) starts its input window at the same lane of a vec-element
+// vector, so that the staged window is a constant register window (schedules/pool_schedule.cpp).
+bool pool_window_lane_constant(const PoolWorkload &w, int tile_x, int vec, bool guard_x = false);
 std::string pool_launch_error(const KernelVariant &v, const PoolWorkload &w, const LaunchLimits &limits);
 std::string pool_launch_error(const KernelVariant &v, const MeanPoolingWorkload &w, const LaunchLimits &limits);
 void run_pool(const KernelVariant &v, const PoolWorkload &w, PoolTensors &t);

@@ -23,7 +23,7 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 // GPU, windowed: the input window in registers, loaded in aligned vectors of 16 bytes (8 x f16/bf16,
 // 4 x f32) where the row width is a multiple of the vector; the x tile is then the fewest outputs whose
 // stride spans whole vectors (so every thread's window starts at the same lane: a constant register
-// window; the edge tile, shifted inwards, too), or one tile for the whole row. Two output rows per thread
+// window; the edge tile too, shifted inwards or else guarded), or one tile for the whole row. Two output rows per thread
 // where windows overlap along y (k > stride: the shared rows are loaded once). Tiles shrink until the window fits about 80 registers.
 // Adaptive windows have no constant size: one output per thread, taps loaded where used.
 ScheduleChoice pool_heuristic(const PoolWorkload &w, Device device) {
@@ -36,7 +36,7 @@ ScheduleChoice pool_heuristic(const PoolWorkload &w, Device device) {
     }
     const int R = w.rank, X = R - 1;
     const int out_x = w.out(X), out_y = R >= 2 ? w.out(R - 2) : 1;
-    int vec = 1, tile_x = 1, tile_y = 1;
+    int vec = 1, tile_x = 1, tile_y = 1, guard_x = 0;
     if (!w.adaptive) {
         const int elem = dtype_bytes(w.dtype);
         for (int v = 16 / elem; v >= 2 && vec == 1; v /= 2) {
@@ -46,8 +46,12 @@ ScheduleChoice pool_heuristic(const PoolWorkload &w, Device device) {
                 if (out_x > 8) continue;
                 t = out_x;  // one tile covers the row: its window starts at 0
             }
-            // The edge tile, shifted inwards, must start its window at the same lane (runtime/pool.h).
+            // The edge tile must start its window at the same lane (runtime/pool.h): shifted inwards where
+            // that keeps the lane, else, for planes and volumes, computed whole past the row (guard_x). On the
+            // H200 the guarded vector tiles took medicalnet-stem (57-wide rows) from 0.0586 to 0.046 ms, but made
+            // the 1-D rows (1024-1365 outputs a row) 1.05-3x slower than scalar loads, with indices the most.
             if (pool_window_lane_constant(w, t, v)) vec = v, tile_x = t;
+            else if (R >= 2 && pool_window_lane_constant(w, t, v, true)) vec = v, tile_x = t, guard_x = 1;
         }
         if (vec == 1 && w.kernel[X] > w.stride[X] && out_x >= 2) tile_x = 2;
         if (R >= 2 && w.kernel[R - 2] > w.stride[R - 2] && out_y >= 2) tile_y = 2;
@@ -62,6 +66,7 @@ ScheduleChoice pool_heuristic(const PoolWorkload &w, Device device) {
         const long long budget = 80 * 4 / elem;
         if (window(tile_x, tile_y) > budget) tile_y = 1;
         while (window(tile_x, tile_y) > budget && tile_x > 1 && vec == 1) tile_x /= 2;
+        if (guard_x) s.knobs["guard_x"] = 1;
         s.knobs["stage"] = window(tile_x, tile_y) <= 2 * budget ? 1 : 0;
     } else {
         s.knobs["stage"] = 0;
@@ -72,9 +77,10 @@ ScheduleChoice pool_heuristic(const PoolWorkload &w, Device device) {
     s.knobs["tile_x"] = tile_x;
     s.knobs["tile_y"] = tile_y;
     s.knobs["threads"] = block_threads(tiles);
-    s.why = w.adaptive ? "heuristic: adaptive windows, one output per thread"
-                       : fmt::format("heuristic: {}x{} outputs per thread, window in registers in {}-element loads",
-                                     tile_x, tile_y, vec);
+    s.why = w.adaptive
+                ? "heuristic: adaptive windows, one output per thread"
+                : fmt::format("heuristic: {}x{} outputs per thread{}, window in registers in {}-element loads", tile_x,
+                              tile_y, s.knobs.count("guard_x") ? " (the row's last tile guarded)" : "", vec);
     return s;
 }
 

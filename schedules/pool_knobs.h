@@ -13,6 +13,13 @@
       "GPU, windowed pooling: the thread's input window loaded into registers once (0: each tap where it "             \
       "is used)")                                                                                                      \
     X(vec, 1, (1, 2, 4, 8), "input elements per load of the staged window: an aligned vector (1: scalar)")             \
+    X(guard_x, 0, (0, 1),                                                                                              \
+      "GPU, windowed pooling: the last x tile of a row computed whole, its outputs past the row not stored (0: "       \
+      "shifted inwards over its neighbour); every tile then starts at a multiple of tile_x")                           \
+    X(stage_out, 0, (0, 1, 2, 4, 8, 16),                                                                               \
+      "GPU, windowed pooling: a block computes the tiles of this many whole output rows (1-D: a chunk of threads x "   \
+      "tile_x outputs) into shared memory, then its threads store them in order, coalesced (0: each thread stores "    \
+      "its own tile)")                                                                                                 \
     X(store_vec, 1, (0, 1),                                                                                            \
       "CUDA, windowed pooling: the thread's tile_x outputs stored as one aligned vector where tile_x is a power of "   \
       "two dividing the output width, f16 in 4 lanes or more (0: element by element)")                                 \
@@ -24,6 +31,19 @@ namespace blockfuse {
 struct PoolKnobs {
     BLOCKFUSE_POOL_KNOBS(BLOCKFUSE_KNOB_FIELD)
 };
+
+// stage_out > 0: a block's share of the output, staged in shared memory, and the threads that compute its
+// tiles (rows of out_x outputs, out_x its width; 1-D: `threads` tiles of tile_x). The schedule, the launch check
+// and the kernel's block size read it.
+struct PoolStagedBlock {
+    long long outputs = 0;  // outputs a block stages
+    int tile_threads = 0;   // threads computing its tiles (one tile each)
+};
+inline PoolStagedBlock pool_staged_block(int rank, int out_x, int threads, int tile_x, int tile_y, int stage_out) {
+    if (rank == 1) return {1LL * threads * tile_x, threads};
+    const int tiles_x = (out_x + tile_x - 1) / tile_x, tiles_y = (stage_out + tile_y - 1) / tile_y;
+    return {1LL * out_x * stage_out, tiles_x * tiles_y};
+}
 
 inline const KnobTable &pool_knobs() {
     static const KnobTable t{{BLOCKFUSE_POOL_KNOBS(BLOCKFUSE_KNOB_DECL)}};

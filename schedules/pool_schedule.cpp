@@ -26,17 +26,23 @@ Var flat_threads(Func out, const std::vector<Var> &outer, int threads) {
 }  // namespace
 
 // GPU: a thread owns tile_x x tile_y outputs (edge tiles shift inwards, so every tile is whole and its
-// window a constant size; the heuristic keeps tiles within the output). With `stage`, the thread first
-// loads its input window (the union of its outputs' windows, taps shared between neighbouring outputs
-// loaded once) into registers in blocks of `vec` elements: one aligned vector per block where the
-// row width allows, the padding decided once per block (a block is wholly inside or outside its row).
+// window a constant size; the heuristic keeps tiles within the output). With guard_x the last x tile of a
+// row is not shifted but computed whole, its outputs past the row not stored: every x tile then starts at
+// a multiple of tile_x, so its window starts at the same lane of a vector where the shifted edge tile's
+// would not (57-wide ceil-mode rows at stride 2: vectors of 8 instead of scalar loads). With stage_out a
+// block computes whole rows (1-D: a chunk of a row) into shared memory and its threads then store them in
+// order, each warp 32 consecutive outputs. With `stage`, the thread first loads its input window (the
+// union of its outputs' windows, taps shared between neighbouring outputs loaded once) into registers in
+// blocks of `vec` elements: one aligned vector per block where the row width allows, the padding decided
+// once per block (a block is wholly inside or outside its row).
 // The reduction then reads registers only, every tap unrolled. Adaptive windows move with the output
 // (floor/ceil starts), so their window has no constant size: their taps are loaded where they are used.
 // With store_vec, where tile_x divides the output width (no tile shifts, so every tile starts at a
 // multiple of tile_x), the tile's outputs are stored as one vector (f16 8 outputs: STG.64 x2 rather than
 // STG.U16 x8 on sm_90).
 // CPU: vectors of cpu_vec outputs along x, the rows of every plane in parallel.
-void schedule_pool(const PoolFuncs &f, Func out, int rank, const PoolGeometry &g, const PoolKnobs &kn, bool gpu) {
+void schedule_pool(const PoolFuncs &f, Func out, Func staged, int rank, const PoolGeometry &g, const PoolKnobs &kn,
+                   bool gpu) {
     const std::vector<Var> args = out.args();
     Var x = args[0];
     std::vector<Func> reductions{f.reduce};  // each a register tile of the thread's outputs
@@ -47,20 +53,54 @@ void schedule_pool(const PoolFuncs &f, Func out, int rank, const PoolGeometry &g
     const int tile_y = rank >= 2 ? kn.tile_y : 1;
     if (gpu) {
         const TailStrategy shift = TailStrategy::ShiftInwards;
+        const bool stage_out = kn.stage_out > 0;
+        // The Func whose threads own the output tiles: the output, or with stage_out the block's staged tiles.
+        Func tiles = stage_out ? staged : out;
+        const std::vector<Var> ta = tiles.args();
         Var xt("xt"), xr("xr"), yt("yt"), yr("yr");
-        out.split(x, xt, xr, kn.tile_x, shift);
+        tiles.split(ta[0], xt, xr, kn.tile_x, kn.guard_x ? TailStrategy::GuardWithIf : shift);
         std::vector<Var> outer{xt};
         if (rank >= 2) {
-            out.split(args[1], yt, yr, tile_y, shift).reorder(xr, yr, xt, yt);
+            tiles.split(ta[1], yt, yr, tile_y, shift).reorder(xr, yr, xt, yt);
             outer.push_back(yt);
         }
-        for (size_t i = rank >= 2 ? 2 : 1; i < args.size(); ++i) outer.push_back(args[i]);  // z, c, n
-        const Var ft = flat_threads(out, outer, kn.threads);
-        if (rank >= 2) out.unroll(yr);
-        if (pool_store_vector(g, kn, out.types()[0])) out.vectorize(xr);
-        else out.unroll(xr);
+        Var ft("ft");
+        if (stage_out) {
+            // The block: stage_out whole rows of one plane (1-D: threads x tile_x outputs of a row), their tiles
+            // one thread each into shared memory, then stored by consecutive threads: a warp writes 32
+            // consecutive outputs (f16 64 bytes, indices 256), where a thread storing its own tile writes
+            // tile_x consecutive values 32 threads apart.
+            Var yb("yb"), yi("yi"), xb("xb"), xi("xi"), e("e"), eo("eo"), et("et");
+            std::vector<Var> block_vars;
+            if (rank >= 2) {
+                out.split(args[1], yb, yi, kn.stage_out, shift).fuse(x, yi, e);
+                block_vars.push_back(yb);
+            } else {
+                out.split(x, xb, xi, kn.threads * kn.tile_x, shift);
+                e = xi;
+                block_vars.push_back(xb);
+            }
+            for (size_t i = rank >= 2 ? 2 : 1; i < args.size(); ++i) block_vars.push_back(args[i]);  // z, c, n
+            Var fused = block_vars[0];
+            for (size_t i = 1; i < block_vars.size(); ++i) {
+                Var v("blk" + std::to_string(i));
+                out.fuse(fused, block_vars[i], v);
+                fused = v;
+            }
+            out.gpu_blocks(fused).split(e, eo, et, kn.threads, TailStrategy::GuardWithIf).gpu_threads(et);
+            tiles.compute_at(out, fused).store_in(MemoryType::GPUShared);
+            if (rank >= 2) tiles.fuse(xt, yt, ft);
+            else ft = xt;
+            tiles.gpu_threads(ft);
+        } else {
+            for (size_t i = rank >= 2 ? 2 : 1; i < args.size(); ++i) outer.push_back(args[i]);  // z, c, n
+            ft = flat_threads(out, outer, kn.threads);
+        }
+        if (rank >= 2) tiles.unroll(yr);
+        if (pool_store_vector(g, kn, out.types()[0])) tiles.vectorize(xr);
+        else tiles.unroll(xr);
         for (Func red : reductions) {
-            red.compute_at(out, ft).store_in(MemoryType::Register);
+            red.compute_at(tiles, ft).store_in(MemoryType::Register);
             red.bound_extent(ra[0], kn.tile_x).bound_extent(ra[1], tile_y);
             red.unroll(ra[0]).unroll(ra[1]);
             red.update()
@@ -74,7 +114,7 @@ void schedule_pool(const PoolFuncs &f, Func out, int rank, const PoolGeometry &g
         if (kn.stage && !g.adaptive) {
             Func blocks = f.blocks;
             const std::vector<Var> ba = blocks.args();  // (v, xb, y, z, c, n)
-            blocks.compute_at(out, ft).store_in(MemoryType::Register).unroll(ba[1]).unroll(ba[2]).unroll(ba[3]);
+            blocks.compute_at(tiles, ft).store_in(MemoryType::Register).unroll(ba[1]).unroll(ba[2]).unroll(ba[3]);
             if (g.vec > 1) blocks.vectorize(ba[0]);
         }
         return;

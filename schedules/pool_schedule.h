@@ -17,8 +17,10 @@ inline bool pool_store_vector(const PoolGeometry &g, const PoolKnobs &kn, const 
     return kn.store_vec && !g.adaptive && power_of_two && g.axis[0].out % t == 0 && gpu_vector_store_ok(storage, t);
 }
 
-void schedule_pool(const PoolFuncs &f, Halide::Func out, int rank, const PoolGeometry &g, const PoolKnobs &kn,
-                   bool gpu);
+// staged: with kn.stage_out on a GPU, the Func the output copies (same args and values), whose tiles are computed
+// into shared memory; undefined otherwise.
+void schedule_pool(const PoolFuncs &f, Halide::Func out, Halide::Func staged, int rank, const PoolGeometry &g,
+                   const PoolKnobs &kn, bool gpu);
 // out: (d, h, g, b).
 void schedule_mean_pooling(const MeanPoolingFuncs &f, Halide::Func out, const PoolKnobs &kn, bool gpu);
 

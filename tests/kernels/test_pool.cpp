@@ -155,6 +155,89 @@ TEST_CASE("a maxpool3d kernel PoCL's work-item vectorizer miscompiled matches th
     }
 }
 
+// guard_x: the row's last x tile computed whole past the row, its outputs there not stored. 9 outputs a row
+// (16 inputs, stride 2, ceil mode) in tiles of 2 and 4: every tile's window starts at the same vector lane, the
+// last tile's outputs 9-11 lie past the row. Values and indices against float64 with poisoned outputs, on every
+// dtype CUDA takes. Shifted inwards instead, the same knobs are refused before launch (the edge tile's window
+// starts at another lane: the staged window would be indexed at run time).
+TEST_CASE("guarded x tiles: vector windows on odd rows, nothing stored past the row", "[pool][guard]") {
+    install_halide_error_handler();
+    const LaunchLimits h200{1024, 232448, 65536};
+    const std::vector<std::map<std::string, int>> knob_sets{
+        {{"guard_x", 1}, {"stage", 1}, {"vec", 4}, {"tile_x", 2}, {"tile_y", 2}, {"threads", 32}},
+        {{"guard_x", 1}, {"stage", 1}, {"vec", 8}, {"tile_x", 4}, {"tile_y", 1}, {"threads", 64}},
+    };
+    for (Device d : test::test_devices()) {
+        if (d == Device::cpu) continue;  // GPU schedule knobs
+        const std::vector<std::string> dtypes =
+            d == Device::opencl ? std::vector<std::string>{"f32"} : std::vector<std::string>{"f32", "f16", "bf16"};
+        for (const std::string &dtype : dtypes)
+            for (const char *indices : {"0", "1"})
+                for (const auto &knobs : knob_sets) {
+                    const std::string key =
+                        std::string("maxpool3d:n=2,c=3,d=5,h=7,w=16,kernel=3,stride=2,pad=1,ceil=1,") +
+                        "return_indices=" + indices + ",dtype=" + dtype;
+                    const KernelVariant *v = kernel_with_knobs(key, "direct", d, knobs, 0, "test");
+                    INFO(key << " " << v->name << " [" << v->knob_summary() << "]");
+                    std::map<std::string, int> shifted_knobs = knobs;
+                    shifted_knobs["guard_x"] = 0;
+                    const KernelVariant *shifted = kernel_with_knobs(key, "direct", d, shifted_knobs, 0, "test");
+                    CHECK(parse_op(key)->candidate_error(*shifted, h200).find("guard_x = 1") != std::string::npos);
+                    REQUIRE(parse_op(key)->candidate_error(*v, h200).empty());
+                    for (const BuildOutcome &b : test::build_kernels({v})) REQUIRE(b.ok);
+                    if (test::fill_only()) continue;
+                    for (int i = 0; i < 2; ++i) require_match(test::check_kernel(*v, key, rng()));
+                }
+    }
+}
+
+// stage_out: a block's rows (1-D: a chunk of a row) computed into shared memory, stored by consecutive threads. Row
+// counts and chunks that do not divide the output (the last block shifted inwards over its neighbour), odd widths,
+// tiles of one and several threads, with and without the window staged and the last tile guarded, every family the
+// schedule serves; against float64 with poisoned outputs. Too many rows for the output are refused before launch.
+TEST_CASE("outputs staged in shared memory and stored in order match the float64 reference", "[pool][stage_out]") {
+    install_halide_error_handler();
+    struct Case {
+        std::string key;
+        std::map<std::string, int> knobs;
+    };
+    const std::vector<Case> cases{
+        {"maxpool2d:n=2,c=3,h=13,w=17,kernel=3,stride=2,pad=1,ceil=1,return_indices=1",
+         {{"stage_out", 4}, {"tile_x", 2}, {"tile_y", 1}, {"threads", 32}}},
+        {"maxpool2d:n=2,c=3,h=13,w=17,kernel=3,stride=2,pad=1,ceil=1",
+         {{"stage_out", 2}, {"tile_x", 4}, {"tile_y", 2}}},
+        {"maxpool1d:n=2,c=3,l=50,kernel=3,stride=2,pad=1,return_indices=1",
+         {{"stage_out", 1}, {"tile_x", 2}, {"threads", 8}}},
+        {"maxpool3d:n=1,c=2,d=5,h=7,w=16,kernel=3,stride=2,pad=1,ceil=1,return_indices=1",
+         {{"stage_out", 2}, {"guard_x", 1}, {"stage", 1}, {"vec", 4}, {"tile_x", 2}, {"tile_y", 2}, {"threads", 32}}},
+        {"avgpool2d:n=2,c=3,h=11,w=9,kernel=3,stride=2,pad=1,count_include_pad=0",
+         {{"stage_out", 2}, {"tile_x", 2}, {"tile_y", 2}, {"threads", 32}}},
+    };
+    const LaunchLimits h200{1024, 232448, 65536};
+    for (Device d : test::test_devices()) {
+        if (d == Device::cpu) continue;  // GPU schedule knobs
+        const std::vector<std::string> dtypes =
+            d == Device::opencl ? std::vector<std::string>{"f32"} : std::vector<std::string>{"f32", "f16", "bf16"};
+        for (const std::string &dtype : dtypes)
+            for (const Case &c : cases) {
+                const std::string key = c.key + ",dtype=" + dtype;
+                const KernelVariant *v = kernel_with_knobs(key, "direct", d, c.knobs, 0, "test");
+                INFO(key << " " << v->name << " [" << v->knob_summary() << "]");
+                REQUIRE(parse_op(key)->candidate_error(*v, h200).empty());
+                for (const BuildOutcome &b : test::build_kernels({v})) REQUIRE(b.ok);
+                if (test::fill_only()) continue;
+                for (int i = 0; i < 2; ++i) require_match(test::check_kernel(*v, key, rng()));
+            }
+    }
+    const std::string key = cases[0].key + ",dtype=f16";  // a 9x7 output
+    const KernelVariant *rows = kernel_with_knobs(key, "direct", Device::cuda, {{"stage_out", 16}}, 0, "test");
+    CHECK(parse_op(key)->candidate_error(*rows, h200) == "stage_out = 16 rows exceed the output's 7");
+    const std::string wide = "maxpool2d:n=1,c=1,h=6,w=1000,kernel=2,return_indices=1,dtype=f32";  // 500x3 outputs
+    const KernelVariant *big = kernel_with_knobs(wide, "direct", Device::cuda, {{"stage_out", 2}}, 0, "test");
+    CHECK(parse_op(wide)->candidate_error(*big, LaunchLimits{1024, 4096, 65536}) ==
+          "stage_out = 2: 12000 bytes of staged outputs exceed the 4096 bytes of shared memory a block may use");
+}
+
 // Values from {-1, 0, 0.5, 1} (exact in every dtype: ties in every window), NaN at about one position in
 // 40, and the first plane -inf throughout (windows with no value above -inf: PyTorch keeps the first valid
 // tap's index).
@@ -250,8 +333,8 @@ TEST_CASE("pooling launches beyond the device's limits or the output's size are 
     // memory); the heuristic now takes another tiling there, which the check accepts.
     const std::string odd =
         "maxpool3d:c=2,d=6,h=8,w=6,kernel=5,stride_d=1,stride_h=2,stride_w=3,pad=2,ceil=1,dtype=f16";
-    const KernelVariant *shifted =
-        kernel_with_knobs(odd, "direct", Device::cuda, {{"tile_x", 2}, {"vec", 2}, {"stage", 1}}, 0, "test");
+    const KernelVariant *shifted = kernel_with_knobs(
+        odd, "direct", Device::cuda, {{"tile_x", 2}, {"vec", 2}, {"stage", 1}, {"guard_x", 0}}, 0, "test");
     CHECK(parse_op(odd)->candidate_error(*shifted, h200).find("start at different lanes") != std::string::npos);
     const Pick heuristic = dispatch(odd, "direct", Device::cuda, nullptr, true);
     CHECK(parse_op(odd)->candidate_error(*heuristic.variant, h200).empty());
@@ -262,6 +345,13 @@ TEST_CASE("pooling launches beyond the device's limits or the output's size are 
     CHECK(pool_window_lane_constant(stem, 4, 8));
     CHECK(!pool_window_lane_constant(stem_ceil, 4, 8));
     CHECK(pool_window_lane_constant(stem_ceil, 2, 2));
+    CHECK(pool_window_lane_constant(stem_ceil, 4, 8, true));  // guard_x: every tile starts at a multiple of 4
+    // The heuristic takes 8-element vectors there, the last tile guarded.
+    const std::string medicalnet = "maxpool3d:n=2,c=64,d=32,h=112,w=112,kernel=3,stride=2,pad=1,ceil=1,dtype=bf16";
+    const Pick guarded = dispatch(medicalnet, "direct", Device::cuda, nullptr, true);
+    CHECK(guarded.variant->knob("guard_x") == 1);
+    CHECK(guarded.variant->knob("vec") == 8);
+    CHECK(parse_op(medicalnet)->candidate_error(*guarded.variant, h200).empty());
 }
 
 int main(int argc, char **argv) {
