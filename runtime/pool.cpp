@@ -458,6 +458,8 @@ std::string pool_launch_error(const KernelVariant &v, const PoolWorkload &w, con
         const PoolStagedBlock b =
             pool_staged_block(w.rank, ox, v.knob("threads"), v.knob("tile_x"), v.knob("tile_y"), rows);
         if (w.rank >= 2 && rows > oy) return fmt::format("stage_out = {} rows exceed the output's {}", rows, oy);
+        if (w.rank >= 2 && ty > rows)
+            return fmt::format("tile_y = {} exceeds the stage_out = {} rows of a block", ty, rows);
         if (w.rank == 1 && b.outputs > ox)
             return fmt::format("stage_out: a block's {} outputs (threads x tile_x) exceed the output width {}",
                                b.outputs, ox);

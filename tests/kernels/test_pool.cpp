@@ -232,6 +232,9 @@ TEST_CASE("outputs staged in shared memory and stored in order match the float64
     const std::string key = cases[0].key + ",dtype=f16";  // a 9x7 output
     const KernelVariant *rows = kernel_with_knobs(key, "direct", Device::cuda, {{"stage_out", 16}}, 0, "test");
     CHECK(parse_op(key)->candidate_error(*rows, h200) == "stage_out = 16 rows exceed the output's 7");
+    const KernelVariant *tall =
+        kernel_with_knobs(key, "direct", Device::cuda, {{"stage_out", 1}, {"tile_y", 2}}, 0, "test");
+    CHECK(parse_op(key)->candidate_error(*tall, h200) == "tile_y = 2 exceeds the stage_out = 1 rows of a block");
     const std::string wide = "maxpool2d:n=1,c=1,h=6,w=1000,kernel=2,return_indices=1,dtype=f32";  // 500x3 outputs
     const KernelVariant *big = kernel_with_knobs(wide, "direct", Device::cuda, {{"stage_out", 2}}, 0, "test");
     CHECK(parse_op(wide)->candidate_error(*big, LaunchLimits{1024, 4096, 65536}) ==
