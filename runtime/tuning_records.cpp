@@ -61,6 +61,7 @@ TuningRecord parse_record(const nlohmann::json &j, const std::string &where) {
     r.searcher = j.value("searcher", "");
     r.trial = j.value("trial", 0);
     r.source = j.value("source", "");
+    r.l2_flush = j.value("l2_flush", "");
     try {
         r.workload = canonical_key(r.workload);
         const auto strategies = strategies_of(r.workload);
@@ -157,6 +158,7 @@ nlohmann::json record_json(const TuningRecord &r) {
     if (r.build_seconds > 0) j["build_seconds"] = r.build_seconds;
     if (r.rel_l2 > 0) j["rel_l2"] = r.rel_l2;
     if (!r.searcher.empty()) j["searcher"] = r.searcher, j["trial"] = r.trial;
+    if (!r.l2_flush.empty()) j["l2_flush"] = r.l2_flush;
     return j;
 }
 
@@ -194,6 +196,7 @@ std::vector<TuningRecord> records_from_results(const nlohmann::json &j, const st
         r.check = row.value("check", "");
         if (!row.value("check_ok", false)) r.failure = "wrong_answer";
         r.source = source;
+        if (r.target.rfind("cuda", 0) == 0) r.l2_flush = ctx.value("l2_flush", "");
         out.push_back(r);
     }
     return out;

@@ -35,6 +35,7 @@ struct TuningRecord {
     std::string searcher;       // the tuner's search that proposed it ("" from a bench run)
     int trial = 0;              // its trial number in that search (1-based; 0: not the tuner's)
     std::string source;         // how it was measured (command, results file, date)
+    std::string l2_flush;       // CUDA: the L2 flush before each sample, write | read | none ("": not recorded)
     bool ok() const { return failure.empty() && median_ms > 0; }
 };
 

@@ -148,6 +148,7 @@ TuningRecord Tuner::measure(const Task &t, const KernelVariant &v, const BuildOu
     rec.searcher = searcher;
     rec.trial = trial;
     rec.build_seconds = built.built ? built.seconds : 0;
+    if (dev_ == Device::cuda) rec.l2_flush = l2_flush_name(opt_.timing.l2_flush);
     rec.source = fmt::format("blockfuse tune --search {} --seed {} ({})", searcher, opt_.seed, BLOCKFUSE_GIT_COMMIT);
     if (!built.ok) {
         rec.failure = "build";

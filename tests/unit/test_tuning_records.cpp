@@ -55,6 +55,26 @@ TEST_CASE("tuning records load, canonicalize keys and give the fastest passing r
     std::remove(p.c_str());
 }
 
+TEST_CASE("a CUDA record says which L2 flush it was timed with, and keeps it through a write and a load", "[records]") {
+    const std::string cuda = "cuda:NVIDIA H200:sm_90";
+    const std::string p =
+        write_temp("records_flush.jsonl",
+                   record_line(kConv, "direct", "conv2d", R"({"vec_k": 8})", cuda, 0.5, R"(, "l2_flush": "read")") +
+                       record_line(kConv, "direct", "conv2d", R"({"vec_k": 4})", cuda, 0.6));
+    const TuningRecords r = TuningRecords::load({p});
+    REQUIRE(r.records.size() == 2);
+    CHECK(r.records[0].l2_flush == "read");
+    CHECK(r.records[1].l2_flush.empty());  // older records: not recorded
+    const std::string q = std::string(BLOCKFUSE_TEST_TMP) + "/records_flush_out.jsonl";
+    std::remove(q.c_str());
+    append_records(q, r.records);
+    const TuningRecords again = TuningRecords::load({q});
+    CHECK(again.records[0].l2_flush == "read");
+    CHECK(again.records[1].l2_flush.empty());
+    std::remove(p.c_str());
+    std::remove(q.c_str());
+}
+
 TEST_CASE("a bad tuning-records file is one clear error naming the file and the line", "[records]") {
     CHECK_THROWS_WITH(TuningRecords::load({std::string(BLOCKFUSE_TEST_TMP) + "/no_such_records.jsonl"}),
                       Catch::Contains("no_such_records.jsonl': no such file"));
@@ -140,18 +160,22 @@ TEST_CASE("records from a bench results.json: every row with its knobs, failed c
           "[records]") {
     const std::string key = canonical_key(kConv);
     const std::string p = write_temp("results_rec.json", R"({"context": {"device": "cpu", "timestamp": "t",
-      "halide_version": "21.0.0", "commit": "abc"}, "results": [
+      "halide_version": "21.0.0", "commit": "abc", "l2_flush": "read"}, "results": [
       {"key": ")" + key + R"(", "strategy_name": "direct", "family": "conv2d", "knobs": {"cpu_vec_k": 8},
        "record_target": "cpu:x", "variant": "v1", "runtime_ms": 1.5, "check_ok": true, "check": "ok"},
+      {"key": ")" + key + R"(", "strategy_name": "direct", "family": "conv2d", "knobs": {"vec_k": 8},
+       "record_target": "cuda:NVIDIA H200:sm_90", "variant": "v3", "runtime_ms": 0.5, "check_ok": true},
       {"key": ")" + key + R"(", "strategy_name": "direct", "family": "conv2d", "knobs": {"cpu_vec_k": 16},
        "record_target": "cpu:x", "variant": "v2", "runtime_ms": 0, "check_ok": false, "check": "2 wrong"},
       {"key": ")" + key + R"(", "strategy": "direct"}]})");
     const auto r = records_from_results(p);
-    REQUIRE(r.size() == 2);  // the row without knobs is no kernel of ours
+    REQUIRE(r.size() == 3);  // the row without knobs is no kernel of ours
     CHECK(r[0].knobs.at("cpu_vec_k") == 8);
     CHECK(r[0].failure.empty());
     CHECK(r[0].halide_version == "21.0.0");
-    CHECK(r[1].failure == "wrong_answer");
+    CHECK(r[0].l2_flush.empty());  // a CPU row: no L2 flush
+    CHECK(r[1].l2_flush == "read");
+    CHECK(r[2].failure == "wrong_answer");
     CHECK_THROWS_WITH(records_from_results(write_temp("not_results.json", "{}")),
                       Catch::Contains("not a blockfuse results"));
     std::remove(p.c_str());
