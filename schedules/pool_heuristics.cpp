@@ -23,8 +23,9 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 // GPU, windowed: the input window in registers, loaded in aligned vectors of 16 bytes (8 x f16/bf16,
 // 4 x f32) where the row width is a multiple of the vector; the x tile is then the fewest outputs whose
 // stride spans whole vectors (so every thread's window starts at the same lane: a constant register
-// window; the edge tile too, shifted inwards or else guarded), or one tile for the whole row. Two output rows per thread
-// where windows overlap along y (k > stride: the shared rows are loaded once). Tiles shrink until the window fits about 80 registers.
+// window; the edge tile too, shifted inwards or else guarded), or one tile for the whole row. Two output
+// rows per thread where windows overlap along y (k > stride: the shared rows are loaded once). Tiles shrink
+// until the window fits about 80 registers.
 // Adaptive windows have no constant size: one output per thread, taps loaded where used.
 ScheduleChoice pool_heuristic(const PoolWorkload &w, Device device) {
     ScheduleChoice s;

@@ -6,18 +6,24 @@ using namespace Halide;
 
 namespace {
 
+// The loops `vars` (innermost first) of f fused into one, named prefix1, prefix2, ... as it grows.
+Var fuse_all(Func f, const std::vector<Var> &vars, const std::string &prefix) {
+    Var all = vars[0];
+    for (size_t i = 1; i < vars.size(); ++i) {
+        Var fused(prefix + std::to_string(i));
+        f.fuse(all, vars[i], fused);
+        all = fused;
+    }
+    return all;
+}
+
 // Every tile of the output becomes one thread of a flat grid: the tiles are numbered x fastest (so a
 // warp's threads read neighbouring input columns: coalesced), the numbering is cut into blocks of
 // `threads`. One flat numbering keeps every lane busy whatever the output's shape (1x1 planes, 27-wide
 // rows, 32000-long sequences) and, the shapes being static, costs a few multiply-shifts per thread to
 // turn back into coordinates. Returns the thread Var.
 Var flat_threads(Func out, const std::vector<Var> &outer, int threads) {
-    Var f = outer[0];
-    for (size_t i = 1; i < outer.size(); ++i) {
-        Var fused("f" + std::to_string(i));
-        out.fuse(f, outer[i], fused);
-        f = fused;
-    }
+    const Var f = fuse_all(out, outer, "f");
     Var fb("fb"), ft("ft");
     out.split(f, fb, ft, threads, TailStrategy::GuardWithIf).gpu_blocks(fb).gpu_threads(ft);
     return ft;
@@ -57,6 +63,7 @@ void schedule_pool(const PoolFuncs &f, Func out, Func staged, int rank, const Po
         // The Func whose threads own the output tiles: the output, or with stage_out the block's staged tiles.
         Func tiles = stage_out ? staged : out;
         const std::vector<Var> ta = tiles.args();
+        const std::vector<Var> planes(args.begin() + (rank >= 2 ? 2 : 1), args.end());  // z, c, n
         Var xt("xt"), xr("xr"), yt("yt"), yr("yr");
         tiles.split(ta[0], xt, xr, kn.tile_x, kn.guard_x ? TailStrategy::GuardWithIf : shift);
         std::vector<Var> outer{xt};
@@ -80,20 +87,15 @@ void schedule_pool(const PoolFuncs &f, Func out, Func staged, int rank, const Po
                 e = xi;
                 block_vars.push_back(xb);
             }
-            for (size_t i = rank >= 2 ? 2 : 1; i < args.size(); ++i) block_vars.push_back(args[i]);  // z, c, n
-            Var fused = block_vars[0];
-            for (size_t i = 1; i < block_vars.size(); ++i) {
-                Var v("blk" + std::to_string(i));
-                out.fuse(fused, block_vars[i], v);
-                fused = v;
-            }
+            block_vars.insert(block_vars.end(), planes.begin(), planes.end());
+            const Var fused = fuse_all(out, block_vars, "blk");
             out.gpu_blocks(fused).split(e, eo, et, kn.threads, TailStrategy::GuardWithIf).gpu_threads(et);
             tiles.compute_at(out, fused).store_in(MemoryType::GPUShared);
             if (rank >= 2) tiles.fuse(xt, yt, ft);
             else ft = xt;
             tiles.gpu_threads(ft);
         } else {
-            for (size_t i = rank >= 2 ? 2 : 1; i < args.size(); ++i) outer.push_back(args[i]);  // z, c, n
+            outer.insert(outer.end(), planes.begin(), planes.end());
             ft = flat_threads(out, outer, kn.threads);
         }
         if (rank >= 2) tiles.unroll(yr);
@@ -121,15 +123,7 @@ void schedule_pool(const PoolFuncs &f, Func out, Func staged, int rank, const Po
     }
     Var xo("xo"), xi("xi");
     const int lanes = kn.cpu_vec;
-    std::vector<Var> outer;
-    for (size_t i = 1; i < args.size(); ++i) outer.push_back(args[i]);
-    Var p = outer[0];
-    for (size_t i = 1; i < outer.size(); ++i) {
-        Var fused("p" + std::to_string(i));
-        out.fuse(p, outer[i], fused);
-        p = fused;
-    }
-    out.parallel(p);
+    out.parallel(fuse_all(out, std::vector<Var>(args.begin() + 1, args.end()), "p"));
     const bool vector = g.axis[0].out >= lanes;
     if (vector) out.split(x, xo, xi, lanes, TailStrategy::ShiftInwards).vectorize(xi);
     for (Func red : reductions) {
