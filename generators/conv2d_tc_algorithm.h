@@ -1,5 +1,5 @@
 // conv2d (and conv3d) on tensor cores as an implicit GEMM, the algorithm only: out[b][y][x][k] = act(bias[k] +
-// sum_{ky,kx,c} in[b][y*sy - pt + ky*dy][x*sx - pl + kx*dx][c] w[k][c][ky][kx]), one group, f16 or bf16,
+// sum_{ky,kx,c} in[b][y*sy - pt + ky*dy][x*sx - pl + kx*dx][c] w[k][c][ky][kx]), f16 or bf16,
 // f32 accumulation. The GEMM of generators/gemm_algorithm.h with M = images x output pixels, N = output
 // channels, K = taps x channels: the im2col gather is A's shared-panel load (never materialized), C is
 // stored at (k, x, y, b). A conv3d adds the depth: its taps are (kz, ky, kx), its pixels (x, y, z), and its
@@ -7,13 +7,17 @@
 // store is the conv2d's with that dimension as (oz + OD b). NHWC makes the channels the reduction's
 // innermost run: with C a multiple of 8 each 8-element group of A is one tap's 8 contiguous channels, one
 // 16-byte vector load (zero where the tap falls in the padding). A 1x1 convolution is the GEMM itself (A the input seen as pixels x channels).
+// Grouped (ConvTcShape::window_n): the output channels in windows, A per window (c below counted from the
+// window's first input channel), the weights zero where an input channel is not in the output channel's group.
 //
 // Layouts (Halide dims, innermost first): input (c, x, y, b) bits; weights (kr, k): the filter as N x K,
 // kr = (ky * S + kx) * Cp + c with Cp = C rounded up to 8 (zeros at c >= C), rows of K_padded = R S Cp
-// (runtime/conv2d.cpp lays them out so once at load time); bias (k) f32 (BatchNorm folded in); output
+// (runtime/conv2d_tc.cpp lays them out so once at load time; grouped: Cp the window's channels rounded up, row k
+// holding the window of k); bias (k) f32 (BatchNorm folded in); output
 // (k, x, y, b) bits. A conv3d's: input (c, x, y, z + D b), weights kr = ((kz * R + ky) * S + kx) * Cp + c,
 // output (k, x, y, oz + OD b).
 #pragma once
+#include "generators/conv_windows.h"
 #include "generators/gemm_algorithm.h"
 #include "generators/storage.h"
 
@@ -24,7 +28,11 @@ struct ConvTcShape {
     int c = 0, h = 0, w = 0, k = 0, r = 1, s = 1;
     int stride_x = 1, stride_y = 1, dil_x = 1, dil_y = 1, pad_l = 0, pad_r = 0, pad_t = 0, pad_b = 0;
     int d = 1, t = 1, stride_z = 1, dil_z = 1, pad_z = 0;  // a conv3d's depth (padding on both sides); 1 x 1: a conv2d
-    int c_padded() const { return (c + 7) / 8 * 8; }
+    int groups = 1;
+    ConvWindows windows() const { return {c, k, groups}; }
+    int window_n() const { return windows().window_n(); }
+    int window_channels() const { return windows().window_channels(); }
+    int c_padded() const { return windows().window_channels_padded(); }
     int out_w() const { return (w + pad_l + pad_r - dil_x * (s - 1) - 1) / stride_x + 1; }
     int out_h() const { return (h + pad_t + pad_b - dil_y * (r - 1) - 1) / stride_y + 1; }
     int out_d() const { return (d + 2 * pad_z - dil_z * (t - 1) - 1) / stride_z + 1; }
@@ -43,8 +51,9 @@ inline GemmFuncs conv2d_tc(const Halide::Func &input, const Halide::Func &weight
     const int OW = cs.out_w(), OH = cs.out_h(), OD = cs.out_d(), Cp = cs.c_padded(), groups_per_tap = Cp / 8;
     GemmShape s{images * (OW * OH * OD), Expr(cs.k), Expr(cs.reduction()), Expr(cs.reduction())};
     GemmIo io;
-    io.a_element = [&, OW, OH, OD, Cp, groups_per_tap](const Expr &ke, const Expr &kg, const Expr &m,
-                                                       const Expr &exact) {
+    io.window_n = cs.window_n();
+    io.a_element = [&, OW, OH, OD, Cp, groups_per_tap](const Expr &ke, const Expr &kg, const Expr &m, const Expr &exact,
+                                                       const Expr &window) {
         const bool depth = cs.d > 1 || cs.t > 1;  // a conv3d (a conv2d's expressions stay as they were without it)
         Expr tap = kg / groups_per_tap, c = 8 * (kg % groups_per_tap) + ke;
         Expr kx = tap % cs.s, ky = depth ? (tap / cs.s) % cs.r : tap / cs.s, kz = tap / (cs.s * cs.r);
@@ -56,9 +65,24 @@ inline GemmFuncs conv2d_tc(const Halide::Func &input, const Halide::Func &weight
         // m < M is whole tiles' promise; elsewhere the row of an image past the batch reads nothing.
         inside = inside && (exact || m < s.M);
         // With C a multiple of 8 the group's channels are all real and contiguous (a dense vector); else each
-        // element is clamped and the padding channels zeroed.
-        Expr ch = cs.c % 8 == 0 ? unsafe_promise_clamped(c, 0, cs.c - 1) : min(c, cs.c - 1);
-        if (cs.c % 8 != 0) inside = inside && c < cs.c;
+        // element is clamped and the padding channels zeroed. Grouped: c counts from the window's first channel,
+        // window x window_channels; its 8-groups are whole vectors where the window's channels are a multiple of 8
+        // too (a window past the channels, the last block's beyond N, reads nothing).
+        Expr ch;
+        if (cs.groups == 1) {
+            ch = cs.c % 8 == 0 ? unsafe_promise_clamped(c, 0, cs.c - 1) : min(c, cs.c - 1);
+            if (cs.c % 8 != 0) inside = inside && c < cs.c;
+        } else {
+            const int wc = cs.window_channels();
+            Expr first = window * wc;
+            if (wc % 8 == 0 && cs.c % 8 == 0) {
+                ch = unsafe_promise_clamped(first + c, 0, cs.c - 1);
+                inside = inside && (exact || first + 8 * (kg % groups_per_tap) < cs.c);
+            } else {
+                ch = min(first + c, cs.c - 1);
+                inside = inside && c < wc && first + c < cs.c;
+            }
+        }
         Expr zb = clamp(b, 0, images - 1);  // (z + D b): the input's depth and batch
         if (depth) zb = clamp(iz, 0, cs.d - 1) + cs.d * zb;
         Expr value = input(ch, clamp(ix, 0, cs.w - 1), clamp(iy, 0, cs.h - 1), zb);

@@ -20,13 +20,15 @@ public:
     // then (z + depth b), the output's (oz + out_depth b).
     GeneratorParam<int> depth{"depth", 1}, kernel_d{"kernel_d", 1}, stride_d{"stride_d", 1}, dil_d{"dil_d", 1},
         pad_d{"pad_d", 0};
+    // Grouped: a block-diagonal implicit GEMM (generators/conv2d_tc_algorithm.h), weights per output channel's window.
+    GeneratorParam<int> groups{"groups", 1};
     BLOCKFUSE_GEMM_KNOBS(BLOCKFUSE_KNOB_GENERATOR_PARAM)
     // Tests only: 1 swaps A registers 1 and 2, a wrong fragment layout the reference checks must catch.
     GeneratorParam<int> fragment_mutation{"fragment_mutation", 0};
 
     // Storage types from the automatic `input.type` / `output.type` params (float16 or bfloat16).
     Input<Buffer<void, 4>> input{"input"};          // (c, x, y, b)
-    Input<Buffer<uint16_t, 2>> weights{"weights"};  // (kr, k) bits, kr = (ky * S + kx) * Cp + c
+    Input<Buffer<uint16_t, 2>> weights{"weights"};  // (kr, k) bits, kr = (ky * S + kx) * Cp + c (grouped: k's window)
     Input<Buffer<float, 1>> bias{"bias"};           // (k), BatchNorm folded in
     Input<int> activation{"activation"};            // generators/activation.h ids
     Output<Buffer<void, 4>> output{"output"};       // (k, x, y, b)
@@ -46,6 +48,8 @@ public:
             cs.out_h() <= 0 || cs.d <= 0 || cs.t <= 0 || cs.stride_z <= 0 || cs.dil_z <= 0 || cs.pad_z < 0 ||
             cs.out_d() <= 0)
             throw CompileError("conv2d_tc: the shape has no output");
+        cs.groups = groups;
+        if (const std::string why = cs.windows().error(); !why.empty()) throw CompileError("conv2d_tc: " + why);
         const auto e = et == Float(16) ? blockfuse::mma::Elem::f16 : blockfuse::mma::Elem::bf16;
         // The input's last dimension holds whole images of `depth` planes (declared below).
         const Expr images = cs.d == 1 ? input.dim(3).extent() : input.dim(3).extent() / cs.d;

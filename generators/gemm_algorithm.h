@@ -38,9 +38,9 @@ struct GemmTiling {
 struct GemmFuncs {
     // The panels a block stages in shared memory: A's (B's) bits, zero outside M x K (N x K), indexed by
     // (k % 8, k / 8, row), so that a row's 8-element groups are whole vectors in every schedule.
-    Halide::Func a_panel;  // (ke, kg, m)
+    Halide::Func a_panel;  // (ke, kg, m[, win]): win, the output columns' window where A has windows (GemmIo)
     Halide::Func b_panel;  // (ke, kg, n)
-    Halide::Func a_frag;   // (r, lane, mt, wm, bm, kt): A register r of instruction tile (mt, wm, bm), K step kt
+    Halide::Func a_frag;   // (r, lane, mt, wm, bm, kt[, win]): A register r of instruction tile (mt, wm, bm), K step kt
     Halide::Func b_frag;   // (j, lane, np, wn, bn, kt): register j of the B fragments of n-tiles 2np, 2np+1
                            // (j = 2 * (nt % 2) + r; one n-tile, j = r, where nt_count is odd)
     Halide::Func acc;      // (q, lane, nt, mt, wn, wm, bn, bm[, ks]), f32: pure = 0, update over rk
@@ -53,7 +53,9 @@ struct GemmFuncs {
     Halide::RDom rc;        // (q0, mh, nt, mt, lane, wn, wm, bn, bm): the C registers, see gemm()
     Halide::RDom rk;        // (K step of 16 within a panel, panel): ceil(K / k_step) whole panels
     Halide::Var r{"r"}, lane{"lane"}, q{"q"}, nt{"nt"}, np{"np"}, mt{"mt"}, wn{"wn"}, wm{"wm"}, bn{"bn"}, bm{"bm"},
-        kt{"kt"}, k{"k"}, m{"m"}, n{"n"}, ke{"ke"}, kg{"kg"}, ks{"ks"};
+        kt{"kt"}, k{"k"}, m{"m"}, n{"n"}, ke{"ke"}, kg{"kg"}, ks{"ks"}, win{"win"};
+    // > 0 (GemmIo::window_n): A depends on the output columns' window, the last dimension of a_panel and a_frag.
+    int window_n = 0;
     Halide::Expr activation;  // the runtime activation id
     Halide::Expr exact;       // M, N and K are whole tiles: the panels need no clamps (schedules specialize on it)
     bool b_pairs = true;      // B fragments loaded two n-tiles at a time (ldmatrix.x4)
@@ -106,10 +108,15 @@ inline Halide::Expr gemm_epilogue(const Halide::Expr &acc, const Halide::Expr &b
 // implicit-GEMM convolution gathers A from its input (generators/conv2d_tc_algorithm.h) and stores C at
 // (channel, x, y, image). Defaults: A a (k, m) matrix read through zero_filled, C an (n, m) matrix.
 struct GemmIo {
-    // Bits of A's element (8 * kg + ke, m), zero outside M x K; `exact`: M, N and K are whole tiles.
+    // Bits of A's element (8 * kg + ke, m), zero outside M x K; `exact`: M, N and K are whole tiles; `window`: the
+    // output columns' window (window_n > 0; undefined otherwise).
     std::function<Halide::Expr(const Halide::Expr &ke, const Halide::Expr &kg, const Halide::Expr &m,
-                               const Halide::Expr &exact)>
+                               const Halide::Expr &exact, const Halide::Expr &window)>
         a_element;
+    // > 0, a multiple of 8: A differs per window of this many output columns (columns n read A of window n /
+    // window_n), a grouped convolution's block-diagonal GEMM with K = one window's input channels x taps. Each
+    // n-tile of 8 lies in one window; a block holds the panels of every window its columns touch.
+    int window_n = 0;
     // The output coordinates of C[m][n] (innermost first), and how many there are.
     std::function<std::vector<Halide::Expr>(const Halide::Expr &n, const Halide::Expr &m)> c_coords;
     int c_dims = 2;
@@ -136,21 +143,38 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     f.exact = s.M % BM == 0 && s.N % BN == 0 && s.K % t.k_step == 0 && panels % t.split_k == 0;
     Var k = f.k, m = f.m, n = f.n, r = f.r, lane = f.lane;
     if (!io.a_element)
-        io.a_element = [&](const Expr &ke, const Expr &kg, const Expr &row, const Expr &exact) {
+        io.a_element = [&](const Expr &ke, const Expr &kg, const Expr &row, const Expr &exact, const Expr &) {
             return zero_filled(A, ke, kg, row, s.M, s, exact);
         };
     if (!io.c_coords) io.c_coords = [](const Expr &cn, const Expr &cm) { return std::vector<Expr>{cn, cm}; };
+    f.window_n = io.window_n;
+    const bool windows = io.window_n > 0;
+    if (windows && io.window_n % kTileN)
+        throw CompileError("gemm: window_n = " + std::to_string(io.window_n) + " must be a multiple of 8");
+    // The extra last argument of a_panel and a_frag where A has windows (none otherwise: the dense GEMM unchanged).
+    auto with_window = [windows](std::vector<Expr> args, const Expr &w) {
+        if (windows) args.push_back(w);
+        return args;
+    };
+    auto with_window_var = [windows](std::vector<Var> args, const Var &w) {
+        if (windows) args.push_back(w);
+        return args;
+    };
 
     f.a_panel = Func(io.prefix + "a_panel");
-    f.a_panel(f.ke, f.kg, m) = io.a_element(f.ke, f.kg, m, f.exact);
+    f.a_panel(with_window_var({f.ke, f.kg, m}, f.win)) =
+        io.a_element(f.ke, f.kg, m, f.exact, windows ? Expr(f.win) : Expr());
     f.b_panel = Func(io.prefix + "b_panel");
     f.b_panel(f.ke, f.kg, n) = zero_filled(B, f.ke, f.kg, n, s.N, s, f.exact);
 
     // A: one ldmatrix.x4 per instruction tile and K step; rows mt * 16 of the warp's rows.
     Expr a_reg = fragment_mutation == 1 ? select(r == 1, 2, r == 2, 1, r) : Expr(r);
     f.a_frag = Func(io.prefix + "a_frag");
-    f.a_frag(r, lane, f.mt, f.wm, f.bm, f.kt) = ldmatrix(
-        4, a_reg, lane, [&](const Expr &kk, const Expr &row) { return f.a_panel(kk % 8, kk / 8, row); },
+    f.a_frag(with_window_var({r, lane, f.mt, f.wm, f.bm, f.kt}, f.win)) = ldmatrix(
+        4, a_reg, lane,
+        [&](const Expr &kk, const Expr &row) {
+            return f.a_panel(with_window({kk % 8, kk / 8, row}, f.win));
+        },
         [&](const Expr &l) {
             return std::pair{f.kt * kTileK + ldsm_a_k(l), f.bm * BM + f.wm * t.warp_m + f.mt * kTileM + ldsm_a_row(l)};
         },
@@ -174,7 +198,11 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     // Split ks takes every split_k-th panel from panel ks (a constant stride: bounds inference then proves each
     // fragment a single K step; a block of contiguous panels, ks x a run-time count, it could not for a run-time K).
     Expr kt = (split ? f.rk.y * t.split_k + f.ks : Expr(f.rk.y)) * t.kt_per_step() + f.rk.x;
-    auto a_at = [&](const Expr &reg, const Expr &l) { return f.a_frag(reg, l, f.mt, f.wm, f.bm, kt); };
+    // The window of n-tile (nt, wn, bn): its first column over window_n.
+    const Expr window = windows ? (f.bn * BN + f.wn * t.warp_n + f.nt * kTileN) / io.window_n : Expr();
+    auto a_at = [&](const Expr &reg, const Expr &l) {
+        return f.a_frag(with_window({reg, l, f.mt, f.wm, f.bm, kt}, window));
+    };
     auto b_at = [&](const Expr &reg, const Expr &l) {
         if (!f.b_pairs) return f.b_frag(reg, l, f.nt, f.wn, f.bn, kt);
         return f.b_frag(2 * (f.nt % 2) + reg, l, f.nt / 2, f.wn, f.bn, kt);

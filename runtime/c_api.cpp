@@ -6,6 +6,7 @@
 #include "build_info.h"
 #include "runtime/block.h"
 #include "runtime/conv2d.h"
+#include "runtime/conv2d_tc.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/dispatch.h"
 #include "runtime/kernel_cache.h"
@@ -28,8 +29,10 @@ struct TensorSpec {
     std::string name;
     DType dtype;
     std::vector<int> extents;  // innermost first
-    // A tensor-core layout's dense form (k, c, kx, ky) innermost first: what a caller lays out from.
+    // A tensor-core layout's dense form (k, c, kx, ky) innermost first: what a caller lays out from, and its groups
+    // (> 1: each output channel's row holds its window's channels, generators/conv_windows.h).
     std::vector<int> dense_extents = {};
+    int groups = 1;
 };
 
 struct Handle {
@@ -63,11 +66,16 @@ void init_once() {
     });
 }
 
-// A dense layer's weights as the tensor-core kernels read them (tensor_core_weights(), runtime/conv2d_tc.h):
+// A layer's weights as the tensor-core kernels read them (tensor_core_weights(), runtime/conv2d_tc.h):
 // (taps x Cp, k) innermost first, the reduction index tap x Cp + c innermost (Cp = the channels rounded up to
-// 8 with zeros, taps kx fastest): a caller's (R, S, C, K) weights transposed to (K, R*S*Cp).
+// 8 with zeros, taps kx fastest; grouped: those of k's window): a caller's (R, S, C / groups, K) weights as
+// (K, R*S*Cp).
 TensorSpec tensor_core_weight_spec(const std::string &name, const Conv2dWorkload &l) {
-    return {name + "_tc", l.dtype, {l.r * l.s * ((l.c + 7) / 8 * 8), l.k}, {l.k, l.c, l.s, l.r}};
+    return {name + "_tc",
+            l.dtype,
+            {l.r * l.s * conv_windows(l).window_channels_padded(), l.k},
+            {l.k, l.c / l.groups, l.s, l.r},
+            l.groups};
 }
 
 std::vector<TensorSpec> conv2d_specs(const Conv2dWorkload &w, const KernelVariant &v) {
@@ -113,6 +121,7 @@ void describe(Handle &h) {
     for (const auto &s : h.tensors) {
         t.push_back({{"name", s.name}, {"dtype", dtype_name(s.dtype)}, {"extents", s.extents}});
         if (!s.dense_extents.empty()) t.back()["dense_extents"] = s.dense_extents;
+        if (s.groups > 1) t.back()["groups"] = s.groups;
     }
     h.description = nlohmann::json{
         {"key", h.key},

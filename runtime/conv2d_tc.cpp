@@ -1,36 +1,47 @@
 #include "runtime/conv2d_tc.h"
+#include "schedules/gemm_knobs.h"
 #include "schedules/heuristics.h"
 #include <fmt/format.h>
 
 namespace blockfuse {
 
-bool tensor_cores_apply(const Conv2dWorkload &w) { return w.groups == 1 && w.dtype != DType::f32; }
+ConvWindows conv_windows(const Conv2dWorkload &w) { return {w.c, w.k, w.groups}; }
+
+bool tensor_cores_apply(const Conv2dWorkload &w) {
+    return w.dtype != DType::f32 && w.kind() != ConvKindTag::depthwise && conv_windows(w).error().empty();
+}
 
 GemmWorkload implicit_gemm_of(const Conv2dWorkload &w, const TcDepth &z) {
     GemmWorkload g;
     g.m = w.n * z.out() * w.out_h() * w.out_w();
     g.n = w.k;
-    g.k = z.t * w.r * w.s * ((w.c + 7) / 8 * 8);
+    g.k = z.t * w.r * w.s * conv_windows(w).window_channels_padded();
     g.bias = w.bias;
     g.act = w.act;
     g.dtype = w.dtype;
     return g;
 }
 
-Halide::Runtime::Buffer<uint16_t> tensor_core_weights(const Tensor &weights, int k, int c, int taps) {
-    const int cp = (c + 7) / 8 * 8;
+Halide::Runtime::Buffer<uint16_t> tensor_core_weights(const Tensor &weights, int k, int c, int taps, int groups) {
+    const ConvWindows cw{c, k, groups};
+    const int cp = cw.window_channels_padded(), wc = cw.window_channels(), cg = c / groups, kg = k / groups;
     Halide::Runtime::Buffer<uint16_t> out(taps * cp, k);
     out.fill(0);
     const uint16_t *src = static_cast<const uint16_t *>(weights.data());
-    for (int tap = 0; tap < taps; ++tap)
-        for (int ci = 0; ci < c; ++ci)
-            for (int ki = 0; ki < k; ++ki) out(tap * cp + ci, ki) = src[(size_t(tap) * c + ci) * k + ki];
+    // Row ki holds its window's channels: the first is window x wc (0 for one group), and only those of ki's group
+    // (ci in the source's c / groups) are not zero.
+    for (int ki = 0; ki < k; ++ki) {
+        const int first = groups == 1 ? 0 : ki / cw.window_n() * wc, group_first = ki / kg * cg;
+        for (int tap = 0; tap < taps; ++tap)
+            for (int ci = 0; ci < cg; ++ci)
+                out(tap * cp + group_first + ci - first, ki) = src[(size_t(tap) * cg + ci) * k + ki];
+    }
     out.set_host_dirty();
     return out;
 }
 
 Halide::Runtime::Buffer<uint16_t> tensor_core_weights(const Tensor &weights, const Conv2dWorkload &w) {
-    return tensor_core_weights(weights, w.k, w.c, w.r * w.s);
+    return tensor_core_weights(weights, w.k, w.c, w.r * w.s, w.groups);
 }
 
 void lay_out_tensor_core_weights(Conv2dTensors &t, const Conv2dWorkload &w) {
@@ -45,11 +56,13 @@ KernelVariant conv2d_tc_kernel_for(const Conv2dWorkload &w, Device device, const
     set("dil_x", w.dil_w), set("dil_y", w.dil_h), set("pad_l", w.pad_l), set("pad_r", w.pad_r), set("pad_t", w.pad_t);
     set("pad_b", w.pad_b);
     const bool conv3d = z.d > 1 || z.t > 1;
-    std::string name = fmt::format("conv2d_tc_k{}x{}s{}_c{}k{}_{}x{}", w.r, w.s, w.stride_h, w.c, w.k, w.h, w.w);
+    const std::string g = w.groups > 1 ? fmt::format("g{}", w.groups) : "";
+    if (w.groups > 1) set("groups", w.groups);
+    std::string name = fmt::format("conv2d_tc_k{}x{}s{}{}_c{}k{}_{}x{}", w.r, w.s, w.stride_h, g, w.c, w.k, w.h, w.w);
     if (conv3d) {
         set("depth", z.d), set("kernel_d", z.t), set("stride_d", z.stride), set("dil_d", z.dil), set("pad_d", z.pad);
-        name =
-            fmt::format("conv3d_tc_k{}x{}x{}s{}_c{}k{}_{}x{}x{}", z.t, w.r, w.s, w.stride_w, w.c, w.k, z.d, w.h, w.w);
+        name = fmt::format("conv3d_tc_k{}x{}x{}s{}{}_c{}k{}_{}x{}x{}", z.t, w.r, w.s, w.stride_w, g, w.c, w.k, z.d, w.h,
+                           w.w);
     }
     KernelVariant v = make_variant("conv2d_tc", name + "_" + dtype_name(w.dtype) + "_" + device_name(device), device,
                                    w.dtype, p, s.knobs, s.max_registers, s.why);
@@ -60,7 +73,15 @@ KernelVariant conv2d_tc_kernel_for(const Conv2dWorkload &w, Device device, const
 std::string conv2d_tc_launch_error(const KernelVariant &v, const Conv2dWorkload &w, const LaunchLimits &limits,
                                    const TcDepth &z) {
     const GemmWorkload g = implicit_gemm_of(w, z);
-    return tensor_core_launch_error(v, g.m, g.n, limits, w.c);
+    const ConvWindows cw = conv_windows(w);
+    if (std::string why = cw.error(); !why.empty()) return why;
+    const GemmKnobs kn = gemm_knobs_from(v.knobs);
+    if (std::string why = gemm_windows_error(kn, cw.window_n()); !why.empty()) return why;
+    // A block's A panels, one per window its columns touch; the cp.async ring's 16-byte rows need whole vectors of
+    // channels (the window's and the input's channels multiples of 8).
+    const int windows = cw.window_n() > 0 ? std::max(1, kn.warp_n * kn.warps_n / cw.window_n()) : 1;
+    const int channels = cw.window_channels() % 8 ? cw.window_channels() : w.c;
+    return tensor_core_launch_error(v, g.m, g.n, limits, channels, windows);
 }
 
 void run_conv2d_tc(const KernelVariant &v, const Conv2dWorkload &w, Conv2dTensors &t, const TcDepth &z,

@@ -175,7 +175,7 @@ void pack_conv3d_weights(Conv3dTensors &t, const Conv3dWorkload &w) {
     t.weights.set_host_dirty();
     widen_weights(t, w.dtype);
     if (w.on_tensor_cores())
-        t.weights_tc = tensor_core_weights(t.weights5, w.k, w.c, w.kernel[0] * w.kernel[1] * w.kernel[2]);
+        t.weights_tc = tensor_core_weights(t.weights5, w.k, w.c, w.kernel[0] * w.kernel[1] * w.kernel[2], w.groups);
 }
 
 void randomize(Conv3dTensors &t, const Conv3dWorkload &w, std::mt19937_64 &rng) {

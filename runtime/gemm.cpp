@@ -146,7 +146,7 @@ KernelVariant gemm_kernel_for(const GemmWorkload &w, Device device, const Schedu
     return v;
 }
 
-GemmLaunch tensor_core_launch(const KernelVariant &v, long long m, long long n) {
+GemmLaunch tensor_core_launch(const KernelVariant &v, long long m, long long n, int a_windows) {
     GemmLaunch l;
     if (v.device == Device::cpu) return l;
     const GemmKnobs kn = gemm_knobs_from(v.knobs);
@@ -157,9 +157,10 @@ GemmLaunch tensor_core_launch(const KernelVariant &v, long long m, long long n) 
     l.shape.grid[2] = kn.split_k;  // the accumulators' kernel (the epilogue's has one split)
     // The A and B panels of one K step (padded rows), once per copy of the cp.async ring, and on OpenCL the
     // emulation's block arrays too: the accumulators and the fragments of one K step (schedules/gemm_schedule.cpp).
-    l.shape.shared_bytes = 2 * (bm + bn) * (kn.k_step + kn.pad) * kn.stages;
+    // A grouped convolution's block holds an A panel per window of its columns (a_windows).
+    l.shape.shared_bytes = 2 * (bm * a_windows + bn) * (kn.k_step + kn.pad) * kn.stages;
     if (v.device == Device::opencl)
-        l.shape.shared_bytes += 4 * bm * bn + 4 * (bm * kn.k_step / 2) + 4 * (bn * kn.k_step / 2);
+        l.shape.shared_bytes += 4 * bm * bn + 4 * (bm * a_windows * kn.k_step / 2) + 4 * (bn * kn.k_step / 2);
     if (v.device == Device::cuda) l.registers = mma_ptx::register_cap(register_cap(v));
     return l;
 }
@@ -167,7 +168,7 @@ GemmLaunch tensor_core_launch(const KernelVariant &v, long long m, long long n) 
 GemmLaunch gemm_launch(const KernelVariant &v, const GemmWorkload &w) { return tensor_core_launch(v, w.m, w.n); }
 
 std::string tensor_core_launch_error(const KernelVariant &v, long long m, long long n, const LaunchLimits &limits,
-                                     int channels) {
+                                     int channels, int a_windows) {
     const GemmKnobs kn = gemm_knobs_from(v.knobs);
     if (std::string why = gemm_knobs_error(kn); !why.empty()) return why;
     if (kn.stages > 1 && channels % 8)
@@ -175,7 +176,7 @@ std::string tensor_core_launch_error(const KernelVariant &v, long long m, long l
                            "rows of them), not {}",
                            kn.stages, channels);
     if (v.device == Device::cpu) return "";
-    const GemmLaunch l = tensor_core_launch(v, m, n);
+    const GemmLaunch l = tensor_core_launch(v, m, n, a_windows);
     std::string why = launch_limit_violation(l.shape, limits);
     if (why.empty() && 1LL * l.registers * l.shape.threads > limits.max_registers)
         why = std::to_string(l.registers) + " registers x " + std::to_string(l.shape.threads) +

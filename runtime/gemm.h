@@ -61,14 +61,15 @@ struct GemmLaunch {
     LaunchShape shape;
     int registers = 0;  // per thread, the JIT cap
 };
-GemmLaunch tensor_core_launch(const KernelVariant &v, long long m, long long n);
+GemmLaunch tensor_core_launch(const KernelVariant &v, long long m, long long n, int a_windows = 1);
 GemmLaunch gemm_launch(const KernelVariant &v, const GemmWorkload &w);
 // What of such a launch the device cannot run ("" if it fits): the knobs' constraints, threads per block,
 // shared memory, registers x threads per block, grid dimensions. `channels`: an implicit GEMM's input channels, whose
 // A rows are whole 16-byte vectors only where they are a multiple of 8, as the cp.async ring (knob stages) needs
 // (checked on every device, so the CPU emulation takes what CUDA builds); 0 for a plain GEMM (rows padded to 8).
+// `a_windows`: a grouped convolution's A panels per block (one per window of output channels its tile touches).
 std::string tensor_core_launch_error(const KernelVariant &v, long long m, long long n, const LaunchLimits &limits,
-                                     int channels = 0);
+                                     int channels = 0, int a_windows = 1);
 // Throws KernelError naming the kernel, the workload and the limit before a launch that would fail.
 void check_gemm_launch(const KernelVariant &v, const GemmWorkload &w);
 

@@ -52,6 +52,19 @@ inline std::string gemm_knobs_error(const GemmKnobs &kn) {
     if (kn.split_k < 1 || kn.split_k > 64) return bad("split_k", kn.split_k, "must be 1 to 64");
     return "";
 }
+// Why the tiling cannot serve a GEMM whose A has windows of `window_n` output columns (a grouped convolution,
+// generators/gemm_algorithm.h GemmIo::window_n): a warp's columns (warp_n) and a block's (warp_n x warps_n) must
+// each cover whole windows or lie within one.
+inline std::string gemm_windows_error(const GemmKnobs &kn, int window_n) {
+    if (window_n <= 0) return "";
+    const int block_n = kn.warp_n * kn.warps_n;
+    for (auto [name, cols] : {std::pair<const char *, int>{"warp_n", kn.warp_n}, {"warp_n * warps_n", block_n}})
+        if (cols % window_n && window_n % cols)
+            return std::string("gemm: ") + name + " = " + std::to_string(cols) +
+                   " must be a multiple or a divisor of the grouped convolution's window of " +
+                   std::to_string(window_n) + " output channels";
+    return "";
+}
 // A knob struct from a knob set (missing names keep their defaults); `prefix` as conv2d_gpu_knobs_from.
 BLOCKFUSE_DEFINE_KNOBS_FROM(gemm_knobs_from, GemmKnobs, BLOCKFUSE_GEMM_KNOBS)
 }  // namespace blockfuse

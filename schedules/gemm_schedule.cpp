@@ -16,10 +16,16 @@ namespace {
 // one more thread dimension.
 enum class Mapping { cuda, opencl, cpu };
 
-// A panel's (ke, kg, row) spread over every thread of the block: one 8-element group (16 bytes) per thread
+// A panel's (ke, kg, row[, win]) spread over every thread of the block: one 8-element group (16 bytes) per thread
 // and step of the returned loop, which runs inside the thread loops.
 Var spread_over_block(Func panel, const GemmKnobs &kn) {
     Var ke = panel.args()[0], kg = panel.args()[1], row = panel.args()[2], tt("tt"), tx("tx"), ty("ty"), tz("tz");
+    // The windows' panels in turn (fused into the row first: the loops keep the names compute_with matches).
+    if (panel.dimensions() == 4) {
+        const Var rows("row_win");
+        panel.fuse(row, panel.args()[3], rows);
+        row = rows;
+    }
     panel.fuse(kg, row, tt)
         .split(tt, tt, tx, 32)
         .split(tt, tt, ty, kn.warps_n)
@@ -123,6 +129,7 @@ void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn) {
     if (!Internal::as_const_int(f.activation)) epi.specialize(smooth_activation(f.activation));
     // Fragments: per lane, in registers, loaded at each K step of 16.
     f.a_frag.compute_at(acc, rki).unroll(f.r).unroll(f.mt);
+    if (f.window_n > 0) f.a_frag.unroll(f.win);
     f.b_frag.compute_at(acc, rki).unroll(f.r).unroll(f.np);
 }
 
@@ -180,6 +187,17 @@ void schedule_gemm(GemmFuncs &f, const GemmKnobs &kn, const Target &target) {
     const bool one_step = is_const_one(simplify(f.rk.y.extent()));
     f.prefetch = kn.prefetch != 0 && !one_step;
     f.stages = one_step ? 1 : kn.stages;
+    if (f.window_n > 0) {
+        // A grouped convolution's windows: a warp's and a block's columns cover whole windows or lie in one
+        // (gemm_windows_error), so the fragments' and the panels' window counts are constants (shared memory and
+        // registers need them).
+        if (const std::string why = gemm_windows_error(kn, f.window_n); !why.empty()) throw CompileError(why);
+        const GemmTiling t = gemm_tiling(kn);
+        const int per_warp = std::max(1, t.warp_n / f.window_n), per_block = std::max(1, t.block_n() / f.window_n);
+        f.a_panel.bound_extent(f.win, per_block);
+        // CUDA: a warp's fragments; emulated: the block's (every warp's, at once).
+        f.a_frag.bound_extent(f.win, target.has_feature(Target::CUDA) ? per_warp : per_block);
+    }
     if (target.has_feature(Target::CUDA)) schedule_gemm_cuda(f, kn);
     else schedule_emulated(f, kn, target.has_feature(Target::OpenCL));
 }

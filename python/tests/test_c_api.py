@@ -116,23 +116,47 @@ class CApiTest(unittest.TestCase):
         tc = np.zeros((16, 9, 8), np.float16)
         tc[:, :, :3] = dense.reshape(9, 3, 16).transpose(2, 0, 1)
         tc = tc.reshape(16, 72)
-        xs = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
-        bias = b.astype(np.float32)
-        out = np.full((1, 5, 4, 16), np.nan, np.float16)
-        args = kern.arguments()
-        activation_arg(args[0], xs)
-        dense_arg(args[1], tc)
-        dense_arg(args[2], bias)
-        activation_arg(args[3], out)
-        kern.run(args)
         layer = match.ConvLayer(3, 16, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1, "relu")
-        ref = mocks.conv_forward(layer, [(dense, b)], x.astype(np.float64))
-        y = out.transpose(0, 3, 1, 2).astype(np.float64)
-        self.assertLess(np.max(np.abs(y - ref)) / np.max(np.abs(ref)), 1e-2, f"seed {SEED}")
+        args = self.check_tensor_core_conv(kern, layer, x, tc, dense, b, (1, 5, 4, 16))
         dense16 = np.ascontiguousarray(dense, np.float16)  # the dense layout is refused, by name
         dense_arg(args[1], dense16)
         with self.assertRaisesRegex(blockfuse.BadInput, r"tensor 'weights_tc': extents \(16,3\) .* takes \(72,16\)"):
             kern.run(args)
+
+    def test_grouped_tensor_core_weight_layout(self):
+        # grouped on tensor cores: 4 output channels a group, so windows of 8 output channels holding two groups (8
+        # input channels, the last window half past the 12); row k holds its window's channels, zero outside k's
+        # group; the spec says the groups a caller lays the rows out by
+        key = "conv2d:n=1,c=12,h=6,w=5,k=12,r=3,s=3,stride=1,pad=1,groups=3,bias=1,act=none,dtype=f16"
+        kern = blockfuse.Kernel(key, "tensor_cores", "cpu")
+        spec = kern.tensors[1]
+        self.assertEqual((spec["extents"], spec["dense_extents"], spec["groups"]), ([72, 12], [12, 4, 3, 3], 3))
+        x = self.rng.uniform(-1, 1, (1, 12, 6, 5)).astype(np.float16)
+        w = self.rng.uniform(-1, 1, (12, 4, 3, 3)).astype(np.float16)  # PyTorch's (K, C / groups, R, S)
+        b = self.rng.uniform(-1, 1, 12)
+        from blockfuse import fold
+        dense = fold.conv_weight_layout(w.astype(np.float64))  # (R, S, C / groups, K)
+        tc = np.zeros((12, 9, 8), np.float16)
+        for k in range(12):
+            at = 4 * ((k // 4) % 2)  # k's group within its window of two
+            tc[k, :, at:at + 4] = dense.reshape(9, 4, 12)[:, :, k]
+        layer = match.ConvLayer(12, 12, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 3, "none")
+        self.check_tensor_core_conv(kern, layer, x, tc.reshape(12, 72), dense, b, (1, 6, 5, 12))
+
+    def check_tensor_core_conv(self, kern, layer, x, tc, dense, b, out_shape):
+        """Runs kern on x (NCHW) with its weights in the tensor-core layout `tc` into a NaN-poisoned NHWC output,
+        against the float64 convolution of the dense weights; returns the argument array."""
+        out = np.full(out_shape, np.nan, np.float16)
+        args = kern.arguments()
+        activation_arg(args[0], np.ascontiguousarray(x.transpose(0, 2, 3, 1)))
+        dense_arg(args[1], tc)
+        dense_arg(args[2], b.astype(np.float32))
+        activation_arg(args[3], out)
+        kern.run(args)
+        ref = mocks.conv_forward(layer, [(dense, b)], x.astype(np.float64))
+        y = out.transpose(0, 3, 1, 2).astype(np.float64)
+        self.assertLess(np.max(np.abs(y - ref)) / np.max(np.abs(ref)), 1e-2, f"seed {SEED}")
+        return args
 
     def test_bad_tensors(self):
         key = "conv2d:n=2,c=16,h=9,w=7,k=16,r=3,s=3,stride=2,pad=1,groups=16,bias=1,act=relu,dtype=f32"

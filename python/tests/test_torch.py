@@ -219,6 +219,20 @@ class OptimizeOnCpuKernels(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "weight"):
             bft.conv2d(x.half(), bad, blk.bias0, stride=2, padding=1, act="relu6", strategy="tensor_cores")
 
+    def test_grouped_tensor_cores(self):
+        # grouped convolutions on the tensor-core kernels (emulated on the CPU): the ops lay PyTorch's (R, S, Cg, K)
+        # weights out per window of output channels (a group of 8; 8 channels of two groups of 4), against float64
+        torch.manual_seed(SEED)
+        for c, k, groups in ((32, 32, 4), (12, 12, 3)):
+            x = torch.randn(2, c, 7, 9)
+            w = torch.randn(k, c // groups, 3, 3) / 6
+            b = torch.randn(k)
+            ref = torch.nn.functional.conv2d(x.double(), w.double(), b.double(), padding=1, groups=groups)
+            y = bft.conv2d(cl(x.half()), w.half().permute(2, 3, 1, 0).contiguous(), b.float(), padding=1,
+                           groups=groups, strategy="tensor_cores")
+            err = float((y.double() - ref).abs().max() / ref.abs().max())
+            self.assertLess(err, 1e-2, f"c={c} groups={groups} seed {SEED}")
+
     def test_training_mode(self):
         with self.assertRaisesRegex(ValueError, "training mode"):
             bft.optimize(tiny_network().train(), cl(torch.randn(1, 3, 9, 9)))

@@ -1,6 +1,7 @@
 // The convolutions the tensor-core strategy (runtime/conv2d_tc.h) is tested on, every device: 1x1 and k x k
 // windows, strides, dilation, asymmetric padding, channel counts not a multiple of 8 (the stem's 3), output
-// channels and pixel counts that break the tiles, one whole-tile shape (the unguarded path), every epilogue.
+// channels and pixel counts that break the tiles, one whole-tile shape (the unguarded path), every epilogue, and
+// grouped ones of every window form.
 #pragma once
 #include "runtime/conv2d_tc.h"
 #include "runtime/dispatch.h"
@@ -22,6 +23,15 @@ inline std::vector<std::string> conv2d_tc_shapes() {
         "conv2d:n=1,c=16,h=13,w=13,k=8,r=3,s=3,pad=2,dil=2,bias=1,act=gelu,dtype=f16",       // dilated (ASPP)
         "conv2d:n=1,c=3,h=15,w=17,k=16,r=3,s=3,stride=2,pad=1,bias=1,act=relu6,dtype=bf16",  // the stem's C = 3
         "conv2d:n=1,c=8,h=8,w=9,k=9,r=5,s=5,pad_t=2,pad_b=1,pad_l=1,pad_r=2,act=sigmoid,dtype=f16",
+        // Grouped (generators/conv_windows.h): ConvFirst's group width 8 (windows of one group, whole vectors); 4
+        // input channels a group (half a vector, zero-padded); 4 output channels a group (two groups a window, the
+        // last window half past the 12 channels); 16 a group (a window of two n-tiles), whole tiles; 2 a group over
+        // 3 input channels (12 a window, padded to 16), dilated.
+        "conv2d:n=2,c=32,h=7,w=9,k=32,r=3,s=3,pad=1,groups=4,bias=1,act=relu,dtype=f16",
+        "conv2d:n=1,c=16,h=9,w=7,k=32,r=3,s=3,stride=2,pad=1,groups=4,dtype=bf16",
+        "conv2d:n=1,c=12,h=6,w=5,k=12,r=3,s=3,pad=1,groups=3,act=silu,dtype=f16",
+        "conv2d:n=2,c=32,h=8,w=8,k=32,r=1,s=1,groups=2,bias=1,dtype=bf16",
+        "conv2d:n=1,c=9,h=7,w=6,k=6,r=3,s=3,pad=2,dil=2,groups=3,act=relu6,dtype=f16",
     };
 }
 

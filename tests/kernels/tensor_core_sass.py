@@ -7,7 +7,7 @@ runtime/cuda_driver.cpp runs at module load), then ptxas -arch=sm_90 at the regi
 (`blockfuse info`'s regs=, raised to runtime/mma_ptx.h's floor of 168), then cuobjdump. Per entry (the
 whole-tile specialization and the general one) it must hold exactly the HMMA and LDSM the tiling implies
 per K step (warp_m/16 x warp_n/8 HMMA.16816.F32 and warp_m/16 + warp_n/16 LDSM.16.M88.4 per 16 of K, or
-warp_n/8 LDSM.16.M88.2 for B when warp_n/8 is odd): whole K steps in the function and in each K loop
+warp_n/8 LDSM.16.M88.2 for B when warp_n/8 is odd; a grouped convolution's A once per window of the warp): whole K steps in the function and in each K loop
 (ptxas may unroll the loop and peel steps off it), no call left in the PTX nor a CALL in a K loop, no
 spill, no 64-bit register stored as a narrower value. Prints registers, spills and each K loop's length and instruction mix.
 
@@ -62,16 +62,18 @@ def variant(kernel):
     raise KeyError(kernel)
 
 
-def expected_counts(knobs, n=None):
+def expected_counts(knobs, n=None, window_n=0):
     """(HMMA, LDSM.x4, LDSM.x2) per K step of a tiling, and the K step. n: the GEMM's N where it is static (a block's
     layer): with one warp along N and one block tile covering N, the n-tiles past N are stored by no lane, and ptxas
-    drops their HMMA and the B ldmatrix that feed only them (their results are dead)."""
+    drops their HMMA and the B ldmatrix that feed only them (their results are dead). window_n: a grouped
+    convolution's window of output channels (generators/conv_windows.h), each window of a warp its own A fragments."""
     mt, nt, kt = int(knobs["warp_m"]) // 16, int(knobs["warp_n"]) // 8, int(knobs["k_step"]) // 16
     live = nt
     if n is not None and int(knobs["warps_n"]) == 1 and n <= int(knobs["warp_n"]):
         live = -(-n // 8)
     b_x4 = -(-live // 2) if nt % 2 == 0 else 0
-    return (kt * mt * live, kt * (mt + b_x4), kt * (live if nt % 2 else 0)), int(knobs["k_step"])
+    a_x4 = mt * (-(-(live * 8) // window_n) if window_n else 1)
+    return (kt * mt * live, kt * (a_x4 + b_x4), kt * (live if nt % 2 else 0)), int(knobs["k_step"])
 
 
 def steps_of(counts, want):
@@ -80,15 +82,15 @@ def steps_of(counts, want):
     return steps if steps >= 1 and list(counts) == [steps * w for w in want] else 0
 
 
-def gemm_expectation(knobs, n=None):
+def gemm_expectation(knobs, n=None, window_n=0):
     """What a GEMM entry of this tiling holds: (HMMA, LDSM.x4, LDSM.x2) per K step, the step's name, whether its
     loop may be gone (n: a generated kernel's layer, whose N and K are static: one K step needs no loop), and its
-    panel pipeline: (stages, 16-byte panel vectors a thread copies per K step)."""
-    want, k_step = expected_counts(knobs, n)
+    panel pipeline: (stages, 16-byte panel vectors a thread copies per K step; grouped: an A panel per window)."""
+    want, k_step = expected_counts(knobs, n, window_n)
     bm = int(knobs["warp_m"]) * int(knobs.get("warps_m", 2))
     bn = int(knobs["warp_n"]) * int(knobs.get("warps_n", 2))
     threads = 32 * int(knobs.get("warps_m", 2)) * int(knobs.get("warps_n", 2))
-    vectors = -(-(bm + bn) * (k_step // 8) // threads)
+    vectors = -(-(bm * (max(1, bn // window_n) if window_n else 1) + bn) * (k_step // 8) // threads)
     return want, f"K step(s) of {k_step}", n is not None, (int(knobs.get("stages", 1)), vectors)
 
 
@@ -233,7 +235,8 @@ def generated_kernel_ptx(cli, key, strategy, work, knobs=()):
 
     def tiling(name):
         if d["family"] == "conv2d_tc":  # the implicit GEMM alone (a conv2d or conv3d), N static
-            return None if split_epilogue(name, knobs) else gemm_expectation(knobs, int(params["out_channels"]))
+            return None if split_epilogue(name, knobs) else gemm_expectation(
+                knobs, int(params["out_channels"]), conv_window_n(params))
         if params.get("strategy") == "fused_tc":  # one kernel, both layers' mma (whole tiles and the general entry)
             if params.get("family") == "mbconv":
                 return mbconv_tc_expectation(params, knobs)
@@ -247,6 +250,13 @@ def generated_kernel_ptx(cli, key, strategy, work, knobs=()):
                                 n_of[i] if i < len(n_of) else None)
 
     return ptx[0], max(cap, MIN_REGISTERS), tiling, None
+
+
+def conv_window_n(params):
+    """A grouped convolution's window of output channels (generators/conv_windows.h); 0 for one group."""
+    groups = int(params.get("groups", 1))
+    per_group = int(params["out_channels"]) // groups
+    return 0 if groups == 1 else per_group if per_group % 8 == 0 else 8
 
 
 def block_layer_channels(params):

@@ -62,9 +62,10 @@ TEST_CASE(
     for (const auto &key : test::conv2d_tc_shapes())
         for (const auto &[stages, split] : {std::pair{2, 1}, std::pair{3, 2}, std::pair{4, 1}}) {
             const std::map<std::string, int> knobs{{"stages", stages}, {"split_k", split}};
-            if (parse_conv2d(key).c % 8) {
+            const Conv2dWorkload w = parse_conv2d(key);
+            if (w.c % 8 || conv_windows(w).window_channels() % 8) {
                 const KernelVariant *v = kernel_with_knobs(key, kTensorCores, Device::cpu, knobs, 0, "test");
-                CHECK_THAT(conv2d_tc_launch_error(*v, parse_conv2d(key), launch_limits(Device::cpu)),
+                CHECK_THAT(conv2d_tc_launch_error(*v, w, launch_limits(Device::cpu)),
                            Catch::Contains("stages = " + std::to_string(stages) +
                                            " needs input channels that are a multiple of 8"));
                 continue;
@@ -165,7 +166,10 @@ TEST_CASE("the tensor-core strategy: dense f16/bf16 convolutions only, weights l
     CHECK(strategies_of("conv2d:n=1,c=8,h=8,w=8,k=8,r=3,s=3,pad=1,dtype=f16") ==
           std::vector<std::string>{"direct", kTensorCores});
     CHECK(strategies_of("conv2d:n=1,c=8,h=8,w=8,k=8,r=3,s=3,pad=1,dtype=f32") == std::vector<std::string>{"direct"});
+    // Grouped: where a group's output channels are a multiple of 8 or divide 8; depthwise stays on the CUDA cores.
     CHECK(strategies_of("conv2d:n=1,c=16,h=8,w=8,k=16,r=3,s=3,pad=1,groups=2,dtype=f16") ==
+          std::vector<std::string>{"direct", kTensorCores});
+    CHECK(strategies_of("conv2d:n=1,c=12,h=8,w=8,k=12,r=3,s=3,pad=1,groups=4,dtype=f16") ==
           std::vector<std::string>{"direct"});
     CHECK(strategies_of("conv2d:n=1,c=16,h=8,w=8,k=16,r=3,s=3,pad=1,groups=16,dtype=f16") ==
           std::vector<std::string>{"direct"});
@@ -187,6 +191,37 @@ TEST_CASE("the tensor-core strategy: dense f16/bf16 convolutions only, weights l
                     const uint16_t want = c < 3 ? src[((ky * 2 + kx) * 3 + c) * 4 + k] : 0;
                     REQUIRE(t.weights_tc((ky * 2 + kx) * 8 + c, k) == want);
                 }
+    // Grouped, 2 output and 3 input channels a group: windows of 8 output channels (4 groups, 12 input channels, 16
+    // with the padding); row k holds its window's channels, its own group's 3 at 3 x (k's group within the window).
+    const Conv2dWorkload gw = parse_conv2d("conv2d:n=1,c=15,h=4,w=4,k=10,r=1,s=2,groups=5,dtype=f16");
+    REQUIRE(implicit_gemm_of(gw).k == 2 * 16);
+    Conv2dTensors gt = make_conv2d_tensors(gw);
+    randomize(gt, gw, rng);
+    REQUIRE(gt.weights_tc.dim(0).extent() == 32);
+    const uint16_t *gsrc = static_cast<const uint16_t *>(gt.weights.data());
+    for (int k = 0; k < 10; ++k)
+        for (int tap = 0; tap < 2; ++tap)
+            for (int c = 0; c < 16; ++c) {
+                const int group_in_window = (k % 8) / 2, ci = c - 3 * group_in_window;
+                const uint16_t want = ci >= 0 && ci < 3 ? gsrc[(tap * 3 + ci) * 10 + k] : 0;
+                REQUIRE(gt.weights_tc(tap * 16 + c, k) == want);
+            }
+    // The heuristic's tiling keeps a warp's columns within a window of 24; one straddling windows is refused by name,
+    // and the shared memory counts an A panel per window of the block: 8 windows of 8 channels on 128 x 64 tiles
+    // with K steps of 128 hold 2 x (8 x 128 + 64) x 136 = 296 KB, past the H200's 227 KB (one group's: 52 KB).
+    const Conv2dWorkload w24 = parse_conv2d("conv2d:n=1,c=48,h=4,w=4,k=48,r=1,s=1,groups=2,dtype=f16");
+    ScheduleChoice s24 = conv2d_tc_heuristic(w24, Device::cuda);
+    const LaunchLimits h200{1024, 232448};
+    CHECK(conv2d_tc_launch_error(conv2d_tc_kernel_for(w24, Device::cuda, s24), w24, h200).empty());
+    s24.knobs["warp_n"] = 16;
+    CHECK_THAT(conv2d_tc_launch_error(conv2d_tc_kernel_for(w24, Device::cuda, s24), w24, h200),
+               Catch::Contains("warp_n = 16 must be a multiple or a divisor") && Catch::Contains("window of 24"));
+    const Conv2dWorkload w8 = parse_conv2d("conv2d:n=1,c=64,h=4,w=4,k=64,r=1,s=1,groups=8,dtype=f16");
+    ScheduleChoice s8 = conv2d_tc_heuristic(w8, Device::cuda);
+    s8.knobs = {{"warp_m", 64}, {"warps_m", 2}, {"warp_n", 32}, {"warps_n", 2}, {"k_step", 128}};
+    CHECK_THAT(conv2d_tc_launch_error(conv2d_tc_kernel_for(w8, Device::cuda, s8), w8, h200), Catch::Contains("shared"));
+    const Conv2dWorkload dense8 = parse_conv2d("conv2d:n=1,c=64,h=4,w=4,k=64,r=1,s=1,dtype=f16");
+    CHECK(conv2d_tc_launch_error(conv2d_tc_kernel_for(dense8, Device::cuda, s8), dense8, h200).empty());
     // The tuner searches the GEMM's knobs for this strategy.
     const auto op = parse_op(to_key(w));
     CHECK(op->family(kTensorCores) == "conv2d_tc");

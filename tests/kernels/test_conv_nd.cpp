@@ -94,7 +94,7 @@ void check_all(std::vector<std::string> keys) {
         test::for_each_kernel(d, ks, [](const std::string &key, const KernelVariant &v) {
             test::require_match(test::check_kernel(v, key, rng()));
         });
-        // The implicit GEMM on mma.sync (emulated on the CPU) wherever it applies: dense f16 / bf16.
+        // The implicit GEMM on mma.sync (emulated on the CPU) wherever it applies: f16 / bf16, dense or grouped.
         if (d == Device::opencl) continue;
         std::vector<std::string> tc;
         for (const auto &k : ks)
@@ -207,13 +207,15 @@ TEST_CASE("the conv3d check fails on misplaced depth taps", "[conv_nd][compare]"
         });
 }
 
-TEST_CASE("conv3d on the tensor cores: dense f16/bf16 only, the depth taps in the GEMM's reduction",
+TEST_CASE("conv3d on the tensor cores: f16/bf16 but depthwise, the depth taps in the GEMM's reduction",
           "[conv_nd][keys]") {
     CHECK(strategies_of("conv3d:n=1,c=8,d=4,h=4,w=4,k=8,kernel=3,pad=1,dtype=f16") ==
           std::vector<std::string>{"direct", kTensorCores});
     CHECK(strategies_of("conv3d:n=1,c=8,d=4,h=4,w=4,k=8,kernel=3,pad=1,dtype=f32") ==
           std::vector<std::string>{"direct"});
     CHECK(strategies_of("conv3d:n=1,c=8,d=4,h=4,w=4,k=8,kernel=3,pad=1,groups=2,dtype=bf16") ==
+          std::vector<std::string>{"direct", kTensorCores});
+    CHECK(strategies_of("conv3d:n=1,c=8,d=4,h=4,w=4,k=8,kernel=3,pad=1,groups=8,dtype=bf16") ==
           std::vector<std::string>{"direct"});
     const Conv3dWorkload w = parse_conv3d(
         "conv3d:n=2,c=3,d=9,h=6,w=5,k=4,kernel_d=3,kernel_h=2,kernel_w=3,stride_d=2,pad_d=1,dil_d=2,dtype=bf16");

@@ -79,24 +79,36 @@ def _fill_dense(a, t):
         a.strides[i] = stride[d - 1 - i]
 
 
-def tensor_core_weight(w):
+def tensor_core_weight(w, groups=1):
     """(R, S, Cg, K) weights -> the tensor-core kernels' layout (K, R*S*Cp), the reduction index r, s, c
     innermost, Cp = Cg rounded up to 8 with zero channels (runtime/c_api.cpp's "_tc" tensors, their
-    "dense_extents" the (R, S, Cg, K) they come from); made once per weight tensor (kept while it lives)."""
-    f = _tc_weights.get(w)
+    "dense_extents" the (R, S, Cg, K) they come from); made once per weight tensor (kept while it lives).
+    Grouped (generators/conv_windows.h): the output channels in windows of a group (K / groups a multiple of 8) or
+    of 8 channels (holding 8 / (K / groups) groups); row k holds its window's input channels, Cp those rounded up
+    to 8, zero but for k's own group."""
+    made = _tc_weights.setdefault(w, {})
+    f = made.get(groups)
     if f is None:
         r, s, cg, k = w.shape
-        cp = (cg + 7) // 8 * 8
+        per_group = k // groups
+        window_n = per_group if groups == 1 or per_group % 8 == 0 else 8
+        window_channels = cg if groups == 1 or per_group % 8 == 0 else cg * (8 // per_group)
+        cp = (window_channels + 7) // 8 * 8
         f = w.new_zeros((k, r * s, cp))
-        f[:, :, :cg] = w.reshape(r * s, cg, k).permute(2, 0, 1)
+        dense = w.reshape(r * s, cg, k).permute(2, 0, 1)
+        ks = torch.arange(k, device=w.device)
+        offset = (ks // per_group) * cg - (ks // window_n) * window_channels  # k's group in its window
+        for o in range(0, window_channels, cg):
+            rows = ks[offset == o]
+            f[rows, :, o:o + cg] = dense[rows]
         f = f.reshape(k, r * s * cp)
-        _tc_weights[w] = f
+        made[groups] = f
     return f
 
 
 def _weight_for(kern, index, w, op, name):
     if "dense_extents" in kern.tensors[index] and w.dim() == 4:
-        w = tensor_core_weight(w)
+        w = tensor_core_weight(w, kern.tensors[index].get("groups", 1))
     want = kern.tensors[index]["dtype"]
     got = checks.storage_dtype(op, name, w)
     if got == want:
