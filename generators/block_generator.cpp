@@ -113,7 +113,7 @@ public:
         return strategy == BlockStrategy::layer_by_layer_tc || strategy == BlockStrategy::fused_tc;
     }
     bool on_tensor_cores(const blockfuse::BlockSpec &spec, size_t layer) const {
-        return tensor_core_strategy() && blockfuse::tensor_core_layer(spec.layers[layer]);
+        return tensor_core_strategy() && blockfuse::tensor_core_layer(spec.layers[layer], knobs());
     }
 
     // fused_tc: each block in one kernel on the tensor cores, its own schedule (the generator's knob check has refused
@@ -181,8 +181,8 @@ public:
         if (!on_tensor_cores(spec, i)) return std::nullopt;
         const blockfuse::LayerSpec &L = spec.layers[i];
         const int pad = L.ks / 2;
-        const blockfuse::ConvTcShape cs{L.in_ch,  ih, iw, L.out_ch, L.ks, L.ks, L.stride,
-                                        L.stride, 1,  1,  pad,      pad,  pad,  pad};
+        blockfuse::ConvTcShape cs{L.in_ch, ih, iw, L.out_ch, L.ks, L.ks, L.stride, L.stride, 1, 1, pad, pad, pad, pad};
+        cs.groups = L.groups;  // grouped (tc_grouped): the block-diagonal GEMM
         const auto elem = Type(storage) == Float(16) ? blockfuse::mma::Elem::f16 : blockfuse::mma::Elem::bf16;
         const size_t j = blk * spec.layers.size() + i;
         return blockfuse::conv2d_tc(in, Func(*weights[j]), Func(*biases[j]), cs, input->dim(3).extent(), Expr(L.act),
@@ -307,7 +307,8 @@ public:
                 dense(*weights[i], l.out_ch);
                 continue;
             }
-            const int kr = l.ks * l.ks * ((l.in_ch + 7) / 8 * 8);  // ConvTcShape::reduction()
+            // ConvTcShape::reduction(): the taps x the (window's) channels rounded up to 8
+            const int kr = l.ks * l.ks * blockfuse::ConvWindows{l.in_ch, l.out_ch, l.groups}.window_channels_padded();
             weights[i]->set_host_alignment(16);
             weights[i]->dim(0).set_bounds(0, kr).set_stride(1);
             weights[i]->dim(1).set_bounds(0, l.out_ch).set_stride(kr);

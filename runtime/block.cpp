@@ -156,9 +156,9 @@ void randomize(BlockTensors &t, const BlockWorkload &w, std::mt19937_64 &rng) {
     }
     const BlockSpec spec = w.spec();
     t.weights_tc.assign(t.weights.size(), {});
-    if (w.dtype != DType::f32)  // mma.sync's storage types
+    if (w.dtype != DType::f32)  // mma.sync's storage types; grouped layers too, for knob tc_grouped
         for (size_t j = 0; j < size_t(w.blocks) * layers.size(); ++j)
-            if (tensor_core_layer(spec.layers[j % layers.size()]))
+            if (tensor_core_capable_layer(spec.layers[j % layers.size()]))
                 t.weights_tc[j] = tensor_core_weights(t.weights[j], layers[j % layers.size()]);
     poison(t.output, w.dtype);
 }
@@ -234,8 +234,7 @@ std::string tensor_core_layer_launch_error(const KernelVariant &v, const BlockWo
     const std::string prefix = tensor_core_prefix(i);
     for (const auto &[name, value] : v.knobs)
         if (name.rfind(prefix, 0) == 0) g.knobs[name.substr(prefix.size())] = value;
-    const GemmWorkload gemm = implicit_gemm_of(w.layers()[i]);
-    const std::string why = tensor_core_launch_error(g, gemm.m, gemm.n, limits, w.layers()[i].c);
+    const std::string why = conv2d_tc_launch_error(g, w.layers()[i], limits);  // a grouped layer's windows too
     return why.empty() ? "" : "layer " + std::to_string(i) + " (" + prefix + "): " + why;
 }
 }  // namespace
@@ -270,8 +269,9 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
             if (const std::string why = fused_tc_error(spec, kn); !why.empty()) throw KernelError(what() + why);
             shared = fused_tc_shared_bytes(spec, kn);
         }
+        const BlockKnobs kn = block_knobs_from(v.knobs);
         for (size_t i = 0; strategy == kLayerByLayerTc && i < spec.layers.size(); ++i)
-            if (tensor_core_layer(spec.layers[i]))
+            if (tensor_core_layer(spec.layers[i], kn))
                 if (const std::string why = tensor_core_layer_launch_error(v, w, i, limits); !why.empty())
                     throw KernelError(what() + why);
     } else if (strategy != "layer_by_layer") {
@@ -302,9 +302,10 @@ void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t) 
     if (tensor_core_strategy(v.param("strategy"))) {
         // the dense layers read their tensor-core layout
         const BlockSpec spec = w.spec();
+        const BlockKnobs kn = block_knobs_from(v.knobs);
         const size_t L = spec.layers.size();
         for (size_t j = 0; j < size_t(w.blocks) * L; ++j) {
-            if (!tensor_core_layer(spec.layers[j % L])) continue;
+            if (!tensor_core_layer(spec.layers[j % L], kn)) continue;
             if (j >= t.weights_tc.size() || !has_storage(t.weights_tc[j].raw_buffer()))
                 throw KernelError("kernel " + v.name + " reads the tensor-core weight layout of layer " +
                                   std::to_string(j % L) + ": randomize() did not lay it out for " + to_key(w));
@@ -436,7 +437,8 @@ KernelCost se_matvec_cost(const BlockWorkload &w, const std::string &name, doubl
 
 // The kernels are listed as the schedules launch them (block_schedule.cpp), so that each row
 // meets one kernel of an Nsight Compute run (bench/ncu_compare.py).
-std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy, int tile_x, int tile_y) {
+std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy, int tile_x, int tile_y,
+                                    bool tc_grouped) {
     auto layers = w.layers();
     std::vector<KernelCost> out;
     const double e = dtype_bytes(w.dtype);
@@ -450,7 +452,9 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
                 const std::string pre = block_name(blk), li = std::to_string(i);
                 const double in = e * double(w.n) * layers[i].c * layers[i].h * layers[i].w;
                 KernelCost c{pre + "layer" + li, conv2d_flops(layers[i]), conv2d_bytes(layers[i])};
-                c.tensor_cores = strategy == kLayerByLayerTc && tensor_core_layer(spec.layers[i]);
+                BlockKnobs kn;
+                kn.tc_grouped = tc_grouped;
+                c.tensor_cores = strategy == kLayerByLayerTc && tensor_core_layer(spec.layers[i], kn);
                 if (prev_out > 0) c.rereads.push_back(in);
                 if (i + 1 == layers.size() && spec.residual) {
                     c.bytes += block_io;
@@ -610,7 +614,7 @@ public:
     }
     std::vector<const KernelVariant *> named_variants(Device d) const override { return block_candidates(w_, d); }
     std::vector<KernelCost> costs(const KernelVariant &v) const override {
-        return block_costs(w_, v.param("strategy"), v.knob("tile_x"), v.knob("tile_y"));
+        return block_costs(w_, v.param("strategy"), v.knob("tile_x"), v.knob("tile_y"), v.knob("tc_grouped") != 0);
     }
     Problem problem() const override {
         Problem p;
@@ -648,9 +652,11 @@ public:
             std::map<std::string, std::set<ConvKind>> kinds;  // by prefix
             for (size_t i = 0; i < spec.layers.size(); ++i) {
                 const LayerSpec &l = spec.layers[i];
-                if (tc && tensor_core_layer(l)) {  // its implicit GEMM's tiling
+                if (tc && tensor_core_capable_layer(l)) {  // its implicit GEMM's tiling
                     for (const KnobDecl &k : gemm_knob_table().knobs) out.push_back(tensor_core_prefix(i) + k.name);
-                    continue;
+                    if (l.groups == 1) continue;
+                    // a grouped layer: on that GEMM, or on its mapping (below)
+                    if (std::find(out.begin(), out.end(), "tc_grouped") == out.end()) out.push_back("tc_grouped");
                 }
                 kinds[knob_prefix(layer_mapping(l.ks, l.groups))].insert(layer_conv_kind(l));
             }
@@ -666,7 +672,7 @@ public:
         const bool pointwise_hidden = std::any_of(spec.layers.begin(), spec.layers.end(), pointwise_hidden_layer);
         for (const KnobDecl &k : block_fused_knobs().knobs)
             if ((k.name != "full_vec" || full_width) && (k.name != "input_vec" || pointwise_hidden) &&
-                (k.name != "stage_padded" || strategy == "fused"))
+                (k.name != "stage_padded" || strategy == "fused") && k.name != "tc_grouped")  // layer_by_layer_tc's
                 out.push_back(k.name);
         return out;
     }
@@ -677,9 +683,13 @@ public:
             !why.empty())
             return why;
         if (v.device == Device::cpu) return "";
-        for (const Conv2dWorkload &l : w_.layers()) {
+        const BlockKnobs kn = block_knobs_from(v.knobs);
+        const auto layers = w_.layers();
+        for (size_t i = 0; i < layers.size(); ++i) {
+            const Conv2dWorkload &l = layers[i];
             const std::string p = knob_prefix(layer_mapping(l.r, l.groups));
-            const bool mapped = strategy == "layer_by_layer" || (strategy == kLayerByLayerTc && l.groups > 1);
+            const bool mapped =
+                strategy == "layer_by_layer" || (strategy == kLayerByLayerTc && !tensor_core_layer(spec.layers[i], kn));
             if (mapped && !flat_tiles_fit(v.knob(p + "flat_threads"), v.knob(p + "tile_x"), v.knob(p + "tile_y"),
                                           l.out_w(), l.out_h()))
                 return p + " mapping: the flat mapping's tile exceeds a layer's output";

@@ -85,8 +85,9 @@ Comparison compare_to_reference(const BlockWorkload &w, BlockTensors &t, const B
 // fused: per block, block input, its weights, block output once; depth_first: one kernel for the
 // stage, stage input, all weights, stage output once; its halo recompute is not counted, the
 // bench README reports it beside).
-// tile_x, tile_y: the fused variant's output tile (the SE split keeps partial sums per tile).
-std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy, int tile_x = 8,
-                                    int tile_y = 4);
+// tile_x, tile_y: the fused variant's output tile (the SE split keeps partial sums per tile); tc_grouped:
+// layer_by_layer_tc's grouped layers on the tensor cores (knob tc_grouped).
+std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy, int tile_x = 8, int tile_y = 4,
+                                    bool tc_grouped = false);
 
 }  // namespace blockfuse

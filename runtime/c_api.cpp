@@ -99,7 +99,8 @@ std::vector<TensorSpec> block_specs(const BlockWorkload &w, const KernelVariant 
             const auto &l = layers[i];
             const std::string pre = (w.blocks > 1 ? "b" + std::to_string(b) + "_" : "");
             const std::string name = pre + "weights" + std::to_string(i);
-            if (tensor_core_strategy(v.param("strategy")) && tensor_core_layer(spec.layers[i]))
+            if (tensor_core_strategy(v.param("strategy")) &&
+                tensor_core_layer(spec.layers[i], block_knobs_from(v.knobs)))
                 out.push_back(tensor_core_weight_spec(name, l));
             else out.push_back({name, w.dtype, {l.k, l.c / l.groups, l.s, l.r}});
             out.push_back({pre + "bias" + std::to_string(i), DType::f32, {l.k}});

@@ -6,6 +6,7 @@
 // its implicit GEMM's tiling, tc<i>_ (schedules/gemm_knobs.h), and the other layers the layer_ mapping.
 #pragma once
 #include "generators/block_spec.h"
+#include "generators/conv_windows.h"
 #include "generators/mbconv_tc_geometry.h"
 #include "schedules/conv2d_knobs.h"
 #include "schedules/gemm_knobs.h"
@@ -32,7 +33,10 @@
     X(tc_warp_m, 16, (16, 32), "fused_tc: pixels per warp (instruction tiles of 16 rows)")                             \
     X(tc_prefetch, 0, (0, 1),                                                                                          \
       "fused_tc: the next chunk's U and V rows loaded into registers while this chunk's mma run "                      \
-      "(schedules/panel_prefetch.h)")
+      "(schedules/panel_prefetch.h)")                                                                                  \
+    X(tc_grouped, 0, (0, 1),                                                                                           \
+      "layer_by_layer_tc: grouped layers (ConvFirst's) on the tensor cores too, a block-diagonal implicit GEMM with "  \
+      "tc<i>_ tiling (0: their CUDA-core layer_ mapping)")
 
 namespace blockfuse {
 
@@ -143,9 +147,16 @@ inline bool fused_tc_applies(const BlockSpec &spec) {
     return fused_tc_error(spec, kn).empty();
 }
 
-// Which layers of layer_by_layer_tc are implicit GEMMs: the dense ones (one group); depthwise and grouped
-// layers keep the CUDA-core layer_ mapping.
-inline bool tensor_core_layer(const LayerSpec &l) { return l.groups == 1; }
+// Which layers of layer_by_layer_tc may be implicit GEMMs: the dense ones (one group), and grouped ones whose
+// output channels per group are a multiple of 8 or divide 8 (generators/conv_windows.h); depthwise layers keep the
+// CUDA-core layer_ mapping. Which are: the dense ones, and the grouped ones with knob tc_grouped.
+inline bool tensor_core_capable_layer(const LayerSpec &l) {
+    const bool depthwise = l.groups > 1 && l.groups == l.in_ch && l.in_ch == l.out_ch;
+    return l.groups == 1 || (!depthwise && ConvWindows{l.in_ch, l.out_ch, l.groups}.error().empty());
+}
+inline bool tensor_core_layer(const LayerSpec &l, const BlockKnobs &kn) {
+    return l.groups == 1 || (kn.tc_grouped && tensor_core_capable_layer(l));
+}
 
 inline const KnobTable &block_fused_knobs() {
     static const KnobTable t{{BLOCKFUSE_BLOCK_KNOBS(BLOCKFUSE_KNOB_DECL)}};
@@ -188,8 +199,8 @@ inline int block_threads_per_block(const BlockSpec &spec, const std::string &str
     if (strategy == kLayerByLayerTc) {
         int threads = 0;
         for (size_t i = 0; i < spec.layers.size(); ++i)
-            threads = std::max(threads, tensor_core_layer(spec.layers[i]) ? kn.tensor_core[i].threads_per_block()
-                                                                          : kn.layer_gpu.threads_per_block());
+            threads = std::max(threads, tensor_core_layer(spec.layers[i], kn) ? kn.tensor_core[i].threads_per_block()
+                                                                              : kn.layer_gpu.threads_per_block());
         return threads;
     }
     if (strategy == kFusedTc) return kn.tc_warps * 32;
@@ -225,15 +236,21 @@ inline std::string block_knobs_error(const BlockSpec &spec, const std::string &s
                    ") of every full-width layer before the last";
     if (strategy == kFusedTc)
         if (const std::string why = fused_tc_error(spec, kn); !why.empty()) return why;
+    if (kn.tc_grouped != 0 && kn.tc_grouped != 1) return "tc_grouped = " + n(kn.tc_grouped) + " must be 0 or 1";
+    if (kn.tc_grouped && strategy != kLayerByLayerTc) return "tc_grouped applies to layer_by_layer_tc only";
     if (strategy == kLayerByLayerTc)
         for (size_t i = 0; i < spec.layers.size(); ++i)
-            if (tensor_core_layer(spec.layers[i]))
-                if (const std::string why = gemm_knobs_error(kn.tensor_core[i]); !why.empty())
-                    return "layer " + std::to_string(i) + " (" + tensor_core_prefix(i) + "): " + why;
+            if (tensor_core_layer(spec.layers[i], kn)) {
+                const LayerSpec &l = spec.layers[i];
+                std::string why = gemm_knobs_error(kn.tensor_core[i]);
+                if (why.empty())
+                    why = gemm_windows_error(kn.tensor_core[i], ConvWindows{l.in_ch, l.out_ch, l.groups}.window_n());
+                if (!why.empty()) return "layer " + std::to_string(i) + " (" + tensor_core_prefix(i) + "): " + why;
+            }
     if (!gpu) {
         if (strategy == "layer_by_layer" || strategy == kLayerByLayerTc)
             for (const LayerSpec &l : spec.layers) {
-                if (strategy == kLayerByLayerTc && tensor_core_layer(l)) continue;
+                if (strategy == kLayerByLayerTc && tensor_core_layer(l, kn)) continue;
                 const LayerMapping m = layer_mapping(l.ks, l.groups);
                 const Conv2dCpuKnobs &k = m == LayerMapping::pointwise ? kn.pointwise_cpu
                                           : m == LayerMapping::full    ? kn.full_cpu
@@ -251,7 +268,7 @@ inline std::string block_knobs_error(const BlockSpec &spec, const std::string &s
                ") exceed " + n(kMaxThreadsPerBlock);
     if (strategy == "layer_by_layer" || strategy == kLayerByLayerTc)  // each layer on its mapping (static windows)
         for (const LayerSpec &l : spec.layers) {
-            if (strategy == kLayerByLayerTc && tensor_core_layer(l)) continue;
+            if (strategy == kLayerByLayerTc && tensor_core_layer(l, kn)) continue;
             const LayerMapping m = layer_mapping(l.ks, l.groups);
             const Conv2dGpuKnobs &k = m == LayerMapping::pointwise ? kn.pointwise_gpu
                                       : m == LayerMapping::full    ? kn.full_gpu

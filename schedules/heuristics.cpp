@@ -357,15 +357,18 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
         ScheduleChoice s;
         const BlockSpec spec = w.spec();
         const auto layers = w.layers();
+        // Grouped layers on their CUDA-core mapping (tc_grouped 0: not yet timed against the block-diagonal GEMM on
+        // a GPU), with that GEMM's tiling beside it for the tuner's tc_grouped = 1.
         for (size_t i = 0; i < layers.size(); ++i) {
-            if (!tensor_core_layer(spec.layers[i])) {  // depthwise, grouped: their CUDA-core mapping
+            if (spec.layers[i].groups > 1)  // depthwise, grouped: their CUDA-core mapping
                 set_mapping(s, "layer_",
                             device == Device::cpu ? cpu_mapping(layers[i]) : layer_mapping_for(layers[i], w.dtype));
-                continue;
-            }
+            if (!tensor_core_capable_layer(spec.layers[i])) continue;
             const GemmWorkload g = implicit_gemm_of(layers[i]);
-            for (const auto &[k, v] : tensor_core_tiling(g.m, g.n, g.k, device, WideTiles::not_in_blocks))
-                s.knobs[tensor_core_prefix(i) + k] = v;
+            const std::map<std::string, int> tiling =
+                spec.layers[i].groups > 1 ? conv2d_tc_heuristic(layers[i], device).knobs
+                                          : tensor_core_tiling(g.m, g.n, g.k, device, WideTiles::not_in_blocks);
+            for (const auto &[k, v] : tiling) s.knobs[tensor_core_prefix(i) + k] = v;
         }
         s.why = "heuristic: each dense layer's tensor-core tiling from its implicit GEMM, the others' mapping from "
                 "their shape";

@@ -246,8 +246,10 @@ def generated_kernel_ptx(cli, key, strategy, work, knobs=()):
             return None
         p = f"tc{m.group(1)}_"
         i = int(m.group(1))
+        # ConvFirst's grouped layer 0 (knob tc_grouped): group width 8, windows of one group
+        window_n = 8 if params.get("family") == "convfirst" and i == 0 and int(knobs.get("tc_grouped", 0)) else 0
         return gemm_expectation({k[len(p):]: v for k, v in knobs.items() if k.startswith(p)},
-                                n_of[i] if i < len(n_of) else None)
+                                n_of[i] if i < len(n_of) else None, window_n)
 
     return ptx[0], max(cap, MIN_REGISTERS), tiling, None
 

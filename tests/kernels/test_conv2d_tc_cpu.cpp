@@ -100,6 +100,35 @@ TEST_CASE("split K on the emulated implicit GEMMs: conv2d and conv3d shapes and 
         check_with_knobs(key, kLayerByLayerTc, {{"tc0_split_k", 2}, {"tc1_split_k", 3}, {"tc2_split_k", 2}}, seed);
 }
 
+// Knob tc_grouped: ConvFirst's grouped layer (group width 8: windows of one group; c=16 e=2: two groups) as the
+// block-diagonal implicit GEMM inside layer_by_layer_tc's pipeline, its weights in the windows' layout; with the
+// cp.async ring and the prefetch on it, a stage, stride 1 on odd sizes; refused on fused_tc; searched by the tuner.
+TEST_CASE("layer_by_layer_tc with tc_grouped: the grouped layer on the emulated tensor cores matches float64",
+          "[blocks][conv2d_tc][cpu]") {
+    install_halide_error_handler();
+    const uint64_t seed = std::random_device{}();
+    for (const auto &[key, knobs] : std::vector<std::pair<std::string, std::map<std::string, int>>>{
+             {"convfirst:n=1,c=16,h=9,w=7,e=2,k=3,stride=1,act=relu,dtype=f16", {{"tc_grouped", 1}}},
+             {"convfirst:n=1,c=64,h=5,w=7,e=4,k=3,stride=1,act=relu,dtype=bf16",
+              {{"tc_grouped", 1}, {"tc0_stages", 2}}},
+             {"convfirst:n=2,c=16,h=3,w=2,e=2,k=3,stride=1,blocks=2,act=relu,dtype=f16",
+              {{"tc_grouped", 1}, {"tc0_prefetch", 1}}}}) {
+        const KernelVariant *v = check_with_knobs(key, kLayerByLayerTc, knobs, seed);
+        REQUIRE(v->knob("tc_grouped") == 1);
+        CHECK(block_costs(parse_block(key), kLayerByLayerTc, 8, 4, true)[0].tensor_cores);
+    }
+    const BlockWorkload w = parse_block("convfirst:n=1,c=64,h=5,w=7,e=4,k=3,stride=1,act=relu,dtype=f16");
+    CHECK_FALSE(block_costs(w, kLayerByLayerTc)[0].tensor_cores);  // the default: its CUDA-core mapping
+    BlockKnobs kn = block_knobs_from(block_heuristic(w, kFusedTc, Device::cuda).knobs);
+    kn.tc_grouped = 1;
+    CHECK_THAT(block_knobs_error(w.spec(), kFusedTc, kn, true), Catch::Contains("tc_grouped applies to"));
+    const auto op = parse_op(to_key(w));
+    for (const char *knob : {"tc_grouped", "tc0_warp_n", "layer_threads_k", "tc1_warp_n"}) {
+        const auto space = op->tunable_knobs(kLayerByLayerTc, Device::cuda);
+        CHECK(std::count(space.begin(), space.end(), knob) == 1);
+    }
+}
+
 TEST_CASE("layer_by_layer_tc reads the tensor-core weight layout: the plain one fails the check, none is refused",
           "[blocks][conv2d_tc][cpu]") {
     install_halide_error_handler();
