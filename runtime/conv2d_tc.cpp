@@ -79,7 +79,7 @@ std::string conv2d_tc_launch_error(const KernelVariant &v, const Conv2dWorkload 
     if (std::string why = gemm_windows_error(kn, cw.window_n()); !why.empty()) return why;
     // A block's A panels, one per window its columns touch; the cp.async ring's 16-byte rows need whole vectors of
     // channels (the window's and the input's channels multiples of 8).
-    const int windows = cw.window_n() > 0 ? std::max(1, kn.warp_n * kn.warps_n / cw.window_n()) : 1;
+    const int windows = gemm_windows_in(kn.warp_n * kn.warps_n, cw.window_n());
     const int channels = cw.window_channels() % 8 ? cw.window_channels() : w.c;
     return tensor_core_launch_error(v, g.m, g.n, limits, channels, windows);
 }

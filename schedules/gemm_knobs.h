@@ -2,6 +2,7 @@
 // implicit-GEMM convolutions (generators/implicit_gemm.h) take the same tiling.
 #pragma once
 #include "schedules/knobs.h"
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -65,6 +66,9 @@ inline std::string gemm_windows_error(const GemmKnobs &kn, int window_n) {
                    std::to_string(window_n) + " output channels";
     return "";
 }
+// The windows `cols` output columns hold (a block's: its A panels; a warp's: its A fragments): whole windows, or
+// one where the columns lie within a window (gemm_windows_error). 1 without windows (a dense GEMM).
+inline int gemm_windows_in(int cols, int window_n) { return window_n > 0 ? std::max(1, cols / window_n) : 1; }
 // A knob struct from a knob set (missing names keep their defaults); `prefix` as conv2d_gpu_knobs_from.
 BLOCKFUSE_DEFINE_KNOBS_FROM(gemm_knobs_from, GemmKnobs, BLOCKFUSE_GEMM_KNOBS)
 }  // namespace blockfuse

@@ -193,7 +193,8 @@ void schedule_gemm(GemmFuncs &f, const GemmKnobs &kn, const Target &target) {
         // registers need them).
         if (const std::string why = gemm_windows_error(kn, f.window_n); !why.empty()) throw CompileError(why);
         const GemmTiling t = gemm_tiling(kn);
-        const int per_warp = std::max(1, t.warp_n / f.window_n), per_block = std::max(1, t.block_n() / f.window_n);
+        const int per_warp = gemm_windows_in(t.warp_n, f.window_n),
+                  per_block = gemm_windows_in(t.block_n(), f.window_n);
         f.a_panel.bound_extent(f.win, per_block);
         // CUDA: a warp's fragments; emulated: the block's (every warp's, at once).
         f.a_frag.bound_extent(f.win, target.has_feature(Target::CUDA) ? per_warp : per_block);
