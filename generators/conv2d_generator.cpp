@@ -28,6 +28,10 @@ public:
     // General kind: the group count as a constant (0: the runtime argument). 1 makes every
     // thread's output channels read the same input channel, which stage_channels needs.
     GeneratorParam<int> static_groups{"static_groups", 0};
+    // General kind with static_groups: the output channel count K as a constant (0: from the weights). The
+    // output channels per group become a constant too, so a vector of output channels that lies in one group
+    // is known to (its group index a broadcast: one input value per lane, not a gather).
+    GeneratorParam<int> static_out_channels{"static_out_channels", 0};
     // 1: channel strides are multiples of vec_k and buffers start at channel 0, so loads and
     // stores along channels are aligned vectors (16 bytes for 8 x f16). Dispatched only where
     // C and K are multiples of vec_k.
@@ -96,6 +100,11 @@ public:
             g.groups = input.dim(0).extent();
             g.in_channels_per_group = 1;
             break;
+        }
+        if (static_out_channels > 0) {
+            if (kind != ConvKind::general || static_groups <= 0 || int(static_out_channels) % int(static_groups))
+                throw CompileError("static_out_channels needs kind=general and static_groups dividing it");
+            K = int(static_out_channels);
         }
         g.out_channels_per_group =
             (kind == ConvKind::depthwise && multiplier > 0) ? Expr(int(multiplier)) : K / g.groups;
@@ -177,6 +186,12 @@ public:
             weights.dim(1).set_bounds(0, 1).set_stride(C);
             weights.dim(2).set_stride(C);
             weights.dim(3).set_stride(C * ks);
+        }
+        if (static_out_channels > 0) {
+            const int k = static_out_channels;
+            weights.dim(0).set_bounds(0, k);
+            output.dim(0).set_bounds(0, k);
+            bias.dim(0).set_bounds(0, k);
         }
         weights.dim(2).set_min(0);
         weights.dim(3).set_min(0);

@@ -34,3 +34,24 @@ TEST_CASE("an unwritten output is detected: a poisoned buffer fails the check", 
     CHECK(c.unwritten == c.elements);
     CHECK_FALSE(c.ok());
 }
+
+TEST_CASE("grouped conv2d on the CPU: vectors of output channels within a group, across groups and shifted inwards",
+          "[conv2d][cpu][grouped]") {
+    // A grouped kernel knows K and so its output channels per group (static_out_channels): a vector lying in one
+    // group reads one input value per step, one crossing groups reads each lane's own. Group widths 8 (whole
+    // vectors), 4 and 5 (vectors across groups), a last tile shifted inwards onto a vector boundary and off it.
+    using K = std::map<std::string, int>;
+    const K two_vectors{{"cpu_lanes", 8}, {"cpu_vec_k", 2}, {"cpu_tile_x", 4}, {"cpu_tile_y", 2}};
+    test::check_knob_cases(
+        {
+            {"conv2d:n=1,c=32,h=7,w=9,k=64,r=3,s=3,pad=1,groups=8,bias=1,act=relu,dtype=f32", two_vectors},
+            {"conv2d:n=2,c=20,h=5,w=6,k=40,r=3,s=3,stride=2,pad=1,groups=5,dtype=f32", two_vectors},
+            {"conv2d:n=2,c=20,h=5,w=6,k=40,r=3,s=3,stride=2,pad=1,groups=5,dtype=f32",
+             {{"cpu_lanes", 16}, {"cpu_vec_k", 1}, {"cpu_tile_x", 2}, {"cpu_stage_input", 0}}},
+            {"conv2d:n=1,c=9,h=6,w=5,k=15,r=3,s=3,pad=2,dil=2,groups=3,bias=1,dtype=f32",
+             {{"cpu_lanes", 8}, {"cpu_vec_k", 2}, {"cpu_tile_x", 3}}},
+            {"conv2d:n=1,c=16,h=5,w=7,k=16,r=3,s=3,pad=1,groups=4,act=silu,dtype=f16",
+             {{"cpu_lanes", 8}, {"cpu_unroll_c", 2}, {"cpu_window_inner", 1}, {"cpu_rows", 2}}},
+        },
+        "direct");
+}
