@@ -105,8 +105,10 @@ void Tuner::seed_and_resume(const Task &t, const SearchSpace &space, Search &sea
     auto observe_record = [&](const TuningRecord &r, bool own) {
         const Candidate c = space.project(r.knobs, r.max_registers);
         // A record of exactly this space's kernel resumes; one whose other knobs differ (another heuristic
-        // then) is a seed only.
-        if (space.kernel(c, "record")->schedule_knobs() != r.knobs) {
+        // then), or whose kernel was built from other sources (its name's hash differs: the algorithm or a schedule
+        // changed since it was measured), is a seed only.
+        const KernelVariant *k = space.kernel(c, "record");
+        if (k->schedule_knobs() != r.knobs || k->name != r.variant) {
             if (r.ok()) search.add_seed(c);
             return;
         }

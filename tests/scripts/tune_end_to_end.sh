@@ -2,7 +2,8 @@
 # The tuner end to end on the CPU, on small conv2d shapes:
 #  1. a planted wrong answer, hang and crash (BLOCKFUSE_TUNE_PLANT, tune/worker.h) are each recorded with
 #     their failure kind, and the tuning goes on;
-#  2. run again, it resumes: nothing already measured is measured again;
+#  2. run again, it resumes: nothing already measured is measured again (a record of the same knobs from other
+#     sources is measured again);
 #  3. the dispatcher runs the tuned record's kernel (bench --tuning-records);
 #  4. two shards (--shard 0/2, 1/2) tuning at once into one records file split the tasks between them and
 #     leave every line whole;
@@ -66,6 +67,20 @@ PY
     || { cat "$dir/tune2.txt"; fail "resumed tune exited $?"; }
 grep -q "resumed: 12 candidates" "$dir/tune2.txt" || { cat "$dir/tune2.txt"; fail "no resume"; }
 [ "$(wc -l < "$dir/r.jsonl")" -eq 12 ] || fail "the resumed run measured again: $(wc -l < "$dir/r.jsonl") records"
+# ...but a record of the same knobs whose kernel was built from other sources (its name's hash differs) is no
+# measurement of this kernel: a seed only, its trial run again.
+"$py" - "$dir/r.jsonl" "$dir/stale.jsonl" <<'PY' || fail "writing the stale record"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+ok = next(r for r in recs if not r["failure"])
+ok["variant"] = ok["variant"].split("@")[0] + "@00000000"
+with open(sys.argv[2], "w") as f:
+    f.writelines(json.dumps(r) + "\n" for r in recs)
+PY
+"$bf" tune "${quick[@]}" --workload "$w1" --trials 12 --records "$dir/stale.jsonl" > "$dir/tune2s.txt" 2>&1 \
+    || { cat "$dir/tune2s.txt"; fail "tune over a stale record exited $?"; }
+grep -q "resumed: 11 candidates" "$dir/tune2s.txt" || { cat "$dir/tune2s.txt"; fail "a stale record resumed"; }
+[ "$(wc -l < "$dir/stale.jsonl")" -eq 13 ] || fail "after a stale record: $(wc -l < "$dir/stale.jsonl") records, not 13"
 
 # 3. the dispatcher picks the tuned record (the fastest passing one) for this workload.
 "$bf" bench --device cpu --workload "$w1" --tuning-records "$dir/r.jsonl" --variants default \
