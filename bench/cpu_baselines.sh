@@ -7,6 +7,8 @@
 #   AUTOSCHEDULERS: those of the conv2d workloads (default the three; empty: none); BLOCK_AUTOSCHEDULERS: those of
 #   the block workloads (default AUTOSCHEDULERS; Adams2019's beam search over a two-block MBConv stage had not
 #   finished after 12 minutes on the loaded 2-core machine)
+#   CONV_SUITE, BLOCK_SUITE: the suite files (default bench/results/cpu/baselines/suite.txt and blocks.txt; an empty
+#   BLOCK_SUITE: conv2d only)
 #   TUNING_RECORDS=FILE: also blockfuse dispatched by these records (`blockfuse tune --device cpu`) in each repeat,
 #   and a second table of them (table_tuned.{md,csv}) against the same ONNX Runtime runs
 # Needs the build (./run build) and ONNX Runtime (./run install --anchors).
@@ -16,8 +18,8 @@ out="${1:-$here/bench/results/cpu/baselines}"
 repeats="${2:-3}"
 bf="${BLOCKFUSE_BIN:-$here/build/bench/blockfuse}"
 py="$here/.venv/bin/python"
-suite="$here/bench/results/cpu/baselines/suite.txt"    # conv2d
-blocks="$here/bench/results/cpu/baselines/blocks.txt"
+suite="${CONV_SUITE:-$here/bench/results/cpu/baselines/suite.txt}"
+blocks="${BLOCK_SUITE-$here/bench/results/cpu/baselines/blocks.txt}"
 conv_as="${AUTOSCHEDULERS-Mullapudi2016,Adams2019,Li2018}"
 block_as="${BLOCK_AUTOSCHEDULERS-$conv_as}"
 records="${TUNING_RECORDS:-}"
@@ -27,7 +29,7 @@ mkdir -p "$out"
 { lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|L1d|L2|L3|Flags)'; echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"; } > "$out/cpu.txt"
 ours=() tuned=() ort=()
 for i in $(seq 1 "$repeats"); do
-    for part in conv2d blocks; do
+    for part in conv2d ${blocks:+blocks}; do
         if [ "$part" = conv2d ]; then list="$suite"; as="$conv_as"; else list="$blocks"; as="$block_as"; fi
         "$bf" bench --device cpu --suite "$list" --variants default --no-tuning-records \
             ${as:+--autoscheduler "$as"} --min-seconds 0.3 --out "$out/run$i-$part" > "$out/run$i-$part.log" 2>&1
@@ -38,7 +40,7 @@ for i in $(seq 1 "$repeats"); do
             tuned+=("$out/run$i-$part-tuned/results.json")
         fi
     done
-    cat "$suite" "$blocks" > "$out/all.txt"
+    cat "$suite" ${blocks:+"$blocks"} > "$out/all.txt"
     "$py" "$here/bench/onnxruntime_baseline.py" --suite "$out/all.txt" --min-seconds 0.3 \
         --out "$out/onnxruntime$i.json" --out-csv "$out/onnxruntime$i.csv" > "$out/onnxruntime$i.log" 2>&1
     ort+=("$out/onnxruntime$i.json")
