@@ -154,7 +154,14 @@ public:
                 blockfuse::FfnTcPrologue prologue;
                 const int oh = (ih - 1) / first.stride + 1, ow = (iw - 1) / first.stride + 1;
                 if (has_prologue)  // ConvFirst's grouped layer, ConvNeXt's depthwise layer and LayerNorm
-                    prologue = {w(0), b(0), first.ks, first.stride, ih, iw, spec.family == BlockFamily::convnext};
+                    prologue = {w(0),
+                                b(0),
+                                first.ks,
+                                first.stride,
+                                ih,
+                                iw,
+                                spec.family == BlockFamily::convnext,
+                                kn.tc_grouped != 0};
                 blockfuse::FfnTcShape s{spec.c, spec.hidden, spec.cout,
                                         oh,     ow,          blockfuse::Activation(spec.layers[f0].act)};
                 if (spec.family == BlockFamily::fused_mbconv)  // the expand is the block's k x k convolution

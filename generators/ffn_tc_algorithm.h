@@ -26,6 +26,12 @@
 // padding k / 2, bias, no activation) instead of the input itself, computed on CUDA cores straight into X's
 // shared rows (f32 sums of the group's 8 input channels over the window, rounded to the storage type as the
 // layer's stored output would be); the FFN then runs as above and the residual is the block's input.
+// With FfnTcPrologue::mma the grouped layer runs on the tensor cores instead: per warp, m-tile and group g (one
+// n-tile of 8 output channels) an accumulator gx_acc over K = the window's taps x the group's 8 input channels
+// (tap-major, 16-wide K steps of two taps, the last padded with zeros), A's registers two adjacent input channels
+// of one tap at one pixel (zero outside the image) read from the input, B's two adjacent input channels' weights
+// of one output channel; the bias its initial value; each lane's registers then rounded and scattered into X's
+// shared rows (x_panel(ke, kg, row, bm), the block's rows), which the FFN reads as above.
 //
 // ConvNeXt (FfnTcPrologue with layer_norm): X is LayerNorm over channels (no affine: its gamma and beta are folded
 // into U and a) of the depthwise k x k convolution of the input (bias, zero padding k / 2), both on CUDA cores: the
@@ -63,17 +69,26 @@ struct FfnTcShape {
 };
 
 // The layer before the FFN, on CUDA cores. ConvFirst's grouped layer: weights (k, r, kx, ky) in the storage type (r
-// the 8 input channels of k's group); ConvNeXt's depthwise layer (layer_norm): weights (k, 0, kx, ky), then the
+// the 8 input channels of k's group), on mma (kr, k) bits as runtime/conv2d_tc.h lays out a grouped layer; ConvNeXt's depthwise layer (layer_norm): weights (k, 0, kx, ky), then the
 // LayerNorm. Bias (k) f32; the input image in_w x in_h (FfnTcShape's h, w are the output's).
 struct FfnTcPrologue {
     Halide::Func weights, bias;
     int ks = 0, stride = 1, in_h = 0, in_w = 0;
     bool layer_norm = false;
+    bool mma = false;  // ConvFirst's grouped layer on the tensor cores (knob tc_grouped)
     bool defined() const { return ks > 0; }
+    int taps() const { return ks * ks; }
+    int mma_k_steps() const { return (taps() * 8 + 15) / 16; }  // K = taps x 8 channels, in 16-wide steps
 };
 
 struct FfnTcFuncs {
     Halide::Func x_panel;      // (ke, kg, m): bits of X (FusedMBConv's im2col), zero past M; per block, all of K
+                               // (prologue on mma: (ke, kg, row, bm), the block's rows, scattered from gx_acc)
+    Halide::Func gx_a;         // (r, lane, mt, w, bm, g, ks): A of the grouped layer on mma, group g, K step ks
+    Halide::Func gx_b;         // (r, lane, g, ks): its B, group g's weights
+    Halide::Func gx_acc;       // (q, lane, mt, w, bm, g), f32: group g's 8 output channels, bias + the mma
+    Halide::RDom rk_gx;        // (ks): its K steps
+    Halide::RDom rx;           // (q0, mh, mt, g, lane, w): its C registers, scattered into x_panel
     Halide::Func x_conv;       // (ke, kg, m), f32: the prologue's layer at channel 8 kg + ke (else undefined)
     Halide::Func x_tap;        // (r, kg, m, kx, ky), f32: its input, tap (kx, ky) of channel 8 kg + r at pixel m
     Halide::RDom rk_group;     // grouped: (r, kx, ky), the window over the group's 8 input channels; depthwise (kx, ky)
@@ -102,7 +117,8 @@ struct FfnTcFuncs {
 };
 
 // fragment_mutation = 2 (tests only): the hidden A registers 1 and 2 swapped, a wrong C-to-A mapping the checks
-// must catch; 4: ConvNeXt's LayerNorm statistics over all channel groups but the last. `residual` (optional, the
+// must catch; 4: ConvNeXt's LayerNorm statistics over all channel groups but the last; 5: the grouped layer's A
+// registers 1 and 2 swapped (prologue on mma). `residual` (optional, the
 // output's shape and storage type) is added after the project's bias. `prefix` starts every Func's and RDom's name
 // (a stage's blocks, each its own).
 inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const Halide::Func &a, const Halide::Func &v,
@@ -127,9 +143,12 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
     struct Tap {
         Expr ix, iy, inside;
     };
-    auto window_tap = [&](const Expr &kx, const Expr &ky, int ks, int stride, int in_w, int in_h) {
-        Expr ix = (mc % W) * stride + kx - ks / 2, iy = ((mc / W) % s.h) * stride + ky - ks / 2;
+    auto window_tap_at = [&](const Expr &p, const Expr &kx, const Expr &ky, int ks, int stride, int in_w, int in_h) {
+        Expr ix = (p % W) * stride + kx - ks / 2, iy = ((p / W) % s.h) * stride + ky - ks / 2;
         return Tap{clamp(ix, 0, in_w - 1), clamp(iy, 0, in_h - 1), ix >= 0 && ix < in_w && iy >= 0 && iy < in_h};
+    };
+    auto window_tap = [&](const Expr &kx, const Expr &ky, int ks, int stride, int in_w, int in_h) {
+        return window_tap_at(mc, kx, ky, ks, stride, in_w, in_h);
     };
     Expr x_bits;
     if (s.im2col()) {  // FusedMBConv's im2col rows: K group kg is channels 8 (kg % (C / 8)) of tap kg / (C / 8)
@@ -138,6 +157,49 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
         const Tap at = window_tap(tap % s.expand_ks, tap / s.expand_ks, s.expand_ks, s.expand_stride, s.in_w, s.in_h);
         x_bits = select(at.inside, reinterpret(UInt(16), input(8 * (kg % groups) + ke, at.ix, at.iy, mc / HW)),
                         cast(UInt(16), 0));
+    } else if (prologue.defined() && prologue.mma) {
+        if (prologue.layer_norm) throw CompileError("ffn_tc: the prologue on mma is ConvFirst's grouped layer only");
+        const int T = prologue.taps(), G = s.c / 8;
+        Var r = f.r, g("g"), ks("ks");
+        // A register r of lane `lane`: row a_row of m-tile mt, K columns a_col and + 1: two adjacent channels of one
+        // tap (taps are 8 columns each), zero outside the image and past the window's taps.
+        Expr ra = fragment_mutation == 5 ? select(r == 1, 2, r == 2, 1, r) : Expr(r);
+        Expr p = f.bm * BM + f.w * t.warp_m + f.mt * kTileM + a_row(ra, Expr(lane));
+        p = select(f.exact, unsafe_promise_clamped(p, 0, M - 1), clamp(p, 0, M - 1));
+        Expr ka = ks * kTileK + a_col(ra, Expr(lane)), tap = ka / 8, ch = 8 * g + ka % 8;
+        const Tap at = window_tap_at(p, tap % prologue.ks, tap / prologue.ks, prologue.ks, prologue.stride,
+                                     prologue.in_w, prologue.in_h);
+        Expr live = at.inside && tap < T;
+        auto in_bits = [&](const Expr &c) {
+            return select(live, reinterpret(UInt(16), input(c, at.ix, at.iy, p / HW)), cast(UInt(16), 0));
+        };
+        f.gx_a = Func(prefix + "ffn_gx_a");
+        f.gx_a(r, lane, f.mt, f.w, f.bm, g, ks) = pack_b16(in_bits(ch), in_bits(ch + 1));
+        // B register r: K rows b_k and + 1 (two adjacent input channels of one tap), column b_col (output channel),
+        // from the weights' tensor-core layout (kr, k): row k's K is tap-major, 8 channels a tap, as A's.
+        Expr kb = ks * kTileK + b_k(Expr(r), Expr(lane)), out = 8 * g + b_col(Expr(lane));
+        auto w_bits = [&](const Expr &k) {
+            return select(k < 8 * T, prologue.weights(min(k, 8 * T - 1), out), cast(UInt(16), 0));
+        };
+        f.gx_b = Func(prefix + "ffn_gx_b");
+        f.gx_b(r, lane, g, ks) = pack_b16(w_bits(kb), w_bits(kb + 1));
+        f.rk_gx = RDom(0, prologue.mma_k_steps(), prefix + "ffn_rk_gx");
+        f.gx_acc = Func(prefix + "ffn_gx_acc");
+        std::vector<Var> gx_args{f.q, lane, f.mt, f.w, f.bm, g};
+        f.gx_acc(gx_args) = prologue.bias(8 * g + c_col(Expr(f.q), Expr(lane)));
+        f.gx_acc(gx_args) = mma::mma(
+            elem, f.q, lane,
+            [&](const Expr &reg, const Expr &l) { return f.gx_a(reg, l, f.mt, f.w, f.bm, g, f.rk_gx); },
+            [&](const Expr &reg, const Expr &l) { return f.gx_b(reg, l, g, f.rk_gx); }, f.gx_acc(gx_args), native);
+        // Each lane's registers into X's rows of the block, rounded to the storage type as the layer's stored output.
+        f.rx = RDom(Region{{0, 2}, {0, 2}, {0, MT}, {0, G}, {0, kWarp}, {0, t.warps}}, prefix + "ffn_rx");
+        Expr q0 = f.rx[0], mh = f.rx[1], rmt = f.rx[2], rg = f.rx[3], rl = f.rx[4], rw = f.rx[5];
+        Expr channel = 8 * rg + c_col(q0, rl), row = rw * t.warp_m + rmt * kTileM + c_row(2 * mh, rl);
+        Expr x = f.gx_acc(2 * mh + q0, rl, rmt, rw, f.bm, rg);
+        f.x_panel = Func(prefix + "ffn_x_panel");
+        f.x_panel(ke, kg, m, f.bm) = undef(UInt(16));
+        f.x_panel(channel % 8, channel / 8, row, f.bm) =
+            native && elem == Elem::f16 ? reinterpret(UInt(16), cast(Float(16), x)) : f32_to_b16(x, elem);
     } else if (prologue.defined()) {
         const bool depthwise = prologue.layer_norm;
         f.rk_group = depthwise ? RDom(0, prologue.ks, 0, prologue.ks, prefix + "ffn_rk_group")
@@ -187,18 +249,25 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
     } else {
         x_bits = reinterpret(UInt(16), input(8 * kg + ke, mc % W, (mc / W) % s.h, mc / HW));
     }
-    f.x_panel = Func(prefix + "ffn_x_panel");
-    f.x_panel(ke, kg, m) = select(f.exact || m < M, x_bits, cast(UInt(16), 0));
+    const bool block_rows = f.gx_acc.defined();  // x_panel (ke, kg, row, bm): the block's rows
+    if (!block_rows) {
+        f.x_panel = Func(prefix + "ffn_x_panel");
+        f.x_panel(ke, kg, m) = select(f.exact || m < M, x_bits, cast(UInt(16), 0));
+    }
     f.u_panel = Func(prefix + "ffn_u_panel");
     f.u_panel(ke, kg, f.m) = u(8 * kg + ke, f.m);
     f.v_panel = Func(prefix + "ffn_v_panel");
     f.v_panel(ke, kg, f.m) = v(8 * kg + ke, f.m);
 
     f.x_frag = Func(prefix + "ffn_x_frag");
+    const PanelAt x_rows =
+        block_rows ? PanelAt([&](const Expr &k, const Expr &row) { return f.x_panel(k % 8, k / 8, row, f.bm); })
+                   : grouped_panel(f.x_panel);
     f.x_frag(f.r, lane, f.mt, f.w, f.bm, f.kt) = ldmatrix(
-        4, f.r, lane, grouped_panel(f.x_panel),
+        4, f.r, lane, x_rows,
         [&](const Expr &l) {
-            return std::pair{f.kt * kTileK + ldsm_a_k(l), f.bm * BM + f.w * t.warp_m + f.mt * kTileM + ldsm_a_row(l)};
+            return std::pair{f.kt * kTileK + ldsm_a_k(l),
+                             (block_rows ? Expr(0) : f.bm * BM) + f.w * t.warp_m + f.mt * kTileM + ldsm_a_row(l)};
         },
         native);
     f.u_frag = b_pair_fragments(Func(prefix + "ffn_u_frag"), f.u_panel, f.j, lane, f.ep, f.kt, native);

@@ -525,12 +525,18 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
     };
     if (strategy == "depth_first") return {fused_kernel("stage", w.blocks)};
     // One kernel a block, no halo: every op executed once, on the tensor cores (ConvFirst's grouped 3x3 runs on CUDA
-    // cores: 9 / (c + 9) of the block's ops at e = 4, 12% at c = 64, 3% at c = 256); a stage's later blocks read the
-    // output the block before wrote.
+    // cores: 9 / (c + 9) of the block's ops at e = 4, 12% at c = 64, 3% at c = 256; with tc_grouped on mma, its K of
+    // taps x 8 padded to whole steps of 16: 80 / 72 of its ops for a 3x3); a stage's later blocks read the output the
+    // block before wrote.
     if (strategy == kFusedTc) {
+        const int taps = layers[0].r * layers[0].s;
+        const double grouped_padding =
+            tc_grouped && w.family == BlockFamily::convfirst
+                ? conv2d_flops(layers[0]) * ((taps * 8 + 15) / 16 * 16 - taps * 8) / (taps * 8)
+                : 0.0;
         for (int blk = 0; blk < w.blocks; ++blk) {
             out.push_back(fused_kernel(block_name(blk) + "block", 1));
-            out.back().executed_flops = out.back().flops;
+            out.back().executed_flops = out.back().flops + grouped_padding;
             out.back().tensor_cores = true;
             if (blk > 0) out.back().rereads = {block_io};
         }
@@ -642,10 +648,12 @@ public:
         const BlockSpec spec = w_.spec();
         std::vector<std::string> out;
         const bool tc = strategy == kLayerByLayerTc;
-        if (strategy == kFusedTc)
-            return spec.family == BlockFamily::mbconv
-                       ? std::vector<std::string>{"chunk", "tc_warps", "tile_x", "tile_y"}
-                       : std::vector<std::string>{"chunk", "tc_warps", "tc_warp_m", "tc_prefetch"};
+        if (strategy == kFusedTc) {
+            if (spec.family == BlockFamily::mbconv) return {"chunk", "tc_warps", "tile_x", "tile_y"};
+            out = {"chunk", "tc_warps", "tc_warp_m", "tc_prefetch"};
+            if (spec.family == BlockFamily::convfirst) out.push_back("tc_grouped");  // its grouped layer on mma
+            return out;
+        }
         if (d == Device::cpu && strategy != "layer_by_layer" && !tc)  // the CPU's fused and depth-first read these
             return {"tile_x", "tile_y", "chunk"};
         if (strategy == "layer_by_layer" || tc) {             // the knobs of each mapping its layers use

@@ -36,7 +36,8 @@
       "(schedules/panel_prefetch.h)")                                                                                  \
     X(tc_grouped, 0, (0, 1),                                                                                           \
       "layer_by_layer_tc: grouped layers (ConvFirst's) on the tensor cores too, a block-diagonal implicit GEMM with "  \
-      "tc<i>_ tiling (0: their CUDA-core layer_ mapping)")
+      "tc<i>_ tiling (0: their CUDA-core layer_ mapping); fused_tc: ConvFirst's grouped layer on mma into X's rows "   \
+      "(0: on CUDA cores)")
 
 namespace blockfuse {
 
@@ -54,8 +55,8 @@ constexpr const char *kLayerByLayerTc = "layer_by_layer_tc";
 inline std::string tensor_core_prefix(size_t layer) { return "tc" + std::to_string(layer) + "_"; }
 // Blocks fused on the tensor cores, strategy fused_tc: the FFN (generators/ffn_tc_algorithm.h), both 1x1 layers'
 // mma in one kernel, the hidden chunk from the expand's accumulators into the project's A fragments, in registers;
-// FusedMBConv's (its k x k expand over im2col rows of X), ConvFirst's (its grouped layer on CUDA cores into the
-// FFN's shared input rows), ConvNeXt's (its depthwise layer and LayerNorm likewise); and MBConv
+// FusedMBConv's (its k x k expand over im2col rows of X), ConvFirst's (its grouped layer on CUDA cores, or on mma with
+// tc_grouped, into the FFN's shared input rows), ConvNeXt's (its depthwise layer and LayerNorm likewise); and MBConv
 // (generators/mbconv_tc_algorithm.h): expand and project on mma.sync over a tile and its halo, the depthwise layer
 // on CUDA cores between them in shared memory.
 constexpr const char *kFusedTc = "fused_tc";
@@ -237,7 +238,9 @@ inline std::string block_knobs_error(const BlockSpec &spec, const std::string &s
     if (strategy == kFusedTc)
         if (const std::string why = fused_tc_error(spec, kn); !why.empty()) return why;
     if (kn.tc_grouped != 0 && kn.tc_grouped != 1) return "tc_grouped = " + n(kn.tc_grouped) + " must be 0 or 1";
-    if (kn.tc_grouped && strategy != kLayerByLayerTc) return "tc_grouped applies to layer_by_layer_tc only";
+    if (kn.tc_grouped && strategy != kLayerByLayerTc &&
+        !(strategy == kFusedTc && spec.family == BlockFamily::convfirst))
+        return "tc_grouped applies to layer_by_layer_tc, and to fused_tc on ConvFirst";
     if (strategy == kLayerByLayerTc)
         for (size_t i = 0; i < spec.layers.size(); ++i)
             if (tensor_core_layer(spec.layers[i], kn)) {

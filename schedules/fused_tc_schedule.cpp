@@ -122,6 +122,29 @@ void schedule_two_gemms(Funcs &f, Func project_a, bool cuda) {
     project_a.compute_at(acc, hk).unroll(f.r).unroll(f.mt);
     f.v_frag.compute_at(acc, npo).unroll(f.j);
 }
+// ConvFirst's grouped layer on mma (knob tc_grouped), before the FFN's chunk loop: each lane, group after group (a
+// loop), holds its m-tiles' accumulators of the group's 8 channels in registers over the window's K steps (A and B
+// registers read from the input and the weights, every index constant), then stores them rounded into X's shared
+// rows. Emulated: a warp's fragments and accumulators of every lane and group at once, per K step.
+// Not yet timed on a GPU (kernels checked in emulation and as SASS).
+void schedule_grouped_mma(FfnTcFuncs &f, bool cuda) {
+    const RDom &rx = f.rx;
+    const RVar ks = f.rk_gx.x;
+    Stage scatter = f.x_panel.update();
+    scatter.allow_race_conditions().unroll(rx[0]).unroll(rx[1]).unroll(rx[2]);
+    if (!cuda) {  // per warp: every group's accumulators, K step after K step
+        f.gx_acc.compute_at(f.x_panel, rx[5]);
+        f.gx_acc.update().reorder(f.q, f.mt, f.lane, f.gx_acc.args()[5], ks);
+        f.gx_a.compute_at(f.gx_acc, ks);
+        f.gx_b.compute_at(f.gx_acc, ks);
+        return;
+    }
+    scatter.gpu_lanes(rx[4]).gpu_threads(rx[5]);
+    f.gx_acc.compute_at(f.x_panel, rx[3]).store_in(MemoryType::Register).unroll(f.q).unroll(f.mt);
+    f.gx_acc.update().reorder(f.q, f.mt, ks).unroll(f.q).unroll(f.mt).unroll(ks);
+    f.gx_a.compute_at(f.gx_acc, ks).store_in(MemoryType::Register).unroll(f.r).unroll(f.mt);
+    f.gx_b.compute_at(f.gx_acc, ks).store_in(MemoryType::Register).unroll(f.r);
+}
 }  // namespace
 
 // Per thread block (warps x warp_m pixels, every output channel): X's rows in shared memory once; then per
@@ -150,7 +173,11 @@ void schedule_ffn_tc(FfnTcFuncs &f, const FfnTcShape &s, const FfnTcTiling &t, i
     // row then starts 32 bytes on from the last one's: a thread a pixel reads them without bank conflicts); each
     // pixel's mean and variance by one thread over those rows, 8 lanes at a time; X's rows then normalized from them.
     const bool grouped = f.x_conv.defined(), normed = f.x_rows.defined();
-    spread_over_block(f.x_panel, t.warps, cuda, !grouped || normed);
+    if (f.gx_acc.defined()) {
+        schedule_grouped_mma(f, cuda);
+    } else {
+        spread_over_block(f.x_panel, t.warps, cuda, !grouped || normed);
+    }
     if (grouped) {
         const RDom &rg = f.rk_group;
         Func rows = normed ? f.x_rows : f.x_panel;  // where each thread's sums go

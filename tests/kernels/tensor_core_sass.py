@@ -105,6 +105,11 @@ def fused_tc_expectation(params, knobs):
     window = int(params.get("kernel_size", 1)) if params.get("family") == "fused_mbconv" else 1
     ks = window * window * c // 16
     want = (mt * chunk // 8 * ks + mt * c // 8 * (chunk // 16), (mt + chunk // 16) * ks + c // 16 * (chunk // 16), 0)
+    if params.get("family") == "convfirst" and int(knobs.get("tc_grouped", 0)):
+        # its grouped layer on mma first: per group (a loop over C/8 groups) mt x ceil(k k 8 / 16) HMMA, A and B read
+        # from global memory (no LDSM)
+        k = int(params["kernel_size"])
+        return want, f"hidden chunk(s) of {chunk}", e == chunk, (None, 0), (mt * -(-k * k * 8 // 16), 0, 0)
     return want, f"hidden chunk(s) of {chunk}", e == chunk
 
 
@@ -145,11 +150,20 @@ def check_entry(name, func, usage, cap, expect):
         return [f"{hmma} HMMA in a kernel without tensor-core layers"] if hmma or x4 or x2 else []
     want, step_name, static = expect[:3]
     stages, vectors = expect[3] if len(expect) > 3 else (None, 0)
+    # a prologue of the kernel on mma before its K loops (fused ConvFirst's grouped layer): its HMMA/LDSM per
+    # iteration of its own loop, which holds whole iterations
+    prologue = expect[4] if len(expect) > 4 else None
     bad = []
     k_loops = [(s, e, o) for s, e, o in sass_mix.loops(func) if any(x.startswith("HMMA") for x in o)]
+    prologue_counts = [0, 0, 0]
     for s, e, o in k_loops:
         c, mix = sass_mix.opcode_mix(o, 12)
         cnt = [sum(x.startswith(p) for x in o) for p in ("HMMA.16816.F32", "LDSM.16.M88.4", "LDSM.16.M88.2")]
+        if prologue and steps_of(cnt, prologue):
+            print(f"  grouped-layer loop 0x{s:04x}-0x{e:04x}: {len(o)} instructions for {steps_of(cnt, prologue)} "
+                  f"group(s): {mix}")
+            prologue_counts = [a + b for a, b in zip(prologue_counts, cnt)]
+            continue
         steps = steps_of(cnt, want)
         print(f"  K loop 0x{s:04x}-0x{e:04x}: {len(o)} instructions for {steps} {step_name}: {mix}")
         if not steps:
@@ -170,6 +184,9 @@ def check_entry(name, func, usage, cap, expect):
             bad.append("a CALL in the K loop")
     if spill != (0, 0) or u.get("stack", 0):
         bad.append("spills")
+    if prologue and not prologue_counts[0]:
+        bad.append(f"no loop of the grouped layer's groups ({prologue} HMMA/LDSM.x4/LDSM.x2 each)")
+    hmma, x4, x2 = hmma - prologue_counts[0], x4 - prologue_counts[1], x2 - prologue_counts[2]
     # ptxas may unroll the K loop and peel steps off it: the function holds whole K steps.
     steps = steps_of((hmma, x4, x2), want)
     if not k_loops and not static:  # a static K may be unrolled whole by ptxas (one step, or a few per split)

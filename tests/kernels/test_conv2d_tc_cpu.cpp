@@ -102,7 +102,8 @@ TEST_CASE("split K on the emulated implicit GEMMs: conv2d and conv3d shapes and 
 
 // Knob tc_grouped: ConvFirst's grouped layer (group width 8: windows of one group; c=16 e=2: two groups) as the
 // block-diagonal implicit GEMM inside layer_by_layer_tc's pipeline, its weights in the windows' layout; with the
-// cp.async ring and the prefetch on it, a stage, stride 1 on odd sizes; refused on fused_tc; searched by the tuner.
+// cp.async ring and the prefetch on it, a stage, stride 1 on odd sizes; on fused_tc ConvFirst's only; searched by the
+// tuner.
 TEST_CASE("layer_by_layer_tc with tc_grouped: the grouped layer on the emulated tensor cores matches float64",
           "[blocks][conv2d_tc][cpu]") {
     install_halide_error_handler();
@@ -119,14 +120,28 @@ TEST_CASE("layer_by_layer_tc with tc_grouped: the grouped layer on the emulated 
     }
     const BlockWorkload w = parse_block("convfirst:n=1,c=64,h=5,w=7,e=4,k=3,stride=1,act=relu,dtype=f16");
     CHECK_FALSE(block_costs(w, kLayerByLayerTc)[0].tensor_cores);  // the default: its CUDA-core mapping
+    // fused_tc takes it on ConvFirst (its grouped layer on mma: tests/kernels/test_ffn_tc.cpp), no other family
     BlockKnobs kn = block_knobs_from(block_heuristic(w, kFusedTc, Device::cuda).knobs);
     kn.tc_grouped = 1;
-    CHECK_THAT(block_knobs_error(w.spec(), kFusedTc, kn, true), Catch::Contains("tc_grouped applies to"));
+    CHECK(block_knobs_error(w.spec(), kFusedTc, kn, true).empty());
+    const BlockWorkload ffn = parse_block("ffn:n=1,c=64,h=5,w=7,e=4,act=relu,dtype=f16");
+    BlockKnobs fk = block_knobs_from(block_heuristic(ffn, kFusedTc, Device::cuda).knobs);
+    fk.tc_grouped = 1;
+    CHECK_THAT(block_knobs_error(ffn.spec(), kFusedTc, fk, true), Catch::Contains("tc_grouped applies to"));
+    CHECK_THAT(block_knobs_error(w.spec(), "fused", kn, true), Catch::Contains("tc_grouped applies to"));
     const auto op = parse_op(to_key(w));
     for (const char *knob : {"tc_grouped", "tc0_warp_n", "layer_threads_k", "tc1_warp_n"}) {
         const auto space = op->tunable_knobs(kLayerByLayerTc, Device::cuda);
         CHECK(std::count(space.begin(), space.end(), knob) == 1);
     }
+    const auto fused_space = op->tunable_knobs(kFusedTc, Device::cuda);
+    CHECK(std::count(fused_space.begin(), fused_space.end(), "tc_grouped") == 1);
+    const auto ffn_space = parse_op(to_key(ffn))->tunable_knobs(kFusedTc, Device::cuda);
+    CHECK(std::count(ffn_space.begin(), ffn_space.end(), "tc_grouped") == 0);
+    // fused_tc's model: the grouped layer's padded K (80 of 72 for a 3x3) executed on mma with tc_grouped
+    const double base = block_costs(w, kFusedTc, 8, 4, false)[0].executed();
+    const double padded = block_costs(w, kFusedTc, 8, 4, true)[0].executed();
+    CHECK(padded - base == Approx(conv2d_flops(w.layers()[0]) / 9.0));
 }
 
 TEST_CASE("layer_by_layer_tc reads the tensor-core weight layout: the plain one fails the check, none is refused",

@@ -40,6 +40,18 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
         // a 5 x 5 window over image borders, the chunk loop pipelined
         {"convfirst:n=1,c=48,h=6,w=5,e=2,k=5,stride=1,act=relu,dtype=f16",
          {{"chunk", 32}, {"tc_warps", 4}, {"tc_warp_m", 16}, {"tc_prefetch", 1}}},
+        // ConvFirst's grouped layer on mma (tc_grouped): a 1x1 image (every tap but the centre padding), the residual
+        {"convfirst:n=2,c=16,h=1,w=1,e=2,k=3,stride=1,act=relu,dtype=f16",
+         {{"chunk", 16}, {"tc_warps", 1}, {"tc_grouped", 1}}},
+        // stride 2 on an odd image over blocks of 64 pixels, two m-tiles a warp, bf16
+        {"convfirst:n=3,c=32,h=7,w=9,e=2,k=3,stride=2,act=relu,dtype=bf16",
+         {{"chunk", 32}, {"tc_warps", 2}, {"tc_warp_m", 32}, {"tc_grouped", 1}}},
+        // a 5x5 window (25 taps: 13 K steps, the last half zeros) over image borders, the chunk loop pipelined
+        {"convfirst:n=1,c=48,h=6,w=5,e=2,k=5,stride=1,act=relu,dtype=f16",
+         {{"chunk", 32}, {"tc_warps", 4}, {"tc_warp_m", 16}, {"tc_prefetch", 1}, {"tc_grouped", 1}}},
+        // a 1x1 window (one tap: one K step, half zeros)
+        {"convfirst:n=2,c=16,h=5,w=3,e=3,k=1,stride=1,act=relu,dtype=bf16",
+         {{"chunk", 16}, {"tc_warps", 2}, {"tc_grouped", 1}}},
         // FusedMBConv: the 3x3 expand over a 1x1 image (im2col rows all zeros but the centre tap), the residual
         {"fused_mbconv:n=2,c=16,h=1,w=1,e=4,k=3,stride=1,act=silu,dtype=f16", {{"chunk", 32}, {"tc_warps", 1}}},
         // stride 2 on an odd image (no residual), 3 channel groups a tap (K steps across taps' groups), bf16
@@ -61,6 +73,8 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
         {"ffn:n=2,c=32,h=3,w=7,e=2,blocks=2,act=relu,dtype=bf16",
          {{"chunk", 16}, {"tc_warps", 2}, {"tc_warp_m", 16}, {"tc_prefetch", 1}}},
         {"convfirst:n=1,c=16,h=5,w=9,e=2,k=3,stride=1,blocks=3,act=relu,dtype=f16", {{"chunk", 16}, {"tc_warps", 2}}},
+        {"convfirst:n=2,c=32,h=3,w=7,e=2,k=3,stride=1,blocks=2,act=relu,dtype=bf16",
+         {{"chunk", 16}, {"tc_warps", 1}, {"tc_grouped", 1}}},
         {"fused_mbconv:n=2,c=16,h=4,w=5,e=2,k=3,stride=1,blocks=2,act=silu,dtype=f16",
          {{"chunk", 32}, {"tc_warps", 1}}},
     };
@@ -85,6 +99,7 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
                                          {"tc_warps", one_of(r, std::vector<int>{1, 2, 4, 8})},
                                          {"tc_warp_m", one_of(r, std::vector<int>{16, 32})},
                                          {"tc_prefetch", uniform(r, 0, 1)}};
+        if (convfirst) knobs["tc_grouped"] = uniform(r, 0, 1);  // its grouped layer on CUDA cores or on mma
         const BlockSpec spec = parse_block(key).spec();
         if (!fused_tc_error(spec, block_knobs_from(knobs)).empty())
             knobs["chunk"] = 16;  // a chunk whose divisor of the hidden width is no multiple of 16
@@ -109,6 +124,14 @@ TEST_CASE("fused_tc with the hidden A registers 1 and 2 swapped fails the refere
     install_halide_error_handler();
     const std::string key = "ffn:n=1,c=32,h=5,w=7,e=2,act=relu,dtype=f16";
     test::require_mutant_fails(*kernel_with_knobs(key, kFusedTc, Device::cpu, {}, 0, "test"), key, 2);
+}
+
+TEST_CASE("fused_tc ConvFirst with its grouped layer's A registers 1 and 2 swapped fails the reference check",
+          "[blocks][ffn_tc]") {
+    if (!test::testing_device(Device::cpu)) return;
+    install_halide_error_handler();
+    const std::string key = "convfirst:n=1,c=16,h=6,w=7,e=2,k=3,stride=1,act=relu,dtype=f16";
+    test::require_mutant_fails(*kernel_with_knobs(key, kFusedTc, Device::cpu, {{"tc_grouped", 1}}, 0, "test"), key, 5);
 }
 
 TEST_CASE("fused_tc ConvNeXt with LayerNorm statistics short of a channel group fails the reference check",
