@@ -40,27 +40,37 @@ struct BlockFuncs {
     SEFuncs se;                    // after layers[spec.se_after], if any
 };
 
-// se_weights: reduce (R, E, 1, 1) and expand (E, R, 1, 1) in the storage type; se_biases f32.
+// The SE gate from the spatial mean: s.reduced (j, n) and s.gate (e, n) of mean (e, n), f32. se_weights: reduce
+// (R, E, 1, 1) and expand (E, R, 1, 1) in the storage type; se_biases f32.
+inline void se_gate(SEFuncs &s, const Halide::Func &mean, const BlockSpec &spec,
+                    const std::vector<Halide::Func> &se_weights, const std::vector<Halide::Func> &se_biases,
+                    const std::string &prefix) {
+    using namespace Halide;
+    Var e("e"), j("j"), n("n");
+    const int E = spec.layers[spec.se_after].out_ch, R = spec.se_ch;
+    RDom re(0, E, prefix + "se_re"), rj(0, R, prefix + "se_rj");
+    s.reduced = Func(prefix + "se_reduced");
+    s.reduced(j, n) = apply_activation(se_biases[0](j) + sum(to_f32(se_weights[0](j, re, 0, 0)) * mean(re, n)),
+                                       Activation(spec.se_act));
+    s.gate = Func(prefix + "se_gate");
+    Expr a = se_biases[1](e) + sum(to_f32(se_weights[1](e, rj, 0, 0)) * s.reduced(rj, n));
+    s.gate(e, n) = 1.0f / (1.0f + exp(-a));
+}
+
 inline SEFuncs squeeze_excitation(const Halide::Func &h, const BlockSpec &spec,
                                   const std::vector<Halide::Func> &se_weights,
                                   const std::vector<Halide::Func> &se_biases, const Halide::Expr &W,
                                   const Halide::Expr &H, const Halide::Type &storage, const std::string &prefix) {
     using namespace Halide;
     SEFuncs s;
-    Var e("e"), j("j"), x("x"), y("y"), n("n");
-    const int E = spec.layers[spec.se_after].out_ch, R = spec.se_ch;
+    Var e("e"), x("x"), y("y"), n("n");
     s.r = RDom(0, W, 0, H, prefix + "se_r");
     s.pooled = Func(prefix + "se_pooled");
     s.pooled(e, n) = 0.0f;
     s.pooled(e, n) += to_f32(h(e, s.r.x, s.r.y, n));
-    RDom re(0, E, prefix + "se_re"), rj(0, R, prefix + "se_rj");
-    s.reduced = Func(prefix + "se_reduced");
-    Expr mean = s.pooled(re, n) / cast<float>(W * H);
-    s.reduced(j, n) =
-        apply_activation(se_biases[0](j) + sum(to_f32(se_weights[0](j, re, 0, 0)) * mean), Activation(spec.se_act));
-    s.gate = Func(prefix + "se_gate");
-    Expr a = se_biases[1](e) + sum(to_f32(se_weights[1](e, rj, 0, 0)) * s.reduced(rj, n));
-    s.gate(e, n) = 1.0f / (1.0f + exp(-a));
+    Func mean(prefix + "se_mean");
+    mean(e, n) = s.pooled(e, n) / cast<float>(W * H);
+    se_gate(s, mean, spec, se_weights, se_biases, prefix);
     s.gated = Func(prefix + "se_gated");
     s.gated(e, x, y, n) = from_f32(storage, to_f32(h(e, x, y, n)) * s.gate(e, n));
     return s;

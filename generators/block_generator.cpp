@@ -143,9 +143,24 @@ public:
             if (spec.family == BlockFamily::mbconv) {
                 const blockfuse::MbconvTcGeometry g = blockfuse::mbconv_tc_geometry(spec, kn);
                 const blockfuse::MbconvTcShape s{ih, iw, blockfuse::Activation(first.act), spec.residual};
-                mbconv.push_back(blockfuse::mbconv_tc(x, w(0), b(0), w(1), b(1), w(2), b(2), g, s,
-                                                      input->dim(3).extent(), elem, Type(storage), get_target(),
-                                                      fragment_mutation, pre));
+                auto instance = [&](const std::string &name, const Func &gate) {
+                    return blockfuse::mbconv_tc(x, w(0), b(0), w(1), b(1), w(2), b(2), g, s, input->dim(3).extent(),
+                                                elem, Type(storage), get_target(), fragment_mutation, name, gate);
+                };
+                Func gate;
+                if (spec.has_se()) {  // Squeeze-Excitation, split around the mean: a pooling kernel, then the gate
+                    mbconv.push_back(instance(pre + "se_pool_", Func()));
+                    Func sum;
+                    const Func mean = blockfuse::mbconv_tc_se_mean(mbconv.back(), g, s, sum, pre);
+                    blockfuse::SEFuncs se;
+                    std::vector<Func> sw, sb;
+                    for (size_t i = 0; i < se_weights.size(); ++i)
+                        sw.push_back(*se_weights[i]), sb.push_back(*se_biases[i]);
+                    blockfuse::se_gate(se, mean, spec, sw, sb, pre);
+                    blockfuse::schedule_mbconv_tc_se(mbconv.back(), g, sum, se, get_target());
+                    gate = se.gate;
+                }
+                mbconv.push_back(instance(pre, gate));
                 blockfuse::schedule_mbconv_tc(mbconv.back(), g, s.residual, get_target());
                 y = mbconv.back().output;
             } else {

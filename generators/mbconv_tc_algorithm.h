@@ -43,7 +43,9 @@ struct MbconvTcFuncs {
     Halide::Func hidden_acc;  // (q, lane, ht, mt, w, bm, hc), f32: n-tile ht of chunk hc over the halo's rows
     Halide::Func hidden;      // (ke, kg, hp, bm, hc): phi(expand + a) at halo pixel hp, channel 8 kg + ke of the chunk
     Halide::Func dw_sum;      // (ke, kg, m, bm, hc), f32: the depthwise layer's sum at the tile's pixel m
-    Halide::Func dw_panel;    // (ke, kg, m, bm, hc): its bits after bias and phi, the project's A rows
+    Halide::Func dw_panel;    // (ke, kg, m, bm, hc): its bits after bias and phi (and SE's gate), the project's A rows
+    Halide::Func tile_sum;    // (ke, kg, bm, hc), f32: dw_panel's values summed over the tile's pixels in the image
+    Halide::RDom rt;          // (m): those pixels
     Halide::Func p_frag;      // (r, lane, mt, w, bm, hk, hc): A of the project, K step hk of chunk hc
     Halide::Func v_panel;     // (ke, kg, n): P's rows (output channels, zero past C'), hidden columns kg
     Halide::Func v_frag;      // (j, lane, np, kh): B of output n-tiles 2 np, 2 np + 1, global hidden K step kh
@@ -58,19 +60,23 @@ struct MbconvTcFuncs {
         bm{"bm"}, ep{"ep"}, np{"np"}, kt{"kt"}, kh{"kh"}, ke{"ke"}, kg{"kg"}, m{"m"}, hp{"hp"};
 };
 
+// The depthwise layer's (and the block's) output extent of an input extent.
+inline int mbconv_tc_out(int in, const MbconvTcGeometry &g) { return (in - 1) / g.stride + 1; }
+
 // fragment_mutation = 3 (tests only): the dw_panel's rows read one pixel off, a wrong tile-to-row mapping the
-// checks must catch. `prefix` starts every Func's and RDom's name (a stage's blocks, each its own).
+// checks must catch. `prefix` starts every Func's and RDom's name (a stage's blocks, each its own). gate (e, n),
+// f32: Squeeze-Excitation's gate of the depthwise output (undefined: none).
 inline MbconvTcFuncs mbconv_tc(const Halide::Func &input, const Halide::Func &u, const Halide::Func &a,
                                const Halide::Func &dw, const Halide::Func &dw_bias, const Halide::Func &v,
                                const Halide::Func &b, const MbconvTcGeometry &g, const MbconvTcShape &s,
                                const Halide::Expr &images, mma::Elem elem, const Halide::Type &storage,
-                               const Halide::Target &target, int fragment_mutation = 0,
-                               const std::string &prefix = "") {
+                               const Halide::Target &target, int fragment_mutation = 0, const std::string &prefix = "",
+                               const Halide::Func &gate = Halide::Func()) {
     using namespace Halide;
     using namespace mma;
     MbconvTcFuncs f;
     const bool native = target.has_feature(Target::CUDA);
-    const int OH = (s.h - 1) / g.stride + 1, OW = (s.w - 1) / g.stride + 1, pad = g.ks / 2;
+    const int OH = mbconv_tc_out(s.h, g), OW = mbconv_tc_out(s.w, g), pad = g.ks / 2;
     const int TX = MbconvTcGeometry::ceil_div(OW, g.tile_x), TY = MbconvTcGeometry::ceil_div(OH, g.tile_y);
     const int HX = g.halo_x(), HP = g.halo_pixels(), TP = g.tile_pixels();
     const int MTE = g.expand_mt(), MTP = g.project_mt(), ER = g.expand_rows(), HT = g.chunk / kTileN;
@@ -146,8 +152,19 @@ inline MbconvTcFuncs mbconv_tc(const Halide::Func &input, const Halide::Func &u,
         f.dw_sum(ke, kg, m, bm, hc) = dw_bias(e);
         f.dw_sum(ke, kg, m, bm, hc) += to_f32(dw(e, 0, f.rdw.x, f.rdw.y)) * to_f32(f.hidden(ke, kg, p, bm, hc));
         f.dw_panel = Func(prefix + "mbtc_dw_panel");
-        f.dw_panel(ke, kg, m, bm, hc) = f32_to_b16(apply_activation(f.dw_sum(ke, kg, m, bm, hc), s.act), elem);
+        Expr dw_bits = f32_to_b16(apply_activation(f.dw_sum(ke, kg, m, bm, hc), s.act), elem);
+        // Squeeze-Excitation: the stored layer's value times its channel's gate for this image, rounded again (as
+        // generators/block_algorithm.h's se.gated).
+        f.dw_panel(ke, kg, m, bm, hc) =
+            gate.defined() ? f32_to_b16(b16_to_f32(dw_bits, elem) * gate(e, image(bm)), elem) : dw_bits;
     }
+    // The depthwise values' sum over the tile's pixels inside the image, per channel of chunk hc (before any gate):
+    // Squeeze-Excitation's pooling, block by block (realized only by its pooling kernel).
+    f.rt = RDom(0, TP, prefix + "mbtc_rt");
+    f.rt.where(tile_x(bm) * g.tile_x + f.rt.x % g.tile_x < OW && tile_y(bm) * g.tile_y + f.rt.x / g.tile_x < OH);
+    f.tile_sum = Func(prefix + "mbtc_tile_sum");
+    f.tile_sum(ke, kg, bm, hc) = 0.0f;
+    f.tile_sum(ke, kg, bm, hc) += b16_to_f32(f.dw_panel(ke, kg, f.rt.x, bm, hc), elem);
 
     // 4. The project of chunk hc from the depthwise rows: A's K step hk is the chunk's channels 16 hk...
     f.p_frag = Func(prefix + "mbtc_p_frag");
@@ -192,6 +209,25 @@ inline MbconvTcFuncs mbconv_tc(const Halide::Func &input, const Halide::Func &u,
     f.output(Var("k"), Var("x"), Var("y"), Var("n")) = undef(storage);
     f.output(coords) = reinterpret(storage, f32_to_b16(value, elem));
     return f;
+}
+
+// Squeeze-Excitation's mean (e, n) of the depthwise output over each image, from a pooling instance of mbconv_tc
+// (its tile_sum, one per block of the image and chunk of channels): sum (its update over the image's blocks), then
+// that over the output's pixels. Returns the mean; `sum` is the Func to schedule.
+inline Halide::Func mbconv_tc_se_mean(const MbconvTcFuncs &pool, const MbconvTcGeometry &g, const MbconvTcShape &s,
+                                      Halide::Func &sum, const std::string &prefix) {
+    using namespace Halide;
+    const int OH = mbconv_tc_out(s.h, g), OW = mbconv_tc_out(s.w, g);
+    const int tiles = MbconvTcGeometry::ceil_div(OW, g.tile_x) * MbconvTcGeometry::ceil_div(OH, g.tile_y);
+    Var e("e"), n("n");
+    RDom rt(0, tiles, prefix + "mbtc_se_rt");
+    Expr ec = e % g.chunk;
+    sum = Func(prefix + "mbtc_se_sum");
+    sum(e, n) = 0.0f;
+    sum(e, n) += pool.tile_sum(ec % 8, ec / 8, n * tiles + rt, e / g.chunk);
+    Func mean(prefix + "mbtc_se_mean");
+    mean(e, n) = sum(e, n) / float(OH * OW);
+    return mean;
 }
 
 }  // namespace blockfuse

@@ -534,6 +534,33 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
             tc_grouped && w.family == BlockFamily::convfirst
                 ? conv2d_flops(layers[0]) * ((taps * 8 + 15) / 16 * 16 - taps * 8) / (taps * 8)
                 : 0.0;
+        if (w.se) {
+            // MBConv with Squeeze-Excitation: a pooling kernel (the expand and the depthwise layer again over each
+            // tile, its channels summed: executed, not counted, as the tensor machine counts each op once; the
+            // input and those sums its bytes), the mean, reduce and gate kernels, then the block reading the gate.
+            const auto &se_layer = layers[spec.se_after];
+            const double E = se_layer.k;
+            const double se_tiles =
+                double((se_layer.out_w() + tile_x - 1) / tile_x) * ((se_layer.out_h() + tile_y - 1) / tile_y);
+            const double partials = 4.0 * w.n * E * se_tiles;
+            KernelCost pool{"se_pool", 0, block_io + partials};
+            pool.executed_flops = 0;
+            for (int i = 0; i <= spec.se_after; ++i) {
+                const auto &l = layers[i];
+                pool.bytes += e * double(l.k) * (l.c / l.groups) * l.r * l.s + 4.0 * l.k;
+                pool.executed_flops += conv2d_flops(l);
+            }
+            pool.tensor_cores = true;
+            KernelCost gate{"se_gate", 2.0 * w.n * 2 * E * spec.se_ch,
+                            partials + e * 2 * E * spec.se_ch + 4.0 * (E + spec.se_ch) + 4.0 * w.n * E};
+            gate.rereads = {partials};
+            KernelCost block = fused_kernel("block", 1);
+            block.executed_flops = block.flops;
+            block.tensor_cores = true;
+            block.bytes += 4.0 * w.n * E;  // the gate
+            block.rereads = {block_io, 4.0 * w.n * E};
+            return {pool, gate, block};
+        }
         for (int blk = 0; blk < w.blocks; ++blk) {
             out.push_back(fused_kernel(block_name(blk) + "block", 1));
             out.back().executed_flops = out.back().flops + grouped_padding;

@@ -109,7 +109,7 @@ inline std::string fused_tc_error(const BlockSpec &spec, const BlockKnobs &kn) {
     if (spec.family != BlockFamily::ffn && spec.family != BlockFamily::fused_mbconv &&
         spec.family != BlockFamily::convfirst && spec.family != BlockFamily::convnext && !mbconv)
         return "strategy fused_tc is built for FFN, FusedMBConv, ConvFirst, ConvNeXt and MBConv blocks only";
-    if (spec.has_se()) return "strategy fused_tc builds MBConv without Squeeze-Excitation (se = 0)";
+    if (spec.has_se() && !mbconv) return "strategy fused_tc builds Squeeze-Excitation in MBConv blocks only";
     if (mbconv && (spec.c % 8 || spec.hidden % 16 || spec.cout % 8))
         return "fused_tc needs MBConv's input and output channels divisible by 8 (16-byte rows) and its hidden "
                "channels by 16 (mma.sync K steps), not " +

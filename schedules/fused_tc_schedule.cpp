@@ -68,17 +68,44 @@ LoopLevel schedule_accumulators(Funcs &f, int output_tiles, int hidden_tiles, in
 // The two GEMMs of a fused_tc block in fragment space, after their accumulators' compute_at: the expand
 // (hidden_acc over K steps kt of the input, per hidden chunk) and the project (acc over K steps hk of each chunk
 // hc); project_a is the project's A fragments (the FFN's hidden_frag, MBConv's p_frag).
+// The expand's GEMM (hidden_acc over K steps kt of the input, per hidden chunk), after its compute_at.
 template <class Funcs>
-void schedule_two_gemms(Funcs &f, Func project_a, bool cuda) {
-    const RVar hk = f.rk_project.x, hc = f.rk_project.y, kt = f.rk_expand.x;
-    Func acc = f.acc, hidden = f.hidden_acc;
+void schedule_expand_gemm(Funcs &f, bool cuda) {
+    const RVar kt = f.rk_expand.x;
+    Func hidden = f.hidden_acc;
     if (!cuda) {
         // The emulated instructions read other lanes' registers: fragments and accumulators are the block's
         // arrays, each fragment computed for every lane before it is read (per K step, outside the lane loops).
-        acc.update().reorder(f.q, f.nt, f.mt, f.lane, f.w, hk, hc, f.bm);
         hidden.update().reorder(f.q, f.ht, f.mt, f.lane, f.w, kt, f.bm, f.hc);
         f.x_frag.compute_at(hidden, kt);
         f.u_frag.compute_at(hidden, kt);
+        return;
+    }
+    hidden.reorder(f.q, f.ht, f.mt, f.lane, f.w, f.bm, f.hc)
+        .unroll(f.q)
+        .unroll(f.ht)
+        .unroll(f.mt)
+        .gpu_lanes(f.lane)
+        .gpu_threads(f.w);
+    hidden.update()
+        .reorder(f.q, f.ht, f.mt, kt, f.lane, f.w, f.bm, f.hc)
+        .unroll(f.q)
+        .unroll(f.ht)
+        .unroll(f.mt)
+        .unroll(kt)
+        .gpu_lanes(f.lane)
+        .gpu_threads(f.w);
+    f.x_frag.compute_at(hidden, kt).unroll(f.r).unroll(f.mt);
+    f.u_frag.compute_at(hidden, kt).unroll(f.j).unroll(f.ep);
+}
+
+template <class Funcs>
+void schedule_two_gemms(Funcs &f, Func project_a, bool cuda) {
+    const RVar hk = f.rk_project.x, hc = f.rk_project.y;
+    Func acc = f.acc;
+    schedule_expand_gemm(f, cuda);
+    if (!cuda) {
+        acc.update().reorder(f.q, f.nt, f.mt, f.lane, f.w, hk, hc, f.bm);
         project_a.compute_at(acc, hk);
         f.v_frag.compute_at(acc, hk);
         return;
@@ -103,25 +130,35 @@ void schedule_two_gemms(Funcs &f, Func project_a, bool cuda) {
         .unroll(hk)
         .gpu_lanes(f.lane)
         .gpu_threads(f.w);
-    hidden.reorder(f.q, f.ht, f.mt, f.lane, f.w, f.bm, f.hc)
-        .unroll(f.q)
-        .unroll(f.ht)
-        .unroll(f.mt)
-        .gpu_lanes(f.lane)
-        .gpu_threads(f.w);
-    hidden.update()
-        .reorder(f.q, f.ht, f.mt, kt, f.lane, f.w, f.bm, f.hc)
-        .unroll(f.q)
-        .unroll(f.ht)
-        .unroll(f.mt)
-        .unroll(kt)
-        .gpu_lanes(f.lane)
-        .gpu_threads(f.w);
-    f.x_frag.compute_at(hidden, kt).unroll(f.r).unroll(f.mt);
-    f.u_frag.compute_at(hidden, kt).unroll(f.j).unroll(f.ep);
     project_a.compute_at(acc, hk).unroll(f.r).unroll(f.mt);
     f.v_frag.compute_at(acc, npo).unroll(f.j);
 }
+// MBConv's per-chunk shared rows, computed at `chunk` (the input halo's rows where the caller put them): the chunk's
+// rows of U, the halo's hidden rows (each lane's expand registers scattered, a pair of channels of one pixel per
+// register pair), the depthwise rows (a thread's 8 channels of one pixel summed in registers over the window,
+// unrolled).
+void schedule_mbconv_tc_chunk(MbconvTcFuncs &f, const MbconvTcGeometry &g, const LoopLevel &chunk, bool cuda) {
+    const MemoryType shared = cuda ? MemoryType::GPUShared : MemoryType::Auto;
+    const int kp = (g.k_padded() + MbconvTcGeometry::kPad) / 8, cp = (g.chunk + MbconvTcGeometry::kPad) / 8;
+    const RDom &rh = f.rh;
+    f.x_panel.store_in(shared).align_storage(f.x_panel.args()[1], kp);
+    spread_over_block(f.x_panel, g.warps, cuda);
+    f.u_panel.compute_at(chunk).store_in(shared).align_storage(f.u_panel.args()[1], kp);
+    spread_over_block(f.u_panel, g.warps, cuda);
+    f.hidden.compute_at(chunk).store_in(shared).align_storage(f.hidden.args()[1], cp);
+    Stage scatter = f.hidden.update();
+    scatter.allow_race_conditions().unroll(rh[0]).unroll(rh[1]).unroll(rh[2]).unroll(rh[3]);
+    if (cuda) scatter.gpu_lanes(rh[4]).gpu_threads(rh[5]);
+    f.dw_panel.compute_at(chunk).store_in(shared).align_storage(f.dw_panel.args()[1], cp);
+    spread_over_block(f.dw_panel, g.warps, cuda);
+    Var ke = f.dw_sum.args()[0];
+    f.dw_sum.compute_at(f.dw_panel, cuda ? Var("tt") : f.dw_panel.args()[1])
+        .store_in(cuda ? MemoryType::Register : MemoryType::Auto)
+        .bound_extent(ke, 8)
+        .vectorize(ke);
+    f.dw_sum.update().reorder(ke, f.rdw.x, f.rdw.y).vectorize(ke).unroll(f.rdw.x).unroll(f.rdw.y);
+}
+
 // ConvFirst's grouped layer on mma (knob tc_grouped), before the FFN's chunk loop: each lane, group after group (a
 // loop), holds its m-tiles' accumulators of the group's 8 channels in registers over the window's K steps (A and B
 // registers read from the input and the weights, every index constant), then stores them rounded into X's shared
@@ -239,7 +276,6 @@ void schedule_ffn_tc(FfnTcFuncs &f, const FfnTcShape &s, const FfnTcTiling &t, i
 void schedule_mbconv_tc(MbconvTcFuncs &f, const MbconvTcGeometry &g, bool residual, const Target &target) {
     require_cuda_or_cpu(target);
     const bool cuda = target.has_feature(Target::CUDA);
-    const RDom rh = f.rh;
     const RVar hc = f.rk_project.y;
     Func acc = f.acc;
     const LoopLevel block = schedule_accumulators(f, g.n_padded() / mma::kTileN, g.chunk / mma::kTileN, g.project_mt(),
@@ -247,38 +283,53 @@ void schedule_mbconv_tc(MbconvTcFuncs &f, const MbconvTcGeometry &g, bool residu
     // Every register pair stored as a 2-element vector (a pair is all in or all out of the image and of C').
     f.output.update().vectorize(f.rc[0]);
     const MemoryType shared = cuda ? MemoryType::GPUShared : MemoryType::Auto;
-    const int kp = (g.k_padded() + MbconvTcGeometry::kPad) / 8, cp = (g.chunk + MbconvTcGeometry::kPad) / 8;
+    const int cp = (g.chunk + MbconvTcGeometry::kPad) / 8;
     // The halo's input rows: once per block where the residual reads them after the chunk loop. Without a read
     // after the loop they are reloaded per chunk: Halide 21 (FuseGPUThreadLoops) shares shared memory between
     // allocations by their barrier stages in program order, blind to the chunk loop's back edge, and would lay a
     // chunk's hidden rows over input rows the next chunk still reads.
-    f.x_panel.compute_at(residual ? block : LoopLevel(acc, hc)).store_in(shared).align_storage(f.x_panel.args()[1], kp);
-    spread_over_block(f.x_panel, g.warps, cuda);
-    for (Func panel : {f.u_panel, f.v_panel}) {
-        panel.compute_at(acc, hc).store_in(shared);
-        spread_over_block(panel, g.warps, cuda);
-    }
-    f.u_panel.align_storage(f.u_panel.args()[1], kp);
+    f.x_panel.compute_at(residual ? block : LoopLevel(acc, hc));
+    f.v_panel.compute_at(acc, hc).store_in(shared);
+    spread_over_block(f.v_panel, g.warps, cuda);
     f.v_panel.align_storage(f.v_panel.args()[1], cp);
+    schedule_mbconv_tc_chunk(f, g, LoopLevel(acc, hc), cuda);
     f.v_panel.compute_with(f.u_panel, cuda ? Var("tx") : Var::outermost());
-    // The halo's hidden rows: each lane's registers scattered, a pair of channels of one pixel per register pair.
-    f.hidden.compute_at(acc, hc).store_in(shared).align_storage(f.hidden.args()[1], cp);
-    Stage scatter = f.hidden.update();
-    scatter.allow_race_conditions().unroll(rh[0]).unroll(rh[1]).unroll(rh[2]).unroll(rh[3]);
-    if (cuda) scatter.gpu_lanes(rh[4]).gpu_threads(rh[5]);
-    // The depthwise rows: a thread's 8 channels of one pixel summed in registers over the window (unrolled).
-    f.dw_panel.compute_at(acc, hc).store_in(shared).align_storage(f.dw_panel.args()[1], cp);
-    spread_over_block(f.dw_panel, g.warps, cuda);
-    {
-        Var ke = f.dw_sum.args()[0];
-        f.dw_sum.compute_at(f.dw_panel, cuda ? Var("tt") : f.dw_panel.args()[1])
-            .store_in(cuda ? MemoryType::Register : MemoryType::Auto)
-            .bound_extent(ke, 8)
-            .vectorize(ke);
-        f.dw_sum.update().reorder(ke, f.rdw.x, f.rdw.y).vectorize(ke).unroll(f.rdw.x).unroll(f.rdw.y);
-    }
-
     schedule_two_gemms(f, f.p_frag, cuda);
+}
+
+void schedule_mbconv_tc_se(MbconvTcFuncs &f, const MbconvTcGeometry &g, Func sum, const SEFuncs &se,
+                           const Target &target) {
+    require_cuda_or_cpu(target);
+    const bool cuda = target.has_feature(Target::CUDA);
+    // The pooling kernel: a thread block a tile, per hidden chunk the expand's mma over the halo, the depthwise rows
+    // (as the block's kernel computes them), then each of the chunk's channels summed over the tile's pixels by a
+    // thread; the sums stored, a block's chunk after chunk. On the H200 not yet timed.
+    Func part = f.tile_sum.in();             // the sums as stored, read by the mean
+    const std::vector<Var> a = part.args();  // (ke, kg, bm, hc)
+    part.compute_root().reorder(a[0], a[1], a[3], a[2]);
+    if (cuda) part.gpu_blocks(a[2]).gpu_threads(a[0], a[1]);
+    else part.parallel(a[2]);
+    const LoopLevel chunk(part, a[3]);
+    f.x_panel.compute_at(chunk);
+    schedule_mbconv_tc_chunk(f, g, chunk, cuda);
+    f.tile_sum.compute_at(chunk).store_in(cuda ? MemoryType::GPUShared : MemoryType::Auto);
+    for (Stage st : {Stage(f.tile_sum), f.tile_sum.update()})
+        if (cuda) st.gpu_threads(f.ke, f.kg);
+    f.hidden_acc.compute_at(chunk).store_in(cuda ? MemoryType::Register : MemoryType::Auto);
+    bound_fragment_space(f.hidden_acc, f, f.ht, g.chunk / mma::kTileN, g.expand_mt(), g.warps);
+    schedule_expand_gemm(f, cuda);
+    // The mean over the tiles of each image, the reduce and the gate: small kernels, a thread a channel and image.
+    Var eo("eo"), ei("ei"), no("no"), ni("ni");
+    for (Func fn : {sum, se.reduced, se.gate}) {
+        fn.compute_root();
+        std::vector<Stage> stages{Stage(fn)};
+        if (fn.has_update_definition()) stages.push_back(fn.update());
+        for (Stage st : stages) {
+            const Var c = fn.args()[0], im = fn.args()[1];
+            if (cuda) st.gpu_tile(c, im, eo, no, ei, ni, 64, 1, TailStrategy::GuardWithIf);
+            else st.parallel(im);
+        }
+    }
 }
 
 void add_mbconv_tc_lowering(Pipeline p, const Target &target, const std::string &kernel,

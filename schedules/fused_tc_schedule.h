@@ -4,6 +4,7 @@
 #pragma once
 #include "Halide.h"
 #include "generators/ffn_tc_algorithm.h"
+#include "generators/block_algorithm.h"
 #include "generators/mbconv_tc_algorithm.h"
 #include <string>
 #include <vector>
@@ -19,6 +20,10 @@ void add_ffn_tc_lowering(Halide::Pipeline p, const Halide::Target &target, const
                          const std::vector<FfnTcFuncs> &blocks, const FfnTcTiling &t);
 
 void schedule_mbconv_tc(MbconvTcFuncs &f, const MbconvTcGeometry &g, bool residual, const Halide::Target &target);
+// MBConv with Squeeze-Excitation: `pool` the pooling instance (its tile sums one kernel, a thread block a tile), `sum`
+// and se's reduce and gate each a small kernel after it (generators/mbconv_tc_algorithm.h mbconv_tc_se_mean).
+void schedule_mbconv_tc_se(MbconvTcFuncs &pool, const MbconvTcGeometry &g, Halide::Func sum, const SEFuncs &se,
+                           const Halide::Target &target);
 // On CUDA schedules/mma_lowering.h for a pipeline's blocks (both accumulators per warp in registers); nothing
 // elsewhere.
 void add_mbconv_tc_lowering(Halide::Pipeline p, const Halide::Target &target, const std::string &kernel,

@@ -113,7 +113,7 @@ def fused_tc_expectation(params, knobs):
     return want, f"hidden chunk(s) of {chunk}", e == chunk
 
 
-def mbconv_tc_expectation(params, knobs):
+def mbconv_tc_expectation(params, knobs, expand_only=False):
     """The same for MBConv fused on tensor cores (generators/mbconv_tc_geometry.h), per hidden chunk: the expand's
     mte x chunk/8 HMMA and mte + chunk/16 LDSM.x4 per 16 of the padded C over the halo's m-tiles, the project's mtp x
     C'/8 HMMA (the n-tiles past C', padding, are stored by no lane: ptxas drops their HMMA) and mtp + C'p/16 LDSM.x4
@@ -130,6 +130,8 @@ def mbconv_tc_expectation(params, knobs):
     kp, np_ = ceil(c, 16), ceil(c, 16) * 2  # K steps of the padded input, n-tiles of the padded output (C' = C)
     want = (mte * chunk // 8 * kp + mtp * c // 8 * (chunk // 16), (mte + chunk // 16) * kp + (mtp + np_ // 2) *
             (chunk // 16), 0)
+    if expand_only:  # Squeeze-Excitation's pooling kernel: the expand and the depthwise rows, no project
+        want = (mte * chunk // 8 * kp, (mte + chunk // 16) * kp, 0)
     return want, f"hidden chunk(s) of {chunk}", e == chunk
 
 
@@ -256,7 +258,10 @@ def generated_kernel_ptx(cli, key, strategy, work, knobs=()):
                 knobs, int(params["out_channels"]), conv_window_n(params))
         if params.get("strategy") == "fused_tc":  # one kernel, both layers' mma (whole tiles and the general entry)
             if params.get("family") == "mbconv":
-                return mbconv_tc_expectation(params, knobs)
+                # with SE (se=1): the pooling kernel (no project), then the mean, reduce and gate kernels (no mma)
+                if re.search(r"_se_(sum|reduced|gate)_", name):
+                    return None
+                return mbconv_tc_expectation(params, knobs, "_se_pool_" in name)
             return fused_tc_expectation(params, knobs)
         m = re.search(r"_layer(\d+)_gemm", name)
         if not m:

@@ -41,6 +41,16 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
          {{"chunk", 48}, {"tc_warps", 1}, {"tile_x", 1}, {"tile_y", 7}}},
         // the heuristic's tiling (no knob overridden) on a 14x14 image: 7x7 tiles
         {"mbconv:n=1,c=32,h=14,w=14,e=3,k=3,stride=1,act=relu,dtype=f16", {}},
+        // Squeeze-Excitation (the pooling kernel's tile sums, the gate): 4x7 tiles over a 9x7 image (edge tiles cut,
+        // their pixels past the image out of the mean), N = 2, the residual
+        {"mbconv:n=2,c=16,h=7,w=9,e=4,k=3,stride=1,se=1,act=silu,dtype=f16",
+         {{"chunk", 32}, {"tc_warps", 2}, {"tile_x", 4}, {"tile_y", 7}}},
+        // ...stride 2 on an odd image, a 5x5 window, 24 channels (K and N padded), three chunks, bf16
+        {"mbconv:n=1,c=24,h=9,w=7,e=2,k=5,stride=2,se=1,act=silu,dtype=bf16",
+         {{"chunk", 16}, {"tc_warps", 1}, {"tile_x", 2}, {"tile_y", 3}}},
+        // ...a 1x1 image (the mean of one pixel), one tile
+        {"mbconv:n=3,c=8,h=1,w=1,e=4,k=3,stride=1,se=1,act=silu,dtype=f16",
+         {{"chunk", 16}, {"tc_warps", 1}, {"tile_x", 1}, {"tile_y", 1}}},
         // a stage of three blocks (each block's output the next one's input), 16 channels on an odd 5x7 image
         {"mbconv:n=2,c=16,h=5,w=7,e=4,k=3,stride=1,blocks=3,act=relu6,dtype=f16",
          {{"chunk", 32}, {"tc_warps", 2}, {"tile_x", 4}, {"tile_y", 2}}},
@@ -55,7 +65,7 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
         const std::string key = "mbconv:n=" + std::to_string(uniform(r, 1, 2)) + ",c=" + std::to_string(c) +
                                 ",h=" + std::to_string(uniform(r, 1, 12)) + ",w=" + std::to_string(uniform(r, 1, 12)) +
                                 ",e=" + std::to_string(e) + ",k=" + std::to_string(one_of(r, std::vector<int>{3, 5})) +
-                                ",stride=" + std::to_string(uniform(r, 1, 2)) +
+                                ",stride=" + std::to_string(uniform(r, 1, 2)) + (uniform(r, 0, 2) ? "" : ",se=1") +
                                 ",act=" + one_of<std::string>(r, {"relu", "relu6", "silu", "gelu"}) +
                                 ",dtype=" + one_of<std::string>(r, {"f16", "bf16"});
         std::map<std::string, int> knobs{{"chunk", one_of(r, std::vector<int>{16, 32, 48})},
@@ -103,10 +113,19 @@ TEST_CASE(
     CHECK_FALSE(has("mbconv:n=1,c=24,h=8,w=8,e=6,k=3,stride=1,act=relu6,dtype=f32"));       // mma.sync: f16 and bf16
     CHECK_FALSE(has("mbconv:n=1,c=12,h=8,w=8,e=4,k=3,stride=1,act=relu6,dtype=f16"));       // rows of 12 channels
     CHECK_FALSE(has("mbconv:n=1,c=8,h=8,w=8,e=3,k=3,stride=1,act=relu6,dtype=f16"));        // 24 hidden: no K steps
-    CHECK_FALSE(has("mbconv:n=1,c=24,h=8,w=8,e=6,k=3,stride=1,act=silu,se=1,dtype=f16"));
-    const BlockSpec se = parse_block("mbconv:n=1,c=24,h=8,w=8,e=6,k=3,stride=1,act=silu,se=1,dtype=f16").spec();
-    CHECK(block_knobs_error(se, kFusedTc, block_knobs_from({}), true) ==
-          "strategy fused_tc builds MBConv without Squeeze-Excitation (se = 0)");
+    CHECK(has("mbconv:n=1,c=24,h=8,w=8,e=6,k=3,stride=1,act=silu,se=1,dtype=f16"));  // SE: a pooling kernel first
+    {  // its model: the pooling kernel executes the expand and depthwise again, counted once as fused counts them
+        const BlockWorkload w = parse_block("mbconv:n=2,c=24,h=9,w=7,e=6,k=3,stride=1,act=silu,se=1,dtype=f16");
+        const auto tc = block_costs(w, kFusedTc, 4, 4), cuda_cores = block_costs(w, "fused", 4, 4);
+        REQUIRE(tc.size() == 3);
+        CHECK(tc[0].name == "se_pool");
+        CHECK(tc[0].flops == 0);
+        CHECK(tc[0].executed() == Approx(conv2d_flops(w.layers()[0]) + conv2d_flops(w.layers()[1])));
+        double ops = 0, ops_cuda_cores = 0;
+        for (const KernelCost &c : tc) ops += c.flops;
+        for (const KernelCost &c : cuda_cores) ops_cuda_cores += c.flops;
+        CHECK(ops == Approx(ops_cuda_cores));
+    }
     const BlockSpec mb = parse_block("mbconv:n=1,c=24,h=8,w=8,e=6,k=3,stride=1,act=relu6,dtype=f16").spec();
     CHECK_THAT(block_knobs_error(mb, kFusedTc, block_knobs_from({{"chunk", 48}, {"tc_prefetch", 1}}), true),
                Catch::Contains("tc_prefetch applies to FFN, FusedMBConv, ConvFirst and ConvNeXt blocks, not MBConv"));
