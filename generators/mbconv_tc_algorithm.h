@@ -132,7 +132,8 @@ inline MbconvTcFuncs mbconv_tc(const Halide::Func &input, const Halide::Func &u,
         f.rh.where(p < HP);
         p = unsafe_promise_clamped(p, 0, HP - 1);
         Expr ix = halo_ix(bm, p), iy = halo_iy(bm, p);
-        Expr x = apply_activation(f.hidden_acc(2 * mh + q0, rl, rht, rmt, rw, bm, hc) + a(hc * g.chunk + ch), s.act);
+        Expr x =
+            apply_activation(f.hidden_acc(2 * mh + q0, rl, rht, rmt, rw, bm, hc) + a(hc * g.chunk + ch), s.act, true);
         x = select(ix >= 0 && ix < s.w && iy >= 0 && iy < s.h, x, 0.0f);
         // f16 on CUDA: the native scalar conversion (Halide 21's vectorized f16 cast is wrong there, and each value
         // here is a scalar of an unrolled register); elsewhere the integer rounding.
@@ -152,7 +153,7 @@ inline MbconvTcFuncs mbconv_tc(const Halide::Func &input, const Halide::Func &u,
         f.dw_sum(ke, kg, m, bm, hc) = dw_bias(e);
         f.dw_sum(ke, kg, m, bm, hc) += to_f32(dw(e, 0, f.rdw.x, f.rdw.y)) * to_f32(f.hidden(ke, kg, p, bm, hc));
         f.dw_panel = Func(prefix + "mbtc_dw_panel");
-        Expr dw_bits = f32_to_b16(apply_activation(f.dw_sum(ke, kg, m, bm, hc), s.act), elem);
+        Expr dw_bits = f32_to_b16(apply_activation(f.dw_sum(ke, kg, m, bm, hc), s.act, true), elem);
         // Squeeze-Excitation: the stored layer's value times its channel's gate for this image, rounded again (as
         // generators/block_algorithm.h's se.gated).
         f.dw_panel(ke, kg, m, bm, hc) =

@@ -404,8 +404,10 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
             kn.tile_x = side(ow, 7, 8);
             kn.tc_prefetch = 0;
             [&] {  // the first tiling in this order that fits
+                // Chunks of 16 first for windows past 3x3 too: c=112 k=5 14x14 with chunks of 32 spilled 300-344
+                // bytes at 255 registers in ptxas -arch=sm_90 (7x7 and 7x1 tiles), with chunks of 16 none (202).
                 for (int limit : {kHeuristicAccumulators, kFusedTcMaxAccumulators})
-                    for (int chunk : {narrow ? 16 : 32, 16})
+                    for (int chunk : {narrow || dw.ks > 3 ? 16 : 32, 16})
                         for (int warps : {narrow && dw.ks <= 3 ? 2 : 4, 8})
                             for (int rows : {dw.ks <= 3 ? side(oh, 14, 16) : side(oh, 7, 8), side(oh, 7, 8), 1}) {
                                 kn.chunk = chunk, kn.tc_warps = warps, kn.tile_y = rows;

@@ -145,6 +145,10 @@ TEST_CASE("fused_tc MBConv tilings: the heuristic's tile, accumulator registers,
     CHECK(tile("mbconv:n=128,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f16") == std::pair{8, 14});
     // c=40 k=5: one row of 7 on 4 warps (larger tiles or fewer warps spilled beside the 25-tap window).
     CHECK(tile("mbconv:n=128,c=40,h=28,w=28,e=6,k=5,stride=1,act=relu6,dtype=f16") == std::pair{7, 7});
+    // c=112 k=5 (EfficientNet's): chunks of 16 (chunks of 32, 88 accumulators, spilled in ptxas)
+    CHECK(block_heuristic(parse_block("mbconv:n=128,c=112,h=14,w=14,e=6,k=5,stride=1,se=1,act=silu,dtype=f16"),
+                          kFusedTc, Device::cuda)
+              .knobs.at("chunk") == 16);
     // stride 2: the halo of a 7x14 tile is 15x29 pixels (176 accumulators a thread): one row of 8.
     CHECK(tile("mbconv:n=128,c=24,h=112,w=28,e=6,k=3,stride=2,act=relu6,dtype=f16") == std::pair{7, 8});
     CHECK(tile("mbconv:n=1,c=16,h=5,w=3,e=4,k=3,stride=1,act=relu6,dtype=f16") == std::pair{3, 5});
