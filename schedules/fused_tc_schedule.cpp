@@ -313,8 +313,10 @@ void schedule_mbconv_tc_se(MbconvTcFuncs &f, const MbconvTcGeometry &g, Func sum
     f.x_panel.compute_at(chunk);
     schedule_mbconv_tc_chunk(f, g, chunk, cuda);
     f.tile_sum.compute_at(chunk).store_in(cuda ? MemoryType::GPUShared : MemoryType::Auto);
-    for (Stage st : {Stage(f.tile_sum), f.tile_sum.update()})
-        if (cuda) st.gpu_threads(f.ke, f.kg);
+    if (cuda) {
+        f.tile_sum.gpu_threads(f.ke, f.kg);
+        f.tile_sum.update().gpu_threads(f.ke, f.kg);
+    }
     f.hidden_acc.compute_at(chunk).store_in(cuda ? MemoryType::Register : MemoryType::Auto);
     bound_fragment_space(f.hidden_acc, f, f.ht, g.chunk / mma::kTileN, g.expand_mt(), g.warps);
     schedule_expand_gemm(f, cuda);
@@ -322,13 +324,13 @@ void schedule_mbconv_tc_se(MbconvTcFuncs &f, const MbconvTcGeometry &g, Func sum
     Var eo("eo"), ei("ei"), no("no"), ni("ni");
     for (Func fn : {sum, se.reduced, se.gate}) {
         fn.compute_root();
-        std::vector<Stage> stages{Stage(fn)};
-        if (fn.has_update_definition()) stages.push_back(fn.update());
-        for (Stage st : stages) {
-            const Var c = fn.args()[0], im = fn.args()[1];
+        const Var c = fn.args()[0], im = fn.args()[1];
+        auto map = [&](Stage st) {
             if (cuda) st.gpu_tile(c, im, eo, no, ei, ni, 64, 1, TailStrategy::GuardWithIf);
             else st.parallel(im);
-        }
+        };
+        map(fn);
+        if (fn.has_update_definition()) map(fn.update());
     }
 }
 
