@@ -214,10 +214,16 @@ KernelVariant block_kernel_for(const BlockWorkload &w, const std::string &strate
     if (w.family != BlockFamily::ffn) shape += fmt::format("k{}s{}", w.k, w.stride);
     if (w.se) shape += "se";
     if (w.blocks > 1) shape += fmt::format("x{}", w.blocks);
+    // Knobs the kernel does not read take their defaults: choices that differ only there are one kernel (one name).
+    std::map<std::string, int> knobs = s.knobs;
+    const BlockSpec spec = w.spec();
+    const BlockKnobs kn = block_knobs_from(knobs);
+    for (auto it = knobs.begin(); it != knobs.end();)
+        it = block_layer_knob_read(spec, strategy, kn, it->first) ? std::next(it) : knobs.erase(it);
     KernelVariant v = make_variant("block",
                                    fmt::format("{}_{}_{}_{}_{}", shape, activation_name(w.act), strategy,
                                                dtype_name(w.dtype), device_name(device)),
-                                   device, w.dtype, params, s.knobs, s.max_registers, s.why);
+                                   device, w.dtype, params, knobs, s.max_registers, s.why);
     if (static_image) v.name += fmt::format("_{}x{}", w.h, w.w);
     v.name += "@" + v.request().hash().substr(0, 8);
     return v;

@@ -208,6 +208,27 @@ inline int block_threads_per_block(const BlockSpec &spec, const std::string &str
     return fused_kernel_threads(spec.cout, kn.vec_k, kn.tile_x, spec.has_se(), effective_chunk(spec.hidden, kn.chunk));
 }
 
+// Whether a prefixed layer knob (tc<i>_*, pw_*, full_*, layer_*) is read by the block's kernel with `strategy`:
+// layer by layer (on the tensor cores too) each layer reads its GEMM tiling (tc<i>_) or its mapping's knobs, so a
+// tiling of a layer off the tensor cores, or a mapping no remaining layer uses, is not read; no other strategy reads
+// a tc<i>_ knob. Block-level knobs, and the other strategies' mapping knobs, count as read.
+inline bool block_layer_knob_read(const BlockSpec &spec, const std::string &strategy, const BlockKnobs &kn,
+                                  const std::string &name) {
+    const bool by_layer = strategy == "layer_by_layer" || strategy == kLayerByLayerTc;
+    for (size_t i = 0; i < spec.layers.size(); ++i)
+        if (name.rfind(tensor_core_prefix(i), 0) == 0)
+            return strategy == kLayerByLayerTc && tensor_core_layer(spec.layers[i], kn);
+    for (LayerMapping m : {LayerMapping::pointwise, LayerMapping::full, LayerMapping::layer}) {
+        if (name.rfind(knob_prefix(m), 0) != 0) continue;
+        if (!by_layer) return true;
+        for (const LayerSpec &l : spec.layers)
+            if (layer_mapping(l.ks, l.groups) == m && !(strategy == kLayerByLayerTc && tensor_core_layer(l, kn)))
+                return true;
+        return false;
+    }
+    return true;
+}
+
 // The conv2d schedule kind of a block's layer.
 inline ConvKind layer_conv_kind(const LayerSpec &l) {
     if (l.groups > 1 && l.groups == l.in_ch && l.in_ch == l.out_ch) return ConvKind::depthwise;

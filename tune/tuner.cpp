@@ -50,6 +50,7 @@ std::string minutes_or_seconds(double s) {
 struct TaskReport {
     Task task;
     int trials = 0, resumed = 0, failed = 0;
+    int aliases = 0;  // candidates that build a kernel measured already (knobs it does not read): not trials
     std::map<std::string, int> failures;
     size_t invalid = 0;
     double space = 0;
@@ -183,8 +184,14 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
     const int jobs = opt_.jobs > 0 ? opt_.jobs : std::max(1u, std::thread::hardware_concurrency());
     double best = 0;
     std::string best_knobs;
-    for (const auto &[c, ms] : search->history())
-        if (ms < kFailedScore && (best == 0 || ms < best)) best = ms, best_knobs = space.kernel(c, "")->knob_summary();
+    // Each kernel measured once: candidates whose differing knobs the kernel does not read build the same kernel
+    // (one name), and take the score it has (block_kernel_for gives unread knobs their defaults).
+    std::map<std::string, double> kernel_score;
+    for (const auto &[c, ms] : search->history()) {
+        const KernelVariant *k = space.kernel(c, "");
+        kernel_score.emplace(k->name, ms);
+        if (ms < kFailedScore && (best == 0 || ms < best)) best = ms, best_knobs = k->knob_summary();
+    }
     if (rep.resumed) std::cout << fmt::format("{} resumed: {} candidates measured before\n", label, rep.resumed);
     std::ofstream plan;
     if (!opt_.plan_out.empty()) {
@@ -193,17 +200,32 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
             throw WorkloadError("--plan-out '" + opt_.plan_out + "': cannot write to it (does its folder exist?)");
     }
     while (done < opt_.trials && (opt_.minutes <= 0 || since(start) < opt_.minutes * 60)) {
-        const std::vector<Candidate> cands = search->propose(std::min(batch, opt_.trials - done));
-        if (cands.empty()) {
+        const std::vector<Candidate> proposed = search->propose(std::min(batch, opt_.trials - done));
+        if (proposed.empty()) {
             rep.note = fmt::format("the space is exhausted ({} valid points)", done);
             break;
         }
+        std::vector<Candidate> cands;
+        std::set<std::string> claimed;
+        std::vector<std::pair<Candidate, std::string>> batch_aliases;
         std::vector<const KernelVariant *> vs;
         std::vector<KernelRequest> reqs;
-        for (const Candidate &c : cands) {
-            vs.push_back(space.kernel(c, fmt::format("tuner candidate ({})", search->name())));
-            reqs.push_back(vs.back()->request());
+        for (const Candidate &c : proposed) {
+            const KernelVariant *k = space.kernel(c, fmt::format("tuner candidate ({})", search->name()));
+            if (const auto known = kernel_score.find(k->name); known != kernel_score.end()) {
+                search->observe(c, known->second);  // another point of the same kernel: no trial
+                ++rep.aliases;
+                continue;
+            }
+            if (!claimed.insert(k->name).second) {  // an alias of a kernel of this batch: its score once measured
+                batch_aliases.emplace_back(c, k->name);
+                continue;
+            }
+            cands.push_back(c);
+            vs.push_back(k);
+            reqs.push_back(k->request());
         }
+        if (cands.empty()) continue;
         const auto b0 = Clock::now();
         const std::vector<BuildOutcome> built = ensure_built_all(reqs, kernel_cache_dir(), jobs, opt_.build_timeout_s);
         rep.build_wall += since(b0);
@@ -236,6 +258,7 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
             ++this_run;
             append_records(opt_.records, {rec});
             search->observe(cands[i], rec.ok() ? rec.median_ms : kFailedScore);
+            kernel_score[vs[i]->name] = rec.ok() ? rec.median_ms : kFailedScore;
             if (!rec.ok()) ++rep.failed, ++rep.failures[rec.failure];
             if (cands[i] == dflt && rec.ok()) rep.heuristic_ms = rec.median_ms;
             if (rec.ok() && (best == 0 || rec.median_ms < best))
@@ -250,6 +273,10 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
                       << std::flush;
         }
         rep.measure_wall += since(m0);
+        for (const auto &[c, name] : batch_aliases) {
+            search->observe(c, kernel_score.at(name));
+            ++rep.aliases;
+        }
     }
     rep.trials = done;
     rep.invalid = search->invalid_filtered();
@@ -391,13 +418,13 @@ int run_tune(const TuneOptions &opt) {
     for (const auto &r : reports) {
         std::cout << fmt::format(
             "{} {}: best {} ({}) | heuristic {} | best named {} | {} trials ({} resumed), {} failed{}, {} invalid "
-            "filtered, space {:.3g} | {}: build {:.0f}%, measure {:.0f}%{}\n",
+            "filtered, {} aliases of measured kernels, space {:.3g} | {}: build {:.0f}%, measure {:.0f}%{}\n",
             r.task.name, r.task.strategy, r.best_ms > 0 ? fmt::format("{:.4g} ms", r.best_ms) : "-", r.best_knobs,
             r.heuristic_ms > 0 ? fmt::format("{:.4g} ms ({:.2f}x)", r.heuristic_ms, r.heuristic_ms / r.best_ms) : "-",
             r.best_named_ms > 0 ? fmt::format("{:.4g} ms ({:.2f}x)", r.best_named_ms, r.best_named_ms / r.best_ms)
                                 : "-",
             r.trials, r.resumed, r.failed, r.failures.empty() ? "" : " (" + failures_text(r.failures) + ")", r.invalid,
-            r.space, minutes_or_seconds(r.seconds), r.seconds > 0 ? 100 * r.build_wall / r.seconds : 0,
+            r.aliases, r.space, minutes_or_seconds(r.seconds), r.seconds > 0 ? 100 * r.build_wall / r.seconds : 0,
             r.seconds > 0 ? 100 * r.measure_wall / r.seconds : 0, r.note.empty() ? "" : " | " + r.note);
         summary.push_back({{"workload", r.task.key},
                            {"name", r.task.name},
@@ -407,6 +434,7 @@ int run_tune(const TuneOptions &opt) {
                            {"failed", r.failed},
                            {"failures", r.failures},
                            {"invalid_filtered", r.invalid},
+                           {"aliases", r.aliases},
                            {"space_points", r.space},
                            {"best_ms", r.best_ms},
                            {"best_knobs", r.best_knobs},

@@ -134,6 +134,22 @@ TEST_CASE("layer_by_layer_tc with tc_grouped: the grouped layer on the emulated 
         const auto space = op->tunable_knobs(kLayerByLayerTc, Device::cuda);
         CHECK(std::count(space.begin(), space.end(), knob) == 1);
     }
+    // Knobs a kernel does not read take their defaults (block_kernel_for): tc_grouped 0 reads no tc0_ tiling, 1 no
+    // layer_ mapping (ConvFirst's only layer_ layer is the grouped one); the tuner then measures such choices once.
+    auto name_of = [&](const std::map<std::string, int> &k) {
+        ScheduleChoice c;
+        c.knobs = k;
+        return block_kernel_for(w, kLayerByLayerTc, Device::cuda, c).name;
+    };
+    std::map<std::string, int> a = block_heuristic(w, kLayerByLayerTc, Device::cuda).knobs;
+    a["tc_grouped"] = 0, a["tc0_warp_n"] = 16, a["layer_threads_k"] = 8;
+    std::map<std::string, int> b = a, c = a;
+    b["tc0_warp_n"] = 32, c["layer_threads_k"] = 16;
+    CHECK(name_of(a) == name_of(b));
+    CHECK(name_of(a) != name_of(c));
+    for (auto *k : {&a, &b, &c}) (*k)["tc_grouped"] = 1;
+    CHECK(name_of(a) != name_of(b));
+    CHECK(name_of(a) == name_of(c));
     const auto fused_space = op->tunable_knobs(kFusedTc, Device::cuda);
     CHECK(std::count(fused_space.begin(), fused_space.end(), "tc_grouped") == 1);
     const auto ffn_space = parse_op(to_key(ffn))->tunable_knobs(kFusedTc, Device::cuda);
