@@ -65,10 +65,8 @@ LoopLevel schedule_accumulators(Funcs &f, int output_tiles, int hidden_tiles, in
     return block;
 }
 
-// The two GEMMs of a fused_tc block in fragment space, after their accumulators' compute_at: the expand
-// (hidden_acc over K steps kt of the input, per hidden chunk) and the project (acc over K steps hk of each chunk
-// hc); project_a is the project's A fragments (the FFN's hidden_frag, MBConv's p_frag).
-// The expand's GEMM (hidden_acc over K steps kt of the input, per hidden chunk), after its compute_at.
+// The expand's GEMM in fragment space (hidden_acc over K steps kt of the input, per hidden chunk), after its
+// compute_at.
 template <class Funcs>
 void schedule_expand_gemm(Funcs &f, bool cuda) {
     const RVar kt = f.rk_expand.x;
@@ -99,6 +97,9 @@ void schedule_expand_gemm(Funcs &f, bool cuda) {
     f.u_frag.compute_at(hidden, kt).unroll(f.j).unroll(f.ep);
 }
 
+// The two GEMMs of a fused_tc block in fragment space, after their accumulators' compute_at: the expand (above) and
+// the project (acc over K steps hk of each chunk hc); project_a is the project's A fragments (the FFN's hidden_frag,
+// MBConv's p_frag).
 template <class Funcs>
 void schedule_two_gemms(Funcs &f, Func project_a, bool cuda) {
     const RVar hk = f.rk_project.x, hc = f.rk_project.y;
@@ -133,6 +134,7 @@ void schedule_two_gemms(Funcs &f, Func project_a, bool cuda) {
     project_a.compute_at(acc, hk).unroll(f.r).unroll(f.mt);
     f.v_frag.compute_at(acc, npo).unroll(f.j);
 }
+
 // MBConv's per-chunk shared rows, computed at `chunk` (the input halo's rows where the caller put them): the chunk's
 // rows of U, the halo's hidden rows (each lane's expand registers scattered, a pair of channels of one pixel per
 // register pair), the depthwise rows (a thread's 8 channels of one pixel summed in registers over the window,
@@ -303,7 +305,7 @@ void schedule_mbconv_tc_se(MbconvTcFuncs &f, const MbconvTcGeometry &g, Func sum
     const bool cuda = target.has_feature(Target::CUDA);
     // The pooling kernel: a thread block a tile, per hidden chunk the expand's mma over the halo, the depthwise rows
     // (as the block's kernel computes them), then each of the chunk's channels summed over the tile's pixels by a
-    // thread; the sums stored, a block's chunk after chunk. On the H200 not yet timed.
+    // thread; the sums stored, a block's chunk after chunk. Not yet timed on a GPU.
     Func part = f.tile_sum.in();             // the sums as stored, read by the mean
     const std::vector<Var> a = part.args();  // (ke, kg, bm, hc)
     part.compute_root().reorder(a[0], a[1], a[3], a[2]);
