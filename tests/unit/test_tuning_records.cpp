@@ -55,6 +55,25 @@ TEST_CASE("tuning records load, canonicalize keys and give the fastest passing r
     std::remove(p.c_str());
 }
 
+TEST_CASE("records timed after another L2 flush than the default compete only where no default one exists",
+          "[records]") {
+    const std::string cuda = "cuda:NVIDIA H200:sm_90";
+    auto line = [&](const std::string &knobs, double ms, const std::string &flush) {
+        return record_line(kConv, "direct", "conv2d", knobs, cuda, ms,
+                           flush.empty() ? "" : std::string(R"(, "l2_flush": ")") + flush + "\"");
+    };
+    const std::string p =
+        write_temp("records_flush.jsonl", line(R"({"vec_k": 8})", 0.30, "write") + line(R"({"vec_k": 4})", 0.40, "") +
+                                              line(R"({"vec_k": 1})", 0.20, "read"));
+    TuningRecords r = TuningRecords::load({p});
+    const std::string key = canonical_key(kConv);
+    CHECK(r.best(key, "direct", cuda, BLOCKFUSE_HALIDE_VERSION)->knobs.at("vec_k") == 8);  // not the read one
+    const std::string q = write_temp("records_read.jsonl", line(R"({"vec_k": 1})", 0.20, "read"));
+    CHECK(TuningRecords::load({q}).best(key, "direct", cuda, BLOCKFUSE_HALIDE_VERSION)->knobs.at("vec_k") == 1);
+    std::remove(p.c_str());
+    std::remove(q.c_str());
+}
+
 TEST_CASE("a CUDA record says which L2 flush it was timed with, and keeps it through a write and a load", "[records]") {
     const std::string cuda = "cuda:NVIDIA H200:sm_90";
     const std::string p =
