@@ -148,12 +148,19 @@ inline bool fused_tc_applies(const BlockSpec &spec) {
     return fused_tc_error(spec, kn).empty();
 }
 
+// The conv2d schedule kind of a block's layer.
+inline ConvKind layer_conv_kind(const LayerSpec &l) {
+    if (l.groups > 1 && l.groups == l.in_ch && l.in_ch == l.out_ch) return ConvKind::depthwise;
+    if (l.ks == 1 && l.groups == 1) return ConvKind::pointwise;
+    return ConvKind::general;
+}
+
 // Which layers of layer_by_layer_tc may be implicit GEMMs: the dense ones (one group), and grouped ones whose
 // output channels per group are a multiple of 8 or divide 8 (generators/conv_windows.h); depthwise layers keep the
 // CUDA-core layer_ mapping. Which are: the dense ones, and the grouped ones with knob tc_grouped.
 inline bool tensor_core_capable_layer(const LayerSpec &l) {
-    const bool depthwise = l.groups > 1 && l.groups == l.in_ch && l.in_ch == l.out_ch;
-    return l.groups == 1 || (!depthwise && ConvWindows{l.in_ch, l.out_ch, l.groups}.error().empty());
+    return l.groups == 1 ||
+           (layer_conv_kind(l) != ConvKind::depthwise && ConvWindows{l.in_ch, l.out_ch, l.groups}.error().empty());
 }
 inline bool tensor_core_layer(const LayerSpec &l, const BlockKnobs &kn) {
     return l.groups == 1 || (kn.tc_grouped && tensor_core_capable_layer(l));
@@ -227,13 +234,6 @@ inline bool block_layer_knob_read(const BlockSpec &spec, const std::string &stra
         return false;
     }
     return true;
-}
-
-// The conv2d schedule kind of a block's layer.
-inline ConvKind layer_conv_kind(const LayerSpec &l) {
-    if (l.groups > 1 && l.groups == l.in_ch && l.in_ch == l.out_ch) return ConvKind::depthwise;
-    if (l.ks == 1 && l.groups == 1) return ConvKind::pointwise;
-    return ConvKind::general;
 }
 
 // Why these knobs cannot schedule the block with `strategy` ("" if they can): the generator's constraints,
