@@ -141,7 +141,9 @@ public:
             auto b = [&](size_t i) { return Func(*biases[blk * L + i]); };
             Func y;
             if (spec.family == BlockFamily::mbconv) {
-                const blockfuse::MbconvTcGeometry g = blockfuse::mbconv_tc_geometry(spec, kn);
+                const blockfuse::MbconvTcGeometry knobs_g = blockfuse::mbconv_tc_geometry(spec, kn);
+                const blockfuse::MbconvTcGeometry g =
+                    knobs_g.within(blockfuse::mbconv_tc_out(ih, knobs_g), blockfuse::mbconv_tc_out(iw, knobs_g));
                 const blockfuse::MbconvTcShape s{ih, iw, blockfuse::Activation(first.act), spec.residual};
                 auto instance = [&](const std::string &name, const Func &gate) {
                     return blockfuse::mbconv_tc(x, w(0), b(0), w(1), b(1), w(2), b(2), g, s, input->dim(3).extent(),

@@ -7,6 +7,7 @@
 // pixel), the depthwise layer on CUDA cores over the tile, and the project's GEMM over the tile's pixels (one row
 // a pixel). The two GEMMs' rows are spread over the warps independently, whole m-tiles of 16 rows each.
 #pragma once
+#include <algorithm>
 #include <string>
 
 namespace blockfuse {
@@ -30,6 +31,14 @@ struct MbconvTcGeometry {
     int n_padded() const { return ceil_div(this->k, 16) * 16; }  // the project's N, whole n-tile pairs
     // f32 accumulator registers per thread: the output's and one chunk's hidden
     int accumulators() const { return project_mt() * (n_padded() / 8) * 4 + expand_mt() * (chunk / 8) * 4; }
+    // The geometry a kernel of an out_h x out_w output builds: the tile cut to the output. A larger tile adds only
+    // rows outside the image, and where one tile spans the output Halide proves some warps' rows empty and drops
+    // their warp index from the accumulators' stores, which the mma lowering refuses.
+    MbconvTcGeometry within(int out_h, int out_w) const {
+        MbconvTcGeometry g = *this;
+        g.tile_x = std::min(tile_x, out_w), g.tile_y = std::min(tile_y, out_h);
+        return g;
+    }
     // Shared memory (2-byte elements): the halo's input rows, the chunk's rows of U, the expand's output over the
     // halo, the depthwise output as the project's A rows, the chunk's columns of V; each row padded.
     long long shared_bytes() const {

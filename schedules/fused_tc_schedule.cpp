@@ -34,6 +34,16 @@ void pixel_per_thread(Func f, bool gpu) {
     }
 }
 
+// A stage over one chunk's channels (ke, kg: 8 channels a group) a channel a thread, on the thread block's 32 x warps
+// threads as every other stage of the kernel (the mma lowering takes the block's thread rows for its warps).
+void channel_per_thread(Stage st, const Var &ke, const Var &kg, int warps) {
+    Var c("c"), co("co"), tx("tx"), ty("ty");
+    st.fuse(ke, kg, c)
+        .split(c, co, tx, 32, TailStrategy::GuardWithIf)
+        .split(co, co, ty, warps, TailStrategy::GuardWithIf)
+        .gpu_threads(tx, ty);
+}
+
 // An accumulator's fragment space (q, lane, tile, mt, w) bound: the registers each lane holds.
 template <class Funcs>
 void bound_fragment_space(Func func, const Funcs &f, const Var &tile, int tiles, int mts, int warps) {
@@ -309,15 +319,19 @@ void schedule_mbconv_tc_se(MbconvTcFuncs &f, const MbconvTcGeometry &g, Func sum
     Func part = f.tile_sum.in();             // the sums as stored, read by the mean
     const std::vector<Var> a = part.args();  // (ke, kg, bm, hc)
     part.compute_root().reorder(a[0], a[1], a[3], a[2]);
-    if (cuda) part.gpu_blocks(a[2]).gpu_threads(a[0], a[1]);
-    else part.parallel(a[2]);
+    if (cuda) {
+        part.gpu_blocks(a[2]);
+        channel_per_thread(part, a[0], a[1], g.warps);
+    } else {
+        part.parallel(a[2]);
+    }
     const LoopLevel chunk(part, a[3]);
     f.x_panel.compute_at(chunk);
     schedule_mbconv_tc_chunk(f, g, chunk, cuda);
     f.tile_sum.compute_at(chunk).store_in(cuda ? MemoryType::GPUShared : MemoryType::Auto);
     if (cuda) {
-        f.tile_sum.gpu_threads(f.ke, f.kg);
-        f.tile_sum.update().gpu_threads(f.ke, f.kg);
+        channel_per_thread(f.tile_sum, f.ke, f.kg, g.warps);
+        channel_per_thread(f.tile_sum.update(), f.ke, f.kg, g.warps);
     }
     f.hidden_acc.compute_at(chunk).store_in(cuda ? MemoryType::Register : MemoryType::Auto);
     bound_fragment_space(f.hidden_acc, f, f.ht, g.chunk / mma::kTileN, g.expand_mt(), g.warps);
