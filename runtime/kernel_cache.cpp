@@ -80,6 +80,20 @@ std::string first_error_line(const fs::path &log) {
     return fallback;
 }
 
+// Halide's warning that the pipeline fails an assertion on every call (a bounds or constraint check it could decide
+// at compile time), with the assertion: such a kernel is a build failure, not one to fail at its first launch.
+std::string certain_assertion_failure(const fs::path &log) {
+    std::ifstream in(log);
+    std::string line;
+    while (std::getline(in, line))
+        if (line.find("guaranteed to fail an assertion at runtime") != std::string::npos) {
+            std::string assertion;
+            std::getline(in, assertion);
+            return "Halide: the pipeline is guaranteed to fail an assertion at runtime: " + assertion;
+        }
+    return "";
+}
+
 // A lock held for the lifetime of the object (flock on root/<hash>.lock). The file is removed before
 // it is released: whoever waits on it, or opens a new one, then finds the kernel's folder in place
 // (every holder checks for it after taking the lock).
@@ -304,6 +318,8 @@ BuildOutcome ensure_built(const KernelRequest &r, const std::string &root_dir, d
     }
     if (!pr.ok()) {
         error = r.generator + ".generator " + pr.describe() + ": " + first_error_line(log);
+    } else if (error = certain_assertion_failure(log); !error.empty()) {
+        fs::remove(tmp / "kernel.o", ec);
     } else {
         const std::vector<std::string> link{BLOCKFUSE_CXX, "-shared", "-o", (tmp / "kernel.so").string(),
                                             (tmp / "kernel.o").string()};

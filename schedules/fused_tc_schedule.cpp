@@ -326,6 +326,10 @@ void schedule_mbconv_tc_se(MbconvTcFuncs &f, const MbconvTcGeometry &g, Func sum
         part.parallel(a[2]);
     }
     const LoopLevel chunk(part, a[3]);
+    // The depthwise rows of the tile's pixels in whole m-tiles (past the tile they repeat its last pixel, as the
+    // block's kernel computes them): at least 32 values of a thread block's 32 x warps split, which shifted inwards
+    // past a smaller panel's start would read channels below 0.
+    f.dw_panel.bound(f.dw_panel.args()[2], 0, 16 * MbconvTcGeometry::ceil_div(g.tile_pixels(), 16));
     f.x_panel.compute_at(chunk);
     schedule_mbconv_tc_chunk(f, g, chunk, cuda);
     f.tile_sum.compute_at(chunk).store_in(cuda ? MemoryType::GPUShared : MemoryType::Auto);

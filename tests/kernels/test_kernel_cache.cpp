@@ -8,6 +8,7 @@
 #include "runtime/op.h"
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -94,6 +95,23 @@ TEST_CASE("a failed build is recorded and reported, not retried until cleared", 
     CHECK(clear_cache(root.string(), true) == 1);
     CHECK(list_cache(root.string()).empty());
     CHECK(ensure_built(r, root.string()).built);  // cleared: tried again
+}
+
+TEST_CASE("a pipeline Halide knows to fail an assertion on every call is a failed build, not a kernel", "[cache]") {
+    // A stand-in conv2d.generator: Halide's warning on stderr, exit status 0 (as Halide leaves it).
+    const fs::path root = fresh_cache("cache_certain_assertion"), gen = root / "generators";
+    fs::create_directories(gen);
+    const fs::path script = gen / "conv2d.generator";
+    std::ofstream(script)
+        << "#!/bin/sh\necho 'Warning: This pipeline is guaranteed to fail an assertion at runtime: ' >&2\n"
+           "echo 'halide_error_constraint_violated(\"weights1.min.0\", weights1.min.0, \"0\", 0)' >&2\n";
+    fs::permissions(script, fs::perms::owner_all);
+    setenv("BLOCKFUSE_GENERATOR_DIR", gen.c_str(), 1);
+    const BuildOutcome b = ensure_built(small_kernel({{"cpu_tile_x", 7}}), (root / "cache").string());
+    unsetenv("BLOCKFUSE_GENERATOR_DIR");
+    CHECK(b.built);
+    CHECK_FALSE(b.ok);
+    CHECK_THAT(b.message, Catch::Contains("guaranteed to fail an assertion") && Catch::Contains("weights1.min.0"));
 }
 
 TEST_CASE("kernels load from the cache once built, and a machine without generators says what to do", "[cache]") {
