@@ -21,6 +21,12 @@ namespace fs = std::filesystem;
 namespace {
 const char *const kFailures[] = {"", "wrong_answer", "build", "launch", "crash", "timeout"};
 
+Device target_device(const std::string &target) {
+    return target.rfind("cuda", 0) == 0 ? Device::cuda : target.rfind("opencl", 0) == 0 ? Device::opencl : Device::cpu;
+}
+
+bool default_flush(const TuningRecord &r) { return r.l2_flush.empty() || r.l2_flush == "write"; }
+
 TuningRecord parse_record(const nlohmann::json &j, const std::string &where) {
     if (!j.is_object()) throw WorkloadError(where + "not a JSON object");
     if (j.value("version", 1) != 2)
@@ -67,10 +73,7 @@ TuningRecord parse_record(const nlohmann::json &j, const std::string &where) {
         const auto strategies = strategies_of(r.workload);
         if (std::find(strategies.begin(), strategies.end(), r.strategy) == strategies.end())
             throw WorkloadError("strategy '" + r.strategy + "' is not one of the workload's");
-        Device d = r.target.rfind("cuda", 0) == 0     ? Device::cuda
-                   : r.target.rfind("opencl", 0) == 0 ? Device::opencl
-                                                      : Device::cpu;
-        const KnobTable &table = schedule_knob_table(r.family, d);
+        const KnobTable &table = schedule_knob_table(r.family, target_device(r.target));
         for (const auto &[k, v] : r.knobs)
             if (!table.find(k)) throw WorkloadError("'" + k + "' is not a knob of the " + r.family + " schedules");
     } catch (const WorkloadError &e) {
@@ -100,16 +103,34 @@ TuningRecords TuningRecords::load(const std::vector<std::string> &paths) {
 
 const TuningRecord *TuningRecords::best(const std::string &workload, const std::string &strategy,
                                         const std::string &target, const std::string &halide_version) const {
+    std::vector<const TuningRecord *> mine;
+    for (const auto &r : records)
+        if (r.workload == workload && (strategy.empty() || r.strategy == strategy) && r.target == target &&
+            r.halide_version == halide_version)
+            mine.push_back(&r);
+    // A kernel's latest measurement stands for it: a later record of the same knobs (each at its declared default
+    // where a record omits it), register cap and kind of L2 flush replaces an earlier one, passing or failed (the
+    // code those knobs build may have changed between the two).
+    std::vector<std::map<std::string, int>> knobs;
+    for (const TuningRecord *r : mine)
+        knobs.push_back(schedule_knob_table(r->family, target_device(r->target)).with_defaults(r->knobs));
+    auto superseded = [&](size_t i) {
+        for (size_t j = i + 1; j < mine.size(); ++j)
+            if (mine[j]->strategy == mine[i]->strategy && mine[j]->max_registers == mine[i]->max_registers &&
+                default_flush(*mine[j]) == default_flush(*mine[i]) && knobs[j] == knobs[i])
+                return true;
+        return false;
+    };
     // Times are compared as they were measured: a record timed after a read-only L2 eviction (a clean L2) is
     // faster than the same kernel after the default write flush, so it competes only where no record of the
     // default (write, or not recorded: every record before the field) exists.
     const TuningRecord *by_default = nullptr, *other = nullptr;
-    for (const auto &r : records)
-        if (r.ok() && r.workload == workload && (strategy.empty() || r.strategy == strategy) && r.target == target &&
-            r.halide_version == halide_version) {
-            const TuningRecord *&b = r.l2_flush.empty() || r.l2_flush == "write" ? by_default : other;
-            if (!b || r.median_ms < b->median_ms) b = &r;
-        }
+    for (size_t i = 0; i < mine.size(); ++i) {
+        const TuningRecord &r = *mine[i];
+        if (!r.ok() || superseded(i)) continue;
+        const TuningRecord *&b = default_flush(r) ? by_default : other;
+        if (!b || r.median_ms < b->median_ms) b = &r;
+    }
     return by_default ? by_default : other;
 }
 

@@ -46,7 +46,8 @@ struct TuningRecords {
     // record (bad JSON, a missing field, an invalid workload key, an unknown knob, a bad time).
     static TuningRecords load(const std::vector<std::string> &paths);
     // The fastest passing record for (canonical key, strategy; empty: any) on `target` with `halide_version`, among
-    // those timed after the default L2 flush (write, or not recorded) where there are any, else among the others.
+    // those timed after the default L2 flush (write, or not recorded) where there are any, else among the others;
+    // each kernel (knobs, register cap, kind of flush) by its latest record, in load order (files, then lines).
     const TuningRecord *best(const std::string &workload, const std::string &strategy, const std::string &target,
                              const std::string &halide_version) const;
     // How many records are for this target and Halide version.

@@ -74,6 +74,39 @@ TEST_CASE("records timed after another L2 flush than the default compete only wh
     std::remove(q.c_str());
 }
 
+TEST_CASE("a kernel's latest record stands for it: a later measurement of the same knobs replaces an earlier one",
+          "[records]") {
+    const std::string cuda = "cuda:NVIDIA H200:sm_90";
+    auto line = [&](const std::string &knobs, double ms, const std::string &extra = "") {
+        return record_line(kConv, "direct", "conv2d", knobs, cuda, ms, extra);
+    };
+    const std::string key = canonical_key(kConv);
+    // Kernel A (vec_k a) measured 0.10 on an older tree, 0.30 again later; kernel B (vec_k b) 0.20 in between; the
+    // default kernel 0.05 as {} and 0.40 later with its value written out: a knob left out of a record is its declared
+    // default, so the two are one kernel.
+    const int d = schedule_knob_table("conv2d", Device::cuda).with_defaults().at("vec_k");
+    const int a = d == 8 ? 2 : 8, b = d == 4 ? 2 : 4;
+    auto vec_k = [](int v) { return R"({"vec_k": )" + std::to_string(v) + "}"; };
+    const std::string p =
+        write_temp("records_latest.jsonl", line(vec_k(a), 0.10) + line(vec_k(b), 0.20) + line(vec_k(a), 0.30) +
+                                               line("{}", 0.05) + line(vec_k(d), 0.40));
+    TuningRecords r = TuningRecords::load({p});
+    const TuningRecord *best = r.best(key, "direct", cuda, BLOCKFUSE_HALIDE_VERSION);
+    REQUIRE(best != nullptr);
+    CHECK(best->knobs.at("vec_k") == b);
+    CHECK(best->median_ms == Approx(0.20));
+    // A later failure of the same kernel replaces its passing record; another register cap is another kernel.
+    const std::string q =
+        write_temp("records_latest_failed.jsonl",
+                   line(R"({"vec_k": 4})", 0.20) + line(R"({"vec_k": 4})", 0.20, R"(, "failure": "launch")") +
+                       line(R"({"vec_k": 4})", 0.25, R"(, "max_registers": 64)") + line(R"({"vec_k": 8})", 0.30));
+    const TuningRecord *f = TuningRecords::load({q}).best(key, "direct", cuda, BLOCKFUSE_HALIDE_VERSION);
+    REQUIRE(f != nullptr);
+    CHECK(f->max_registers == 64);
+    std::remove(p.c_str());
+    std::remove(q.c_str());
+}
+
 TEST_CASE("a CUDA record says which L2 flush it was timed with, and keeps it through a write and a load", "[records]") {
     const std::string cuda = "cuda:NVIDIA H200:sm_90";
     const std::string p =
