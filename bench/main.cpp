@@ -296,6 +296,7 @@ int main(int argc, char **argv) {
             if (!fill_gpu.empty()) setenv("BLOCKFUSE_GPU", fill_gpu.c_str(), 1);
             std::vector<KernelRequest> reqs;
             std::set<std::string> seen;
+            int not_autoscheduled = 0;  // workloads an --autoscheduler could not take (each named)
             auto add = [&](const KernelVariant &v) {
                 KernelRequest r = v.request();
                 if (seen.insert(r.hash()).second) reqs.push_back(r);
@@ -322,9 +323,15 @@ int main(int argc, char **argv) {
             for (std::string dn; !entries.empty() && std::getline(devices, dn, ',');) {
                 Device d;
                 if (!parse_device(dn, &d)) throw WorkloadError("--device '" + dn + "' is not one of cpu, cuda, opencl");
+                for (const auto &a : fopt.autoschedulers) check_autoscheduler_device(a, d);
                 for (const auto &e : entries) {
                     for (const auto &c : choose_kernels(e.key, d, sel, recs ? &*recs : nullptr)) add(*c.variant);
-                    for (const auto &a : fopt.autoschedulers) add(autoscheduled_kernel(*parse_op(e.key), a, d));
+                    for (const auto &a : fopt.autoschedulers) try {  // one workload it cannot take: the rest still fill
+                            add(autoscheduled_kernel(*parse_op(e.key), a, d));
+                        } catch (const WorkloadError &err) {
+                            ++not_autoscheduled;
+                            std::cerr << "error: " << e.name << ": " << err.what() << "\n";
+                        }
                 }
             }
             const std::string root = fill_into.empty() ? kernel_cache_dir() : fill_into;
@@ -355,7 +362,10 @@ int main(int argc, char **argv) {
                 "{} kernels in {}: {} generated, {} already there, {} failed, {} pruned ({:.0f} s, {} at a time)\n",
                 reqs.size(), root, built, int(reqs.size()) - built - failed, failed, pruned,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), jobs);
-            return failed ? 1 : 0;
+            if (not_autoscheduled)
+                std::cerr << fmt::format("error: {} workloads had no autoscheduled kernel (above)\n",
+                                         not_autoscheduled);
+            return failed || not_autoscheduled ? 1 : 0;
         }
         if (*tune) {
             if (!shard.empty()) {

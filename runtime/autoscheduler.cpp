@@ -47,13 +47,17 @@ void check_autoscheduler_name(const std::string &name) {
     throw WorkloadError("--autoscheduler '" + name + "' is not one of " + list);
 }
 
-KernelVariant autoscheduled_kernel(const Op &op, const std::string &name, Device dev) {
+void check_autoscheduler_device(const std::string &name, Device dev) {
     check_autoscheduler_name(name);
     if (dev == Device::opencl) throw WorkloadError("--autoscheduler " + name + ": wired for the CPU and CUDA only");
     if (schedules_gpu(name) != (dev == Device::cuda))
         throw WorkloadError("--autoscheduler " + name + " schedules " +
                             (schedules_gpu(name) ? "GPUs only" : "CPUs only") + " here (on " + device_name(dev) + ": " +
                             (dev == Device::cuda ? "Anderson2021" : "Mullapudi2016, Adams2019 or Li2018") + ")");
+}
+
+KernelVariant autoscheduled_kernel(const Op &op, const std::string &name, Device dev) {
+    check_autoscheduler_device(name, dev);
     const std::map<std::string, int> estimates = op.shape_estimates();
     if (estimates.empty())
         throw WorkloadError("--autoscheduler: the " + op.generator() +

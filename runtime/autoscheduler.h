@@ -13,6 +13,8 @@ namespace blockfuse {
 const std::vector<std::string> &autoscheduler_names();
 // Throws WorkloadError unless `name` is one of them.
 void check_autoscheduler_name(const std::string &name);
+// Throws WorkloadError if that autoscheduler does not schedule kernels for `dev` here (its name checked too).
+void check_autoscheduler_device(const std::string &name, Device dev);
 
 // The kernel autoscheduler `name` makes for the op's workload on `dev`: the op's heuristic kernel (its
 // static shape params; layer by layer for a block: one pipeline for the whole block) with the schedule
