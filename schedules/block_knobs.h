@@ -165,6 +165,10 @@ inline bool tensor_core_capable_layer(const LayerSpec &l) {
 inline bool tensor_core_layer(const LayerSpec &l, const BlockKnobs &kn) {
     return l.groups == 1 || (kn.tc_grouped && tensor_core_capable_layer(l));
 }
+// Whether `strategy` runs layer l as its own implicit GEMM on the tensor cores (layer_by_layer_tc's GEMM layers).
+inline bool layer_on_tensor_cores(const std::string &strategy, const LayerSpec &l, const BlockKnobs &kn) {
+    return strategy == kLayerByLayerTc && tensor_core_layer(l, kn);
+}
 
 inline const KnobTable &block_fused_knobs() {
     static const KnobTable t{{BLOCKFUSE_BLOCK_KNOBS(BLOCKFUSE_KNOB_DECL)}};
@@ -223,14 +227,12 @@ inline bool block_layer_knob_read(const BlockSpec &spec, const std::string &stra
                                   const std::string &name) {
     const bool by_layer = strategy == "layer_by_layer" || strategy == kLayerByLayerTc;
     for (size_t i = 0; i < spec.layers.size(); ++i)
-        if (name.rfind(tensor_core_prefix(i), 0) == 0)
-            return strategy == kLayerByLayerTc && tensor_core_layer(spec.layers[i], kn);
+        if (name.rfind(tensor_core_prefix(i), 0) == 0) return layer_on_tensor_cores(strategy, spec.layers[i], kn);
     for (LayerMapping m : {LayerMapping::pointwise, LayerMapping::full, LayerMapping::layer}) {
         if (name.rfind(knob_prefix(m), 0) != 0) continue;
         if (!by_layer) return true;
         for (const LayerSpec &l : spec.layers)
-            if (layer_mapping(l.ks, l.groups) == m && !(strategy == kLayerByLayerTc && tensor_core_layer(l, kn)))
-                return true;
+            if (layer_mapping(l.ks, l.groups) == m && !layer_on_tensor_cores(strategy, l, kn)) return true;
         return false;
     }
     return true;
@@ -274,7 +276,7 @@ inline std::string block_knobs_error(const BlockSpec &spec, const std::string &s
     if (!gpu) {
         if (strategy == "layer_by_layer" || strategy == kLayerByLayerTc)
             for (const LayerSpec &l : spec.layers) {
-                if (strategy == kLayerByLayerTc && tensor_core_layer(l, kn)) continue;
+                if (layer_on_tensor_cores(strategy, l, kn)) continue;
                 const LayerMapping m = layer_mapping(l.ks, l.groups);
                 const Conv2dCpuKnobs &k = m == LayerMapping::pointwise ? kn.pointwise_cpu
                                           : m == LayerMapping::full    ? kn.full_cpu
@@ -292,7 +294,7 @@ inline std::string block_knobs_error(const BlockSpec &spec, const std::string &s
                ") exceed " + n(kMaxThreadsPerBlock);
     if (strategy == "layer_by_layer" || strategy == kLayerByLayerTc)  // each layer on its mapping (static windows)
         for (const LayerSpec &l : spec.layers) {
-            if (strategy == kLayerByLayerTc && tensor_core_layer(l, kn)) continue;
+            if (layer_on_tensor_cores(strategy, l, kn)) continue;
             const LayerMapping m = layer_mapping(l.ks, l.groups);
             const Conv2dGpuKnobs &k = m == LayerMapping::pointwise ? kn.pointwise_gpu
                                       : m == LayerMapping::full    ? kn.full_gpu
