@@ -44,6 +44,18 @@ expect "--strategies: none of them applies" bench --workload "conv2d:n=1,c=8,h=4
 expect "nothing to fill" cache fill --device cpu
 expect "--autoscheduler 'Adams2020' is not one of" cache fill --device cuda --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --autoscheduler Adams2020
 expect "--autoscheduler Mullapudi2016 schedules CPUs only" cache fill --device cuda --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --autoscheduler Mullapudi2016
+# A workload the autoscheduler cannot take (the stem gives no shape estimates) is named, the others' kernels still
+# fill (here the stem's own), and the fill exits 1.
+fill_dir=$(mktemp -d)
+out=$("$run" cache fill --device cuda --gpu "NVIDIA H200:sm_90" --into "$fill_dir" --variants default --no-tuning-records \
+      --workload "stem:n=1,h=9,w=7,c=3,k=16,dtype=f16" --autoscheduler Anderson2021 2>&1); rc=$?
+if [ "$rc" -ne 1 ] || ! grep -qF "stem: --autoscheduler: the stem generator gives the autoschedulers no shape estimates" <<<"$out" ||
+   ! grep -qF "1 workloads had no autoscheduled kernel" <<<"$out" || ! grep -qE "[1-9][0-9]* generated" <<<"$out"; then
+    echo "FAIL: cache fill past a workload Anderson2021 cannot take -> rc=$rc, output: $out"; fail=1
+else
+    echo "ok: cache fill past a workload Anderson2021 cannot take -> $out"
+fi
+rm -rf "$fill_dir"
 expect "results '/nonexistent/results.json': no such file" records --from /nonexistent/results.json --out /dev/null
 expect "field 'dtype' = 'f32' is not supported by the tensor-core GEMM" check "gemm:m=8,n=8,k=8,dtype=f32"
 expect "field 'k' = 0 must be positive" bench --workload "gemm:m=8,n=8,k=0"
