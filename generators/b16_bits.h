@@ -43,4 +43,22 @@ inline Halide::Expr f32_to_b16(const Halide::Expr &f, Elem e) {
     return sign | mag;
 }
 
+// f32 -> bits of the storage type inside a kernel: f16 on CUDA (native) with the hardware's conversion
+// (cvt.rn.f16.f32, or cvt.rn.f16x2.f32 a pair of lanes: one instruction where f32_to_b16 takes about ten),
+// elsewhere f32_to_b16. Both round to nearest even; they differ only in a NaN's payload. The caller's schedule
+// must convert scalars or vectors of a multiple of 4 lanes: a two-lane vector is the trap described above
+// (tests/kernels/tensor_core_sass.py fails a kernel that stores an f32 as 16 bits).
+inline Halide::Expr to_b16_bits(const Halide::Expr &f, Elem e, bool native) {
+    using namespace Halide;
+    if (native && e == Elem::f16) return reinterpret(UInt(16), cast(Float(16), f));
+    return f32_to_b16(f, e);
+}
+
+// bits -> f32, the inverse: f16 on CUDA with the hardware's conversion (exact both ways).
+inline Halide::Expr from_b16_bits(const Halide::Expr &bits, Elem e, bool native) {
+    using namespace Halide;
+    if (native && e == Elem::f16) return cast(Float(32), reinterpret(Float(16), bits));
+    return b16_to_f32(bits, e);
+}
+
 }  // namespace blockfuse::mma

@@ -198,8 +198,7 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
         Expr x = f.gx_acc(2 * mh + q0, rl, rmt, rw, f.bm, rg);
         f.x_panel = Func(prefix + "ffn_x_panel");
         f.x_panel(ke, kg, m, f.bm) = undef(UInt(16));
-        f.x_panel(channel % 8, channel / 8, row, f.bm) =
-            native && elem == Elem::f16 ? reinterpret(UInt(16), cast(Float(16), x)) : f32_to_b16(x, elem);
+        f.x_panel(channel % 8, channel / 8, row, f.bm) = to_b16_bits(x, elem, native);
     } else if (prologue.defined()) {
         const bool depthwise = prologue.layer_norm;
         f.rk_group = depthwise ? RDom(0, prologue.ks, 0, prologue.ks, prefix + "ffn_rk_group")
@@ -241,10 +240,10 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
             f.ln_sq(ke, m) += d * d;
             f.ln_rstd = Func(prefix + "ffn_ln_rstd");
             f.ln_rstd(m) = 1.0f / sqrt(lanes_sum(f.ln_sq) + float(kLayerNormEps));
-            x_bits = f32_to_b16((f.x_rows(ke, kg, m) - f.ln_mean(m)) * f.ln_rstd(m), elem);
+            x_bits = to_b16_bits((f.x_rows(ke, kg, m) - f.ln_mean(m)) * f.ln_rstd(m), elem, native);
         } else {
             f.x_conv(ke, kg, m) += to_f32(prologue.weights(8 * kg + ke, g.x, g.y, g.z)) * f.x_tap(g.x, kg, m, g.y, g.z);
-            x_bits = f32_to_b16(f.x_conv(ke, kg, m), elem);
+            x_bits = to_b16_bits(f.x_conv(ke, kg, m), elem, native);
         }
     } else {
         x_bits = reinterpret(UInt(16), input(8 * kg + ke, mc % W, (mc / W) % s.h, mc / HW));
@@ -292,11 +291,8 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
         Expr tile = 2 * f.hk + reg / 2;
         Expr channel = f.hc * t.chunk + tile * kTileN + c_col(q0, Expr(lane));
         Expr x = apply_activation(f.hidden_acc(q0, lane, tile, f.mt, f.w, f.bm, f.hc) + a(channel), s.act, true);
-        // f16 on CUDA: the native scalar conversion (one cvt.rn.f16.f32; the integer rounding of f32_to_b16 is
-        // about ten instructions a value, here inside the chunk loop). Scalar only: Halide 21's vectorized f16 cast
-        // is wrong on CUDA (generators/b16_bits.h); every value here is a scalar of an unrolled register.
-        if (native && elem == Elem::f16) return reinterpret(UInt(16), cast(Float(16), x));
-        return f32_to_b16(x, elem);
+        // Inside the chunk loop; every value here a scalar of an unrolled register (to_b16_bits).
+        return to_b16_bits(x, elem, native);
     };
     f.hidden_frag = Func(prefix + "ffn_hidden_frag");
     f.hidden_frag(f.r, lane, f.hk, f.mt, f.w, f.bm, f.hc) =

@@ -135,9 +135,8 @@ inline MbconvTcFuncs mbconv_tc(const Halide::Func &input, const Halide::Func &u,
         Expr x =
             apply_activation(f.hidden_acc(2 * mh + q0, rl, rht, rmt, rw, bm, hc) + a(hc * g.chunk + ch), s.act, true);
         x = select(ix >= 0 && ix < s.w && iy >= 0 && iy < s.h, x, 0.0f);
-        // f16 on CUDA: the native scalar conversion (Halide 21's vectorized f16 cast is wrong there, and each value
-        // here is a scalar of an unrolled register); elsewhere the integer rounding.
-        Expr value = native && elem == Elem::f16 ? cast(Float(16), x) : reinterpret(storage, f32_to_b16(x, elem));
+        // Each value a scalar of an unrolled register (generators/b16_bits.h: to_b16_bits).
+        Expr value = reinterpret(storage, to_b16_bits(x, elem, native));
         f.hidden = Func(prefix + "mbtc_hidden");
         f.hidden(ke, kg, f.hp, bm, hc) = undef(storage);
         f.hidden(ch % 8, ch / 8, p, bm, hc) = value;
@@ -153,11 +152,13 @@ inline MbconvTcFuncs mbconv_tc(const Halide::Func &input, const Halide::Func &u,
         f.dw_sum(ke, kg, m, bm, hc) = dw_bias(e);
         f.dw_sum(ke, kg, m, bm, hc) += to_f32(dw(e, 0, f.rdw.x, f.rdw.y)) * to_f32(f.hidden(ke, kg, p, bm, hc));
         f.dw_panel = Func(prefix + "mbtc_dw_panel");
-        Expr dw_bits = f32_to_b16(apply_activation(f.dw_sum(ke, kg, m, bm, hc), s.act, true), elem);
+        // Vectors of 8 lanes (the schedule's), so the native f16 conversion is right on CUDA (to_b16_bits).
+        Expr dw_bits = to_b16_bits(apply_activation(f.dw_sum(ke, kg, m, bm, hc), s.act, true), elem, native);
         // Squeeze-Excitation: the stored layer's value times its channel's gate for this image, rounded again (as
         // generators/block_algorithm.h's se.gated).
         f.dw_panel(ke, kg, m, bm, hc) =
-            gate.defined() ? f32_to_b16(b16_to_f32(dw_bits, elem) * gate(e, image(bm)), elem) : dw_bits;
+            gate.defined() ? to_b16_bits(from_b16_bits(dw_bits, elem, native) * gate(e, image(bm)), elem, native)
+                           : dw_bits;
     }
     // The depthwise values' sum over the tile's pixels inside the image, per channel of chunk hc (before any gate):
     // Squeeze-Excitation's pooling, block by block (realized only by its pooling kernel).
@@ -165,7 +166,7 @@ inline MbconvTcFuncs mbconv_tc(const Halide::Func &input, const Halide::Func &u,
     f.rt.where(tile_x(bm) * g.tile_x + f.rt.x % g.tile_x < OW && tile_y(bm) * g.tile_y + f.rt.x / g.tile_x < OH);
     f.tile_sum = Func(prefix + "mbtc_tile_sum");
     f.tile_sum(ke, kg, bm, hc) = 0.0f;
-    f.tile_sum(ke, kg, bm, hc) += b16_to_f32(f.dw_panel(ke, kg, f.rt.x, bm, hc), elem);
+    f.tile_sum(ke, kg, bm, hc) += from_b16_bits(f.dw_panel(ke, kg, f.rt.x, bm, hc), elem, native);
 
     // 4. The project of chunk hc from the depthwise rows: A's K step hk is the chunk's channels 16 hk...
     f.p_frag = Func(prefix + "mbtc_p_frag");

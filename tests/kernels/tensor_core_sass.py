@@ -9,7 +9,7 @@ whole-tile specialization and the general one) it must hold exactly the HMMA and
 per K step (warp_m/16 x warp_n/8 HMMA.16816.F32 and warp_m/16 + warp_n/16 LDSM.16.M88.4 per 16 of K, or
 warp_n/8 LDSM.16.M88.2 for B when warp_n/8 is odd; a grouped convolution's A once per window of the warp): whole K steps in the function and in each K loop
 (ptxas may unroll the loop and peel steps off it), no call left in the PTX nor a CALL in a K loop, no
-spill, no 64-bit register stored as a narrower value. Prints registers, spills and each K loop's length and instruction mix.
+spill, no 64-bit register stored as a narrower value, no f32 stored as 16 bits unconverted. Prints registers, spills and each K loop's length and instruction mix.
 
     tensor_core_sass.py MMA_PTX_TOOL BLOCKFUSE_CLI GEMM_GENERATOR KERNEL
     tensor_core_sass.py MMA_PTX_TOOL BLOCKFUSE_CLI --workload KEY --strategy STRATEGY
@@ -51,6 +51,28 @@ def tool(name, install=None):
     if found:
         os.chmod(found, os.stat(found).st_mode | 0o111)
     return found
+
+
+def f32_stored_as_16_bits(ptx):
+    """16-bit stores whose 32-bit register was last written by an f32 instruction: the two-lane trap of a native
+    vector f16 cast (tests/scripts/cuda_f16_stores.sh), an f32 stored as f16 without a conversion. Converted values
+    are %rs registers, or pairs packed by cvt.rn.f16x2.f32 and stored as b32; the integer rounding of
+    generators/b16_bits.h stores the low half of an integer register, which is its value."""
+    writer = {}  # register -> opcode of the last instruction that wrote it, in program order
+    bad = []
+    for line in ptx.splitlines():
+        m = re.match(r"\s*(st\.\S*\.b16)\s+\[[^]]*\],\s*(.*);", line)
+        if m:
+            for reg in re.findall(r"%r\d+\b", m.group(2)):
+                op = writer.get(reg, "")
+                dest_type = re.search(r"\.(f16x2|f16|bf16|f32|[sub]\d+)\b", op)
+                if dest_type and dest_type.group(1) == "f32":
+                    bad.append(f"{line.strip()} ({reg} from {op})")
+            continue
+        m = re.match(r"\s*(?:@!?%p\d+\s+)?([a-z][\w.]*)\s+(%r\d+)\s*,", line)
+        if m:
+            writer[m.group(2)] = m.group(1)
+    return bad
 
 
 def variant(kernel):
@@ -146,7 +168,7 @@ def check_entry(name, func, usage, cap, expect):
     x2 = sum(op.startswith("LDSM.16.M88.2") for op in ops)
     calls = sum(op.startswith("CALL") for op in ops)
     print(f"{name}: {u.get('regs', '?')} registers (cap {cap}), spill {spill[0]}/{spill[1]} B, stack "
-          f"{u.get('stack', '?')} B; per function HMMA {hmma}, LDSM.x4 {x4}, LDSM.x2 {x2}, CALL {calls} "
+          f"{u.get('stack', '?')} B; per function {len(ops)} instructions, HMMA {hmma}, LDSM.x4 {x4}, LDSM.x2 {x2}, CALL {calls} "
           f"(ptxas' own subroutines: the epilogue's IEEE division slow path)")
     if expect is None:
         return [f"{hmma} HMMA in a kernel without tensor-core layers"] if hmma or x4 or x2 else []
@@ -352,6 +374,10 @@ def main(argv):
     narrow = re.findall(r"^\s*st\.\S*\.b(?:8|16|32)\s+\[[^]]*\],\s*%rd\d+;", text, re.M)
     if narrow:
         print(f"FAIL: {len(narrow)} stores of a 64-bit register as a narrower value, e.g. {narrow[0].strip()}")
+        ok = False
+    unconverted = f32_stored_as_16_bits(text)
+    if unconverted:
+        print(f"FAIL: {len(unconverted)} f32 values stored as 16 bits with no conversion, e.g. {unconverted[0]}")
         ok = False
     return 0 if ok else 1
 

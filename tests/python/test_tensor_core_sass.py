@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Self-check of tests/kernels/tensor_core_sass.py's PTX store check on small PTX excerpts: the trap it guards
+against (f32 registers stored as f16 lanes with no conversion, as Halide 21's CUDA backend emits a two-lane native
+f16 cast) fails; converted pairs, %rs stores and the integer rounding's stores pass. Run: python3 THIS."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels"))
+import tensor_core_sass as tcs  # noqa: E402
+
+TRAP = """
+	max.f32 	%r5, %r3, 0f00000000;
+	@%p1 fma.rn.f32 	%r6, %r1, %r2, %r5;
+	st.global.v2.b16 	[%rd4], {%r5, %r6};
+"""
+CONVERTED = """
+	max.f32 	%r5, %r3, 0f00000000;
+	max.f32 	%r6, %r4, 0f00000000;
+	cvt.rn.f16x2.f32 	%r7, %r6, %r5;
+	st.shared.v4.b32 	[%rd6+16], {%r7, %r7, %r7, %r7};
+	cvt.rn.f16.f32 	%rs1, %r5;
+	st.shared.v2.b16 	[%rd7], {%rs1, %rs1};
+"""
+INTEGER = """
+	add.s32 	%r9, %r8, 4095;
+	shr.u32 	%r10, %r9, 13;
+	st.global.b16 	[%rd6], %r10;
+"""
+# A register first written as f32, then rewritten by an integer instruction before the store: its last writer counts.
+REWRITTEN = """
+	fma.rn.f32 	%r11, %r1, %r2, %r3;
+	and.b32 	%r11, %r11, 65535;
+	st.global.b16 	[%rd6], %r11;
+"""
+
+
+def test_trap_found():
+    bad = tcs.f32_stored_as_16_bits(TRAP)
+    assert len(bad) == 2 and "%r5 from max.f32" in bad[0] and "%r6 from fma.rn.f32" in bad[1], bad
+
+
+def test_converted_and_integer_pass():
+    for ptx in (CONVERTED, INTEGER, REWRITTEN):
+        assert tcs.f32_stored_as_16_bits(ptx) == [], ptx
+
+
+if __name__ == "__main__":
+    failed = 0
+    for name, fn in sorted(globals().items()):
+        if name.startswith("test_") and callable(fn):
+            try:
+                fn()
+                print(f"ok: {name}")
+            except AssertionError as e:
+                failed += 1
+                print(f"FAIL: {name}: {e}")
+    sys.exit(1 if failed else 0)
