@@ -23,6 +23,18 @@ inline Halide::Expr reciprocal_of_at_least_one(const Halide::Expr &d) {
     for (int i = 0; i < 3; ++i) r = r * (2.0f - dc * r);
     return r;
 }
+// erf without a division: Abramowitz and Stegun's 7.1.26 (absolute error below 1.5e-7), the reciprocal 1 / (1 + p|x|)
+// by reciprocal_of_at_least_one. Halide's erf raises a polynomial to the power -16: a division, which ptxas leaves
+// as a CALL in the loop.
+inline Halide::Expr erf_division_free(const Halide::Expr &x) {
+    using namespace Halide;
+    Expr ax = abs(x);
+    Expr t = reciprocal_of_at_least_one(1.0f + 0.3275911f * ax);
+    Expr poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+    Expr e = 1.0f - poly * exp(-ax * ax);
+    return select(x < 0.0f, -e, e);
+}
+
 inline Halide::Expr apply_activation(const Halide::Expr &x, Activation a, bool division_free = false) {
     using namespace Halide;
     auto inverse = [division_free](const Expr &d) { return division_free ? reciprocal_of_at_least_one(d) : 1.0f / d; };
@@ -33,10 +45,15 @@ inline Halide::Expr apply_activation(const Halide::Expr &x, Activation a, bool d
     case Activation::silu: return division_free ? x * inverse(1.0f + exp(-x)) : x / (1.0f + exp(-x));
     case Activation::gelu: {
         Expr inner = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+        // Division-free: 0.5 (1 + tanh(z)) is the sigmoid of 2z, so no tanh (ptxas branches on its ranges).
+        if (division_free) return x * inverse(1.0f + exp(-2.0f * inner));
         return 0.5f * x * (1.0f + tanh(inner));
     }
     case Activation::sigmoid: return inverse(1.0f + exp(-x));
-    case Activation::gelu_erf: return 0.5f * x * (1.0f + erf(x * 0.7071067811865476f));
+    case Activation::gelu_erf: {
+        Expr u = x * 0.7071067811865476f;
+        return 0.5f * x * (1.0f + (division_free ? erf_division_free(u) : erf(u)));
+    }
     }
     return x;
 }

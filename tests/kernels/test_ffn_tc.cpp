@@ -65,6 +65,8 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
         // odd images over blocks of 64 pixels, 48 channels (6 groups of 8 in the LayerNorm), bf16
         {"convnext:n=3,c=48,h=9,w=7,e=4,k=7,stride=1,act=gelu,dtype=bf16",
          {{"chunk", 64}, {"tc_warps", 2}, {"tc_warp_m", 32}}},
+        // GELU's erf form (torchvision's ConvNeXt), division-free in the chunk loop
+        {"convnext:n=2,c=32,h=5,w=6,e=4,k=7,stride=1,act=gelu_erf,dtype=f16", {{"chunk", 32}, {"tc_warps", 1}}},
         // stride 2 (no residual), a 3x3 window, the chunk loop pipelined
         {"convnext:n=1,c=32,h=9,w=8,e=2,k=3,stride=2,act=relu,dtype=f16",
          {{"chunk", 16}, {"tc_warps", 4}, {"tc_warp_m", 16}, {"tc_prefetch", 1}}},
@@ -85,7 +87,8 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
         const int c = 16 * uniform(r, 1, 4), e = uniform(r, 1, 4);
         const std::string family = one_of<std::string>(r, {"ffn", "fused_mbconv", "convfirst", "convnext"});
         const bool convfirst = family == "convfirst";  // ConvFirst uses ReLU
-        const std::string act = convfirst ? "relu" : one_of<std::string>(r, {"relu", "relu6", "silu", "gelu"});
+        const std::string act =
+            convfirst ? "relu" : one_of<std::string>(r, {"relu", "relu6", "silu", "gelu", "gelu_erf"});
         const std::vector<int> windows =
             convfirst || family == "fused_mbconv" ? std::vector<int>{1, 3, 5} : std::vector<int>{3, 5, 7};
         const std::string window =
