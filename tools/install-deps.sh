@@ -5,14 +5,18 @@
 #  - a project venv (.venv) holding Halide 21.0.0, cmake, ninja and matplotlib from PyPI, and the tools of
 #    the checks: ruff (tools/lint.sh) and jsonschema (tests/python/test_results_schema.py).
 #  - with --anchors: also ONNX Runtime (CPU) and onnx, the CPU baseline's (bench/onnxruntime_baseline.py)
+#  - with --torch: also PyTorch and torchvision from PyPI (their Linux wheels are CUDA builds and bring the CUDA
+#    libraries: about 5.4 GB; they run on the CPU without a GPU) for tests/python_torch (blockfuse.torch). Where
+#    the disk has too little room or the install fails, a line says so and that test reports itself skipped.
 # Why PyPI Halide: it is the current release and ships the C++ library + CMake package;
 # Debian's Halide 14 is only the documented fallback (docs/halide-21.md).
 set -euo pipefail
-anchors=0
+anchors=0 torch=0
 for a in "$@"; do
   case "$a" in
     --anchors) anchors=1 ;;
-    *) echo "install-deps.sh: unknown option '$a' (known: --anchors)" >&2; exit 2 ;;
+    --torch) torch=1 ;;
+    *) echo "install-deps.sh: unknown option '$a' (known: --anchors, --torch)" >&2; exit 2 ;;
   esac
 done
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -52,4 +56,16 @@ fi
 if ((anchors)) && ! "$venv/bin/python" -c 'import onnxruntime, onnx' 2>/dev/null; then
   echo "[install] ONNX Runtime (CPU) and onnx into .venv"
   "$venv/bin/pip" install -q onnxruntime onnx
+fi
+
+if ((torch)) && ! "$venv/bin/python" -c 'import torch, torchvision' 2>/dev/null; then
+  need_gb=8  # the wheels unpacked (5.4 GB) and pip's unpacking room
+  free_gb=$(df -P -BG "$venv" | awk 'NR == 2 { sub("G", "", $4); print $4 }')
+  if ((free_gb < need_gb)); then
+    echo "[install] PyTorch NOT installed: ${free_gb} GB free for .venv, it needs ${need_gb} (python_torch will be skipped)"
+  else
+    echo "[install] PyTorch and torchvision into .venv (PyPI; about 5.4 GB)"
+    "$venv/bin/pip" install -q --no-cache-dir torch torchvision ||
+      echo "[install] PyTorch NOT installed: pip failed (above; python_torch will be skipped)"
+  fi
 fi

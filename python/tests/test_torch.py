@@ -1,5 +1,5 @@
-"""blockfuse.torch where PyTorch (and torchvision) are installed; exit 77 (ctest: skipped) where not: CI's
-machine has no torch, its wheels being too large for CI's time and disk.
+"""blockfuse.torch where PyTorch (and torchvision) are installed (`./run install --torch`, as CI does where its disk
+has room); exit 77 (ctest: skipped) where not.
 
 Without a GPU: the ops' argument checks and fake implementations, the architectures as data
 (blockfuse.models) against plan() on the real torchvision networks, and, on blockfuse's CPU kernels
@@ -15,7 +15,7 @@ try:
     import torch
     import torchvision
 except ImportError as e:  # pragma: no cover
-    print(f"skipped: PyTorch/torchvision not importable here ({e}); CI does not install their wheels")
+    print(f"skipped: PyTorch/torchvision not importable here ({e}); `./run install --torch` installs them")
     sys.exit(77)
 
 import blockfuse.torch as bft  # noqa: E402
