@@ -48,16 +48,17 @@ inline Halide::Expr f32_to_b16(const Halide::Expr &f, Elem e) {
 // elsewhere f32_to_b16. Both round to nearest even; they differ only in a NaN's payload. The caller's schedule
 // must convert scalars or vectors of a multiple of 4 lanes: a two-lane vector is the trap described above
 // (tests/kernels/tensor_core_sass.py fails a kernel that stores an f32 as 16 bits).
+inline bool converts_natively(Elem e, bool native) { return native && e == Elem::f16; }
 inline Halide::Expr to_b16_bits(const Halide::Expr &f, Elem e, bool native) {
     using namespace Halide;
-    if (native && e == Elem::f16) return reinterpret(UInt(16), cast(Float(16), f));
+    if (converts_natively(e, native)) return reinterpret(UInt(16), cast(Float(16), f));
     return f32_to_b16(f, e);
 }
 
 // bits -> f32, the inverse: f16 on CUDA with the hardware's conversion (exact both ways).
 inline Halide::Expr from_b16_bits(const Halide::Expr &bits, Elem e, bool native) {
     using namespace Halide;
-    if (native && e == Elem::f16) return cast(Float(32), reinterpret(Float(16), bits));
+    if (converts_natively(e, native)) return cast(Float(32), reinterpret(Float(16), bits));
     return b16_to_f32(bits, e);
 }
 

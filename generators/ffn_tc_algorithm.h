@@ -114,6 +114,9 @@ struct FfnTcFuncs {
     Halide::Var r{"r"}, j{"j"}, lane{"lane"}, q{"q"}, nt{"nt"}, ht{"ht"}, hk{"hk"}, hc{"hc"}, mt{"mt"}, w{"w"},
         bm{"bm"}, ep{"ep"}, np{"np"}, kt{"kt"}, kh{"kh"}, ke{"ke"}, kg{"kg"}, m{"m"};
     Halide::Expr exact;  // M is whole thread blocks: no row guard (schedules specialize on it)
+
+    // Set with output: its register pairs are converted natively (f16 on CUDA), so stored a value at a time.
+    bool scalar_pairs = false;
 };
 
 // fragment_mutation = 2 (tests only): the hidden A registers 1 and 2 swapped, a wrong C-to-A mapping the checks
@@ -323,7 +326,8 @@ inline FfnTcFuncs ffn_tc(const Halide::Func &input, const Halide::Func &u, const
     if (residual.defined()) value += to_f32(residual(coords));
     f.output = Func(prefix + "ffn_output");
     f.output(Var("k"), Var("x"), Var("y"), Var("n")) = undef(storage);
-    f.output(coords) = reinterpret(storage, f32_to_b16(value, elem));
+    f.output(coords) = reinterpret(storage, to_b16_bits(value, elem, native));
+    f.scalar_pairs = converts_natively(elem, native);  // the schedule: store_register_pairs
     return f;
 }
 

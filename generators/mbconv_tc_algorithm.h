@@ -58,6 +58,9 @@ struct MbconvTcFuncs {
     Halide::RDom rc;          // (q0, mh, nt, mt, lane, w, bm): the output's C registers
     Halide::Var r{"r"}, j{"j"}, lane{"lane"}, q{"q"}, nt{"nt"}, ht{"ht"}, hk{"hk"}, hc{"hc"}, mt{"mt"}, w{"w"},
         bm{"bm"}, ep{"ep"}, np{"np"}, kt{"kt"}, kh{"kh"}, ke{"ke"}, kg{"kg"}, m{"m"}, hp{"hp"};
+
+    // Set with output: its register pairs are converted natively (f16 on CUDA), so stored a value at a time.
+    bool scalar_pairs = false;
 };
 
 // The depthwise layer's (and the block's) output extent of an input extent.
@@ -209,7 +212,8 @@ inline MbconvTcFuncs mbconv_tc(const Halide::Func &input, const Halide::Func &u,
     }
     f.output = Func(prefix + "mbtc_output");
     f.output(Var("k"), Var("x"), Var("y"), Var("n")) = undef(storage);
-    f.output(coords) = reinterpret(storage, f32_to_b16(value, elem));
+    f.output(coords) = reinterpret(storage, to_b16_bits(value, elem, native));
+    f.scalar_pairs = converts_natively(elem, native);  // the schedule: store_register_pairs
     return f;
 }
 

@@ -1,4 +1,5 @@
 #include "schedules/fused_tc_schedule.h"
+#include "schedules/gpu_mapping.h"
 #include "schedules/mma_lowering.h"
 #include "schedules/panel_prefetch.h"
 
@@ -209,8 +210,8 @@ void schedule_ffn_tc(FfnTcFuncs &f, const FfnTcShape &s, const FfnTcTiling &t, i
     Func acc = f.acc, hidden = f.hidden_acc;
     const LoopLevel block =
         schedule_accumulators(f, s.k / mma::kTileN, t.chunk / mma::kTileN, t.mt_count(), t.mt_count(), t.warps, cuda);
-    // Whole thread blocks: the register pairs stored unguarded as 2-element vectors.
-    f.output.update().specialize(f.exact).vectorize(f.rc[0]);
+    // Whole thread blocks: the register pairs stored unguarded.
+    store_register_pairs(f.output.update().specialize(f.exact), f.rc[0], f.scalar_pairs);
     for (Func panel : {f.x_panel, f.u_panel, f.v_panel})
         panel.store_in(cuda ? MemoryType::GPUShared : MemoryType::Auto);
     f.x_panel.compute_at(block).align_storage(f.x_panel.args()[1], (s.expand_k() + pad) / 8);
@@ -293,8 +294,8 @@ void schedule_mbconv_tc(MbconvTcFuncs &f, const MbconvTcGeometry &g, bool residu
     Func acc = f.acc;
     const LoopLevel block = schedule_accumulators(f, g.n_padded() / mma::kTileN, g.chunk / mma::kTileN, g.project_mt(),
                                                   g.expand_mt(), g.warps, cuda);
-    // Every register pair stored as a 2-element vector (a pair is all in or all out of the image and of C').
-    f.output.update().vectorize(f.rc[0]);
+    // Register pairs stored unguarded (a pair is all in or all out of the image and of C').
+    store_register_pairs(f.output.update(), f.rc[0], f.scalar_pairs);
     const MemoryType shared = cuda ? MemoryType::GPUShared : MemoryType::Auto;
     const int cp = (g.chunk + MbconvTcGeometry::kPad) / 8;
     // The halo's input rows: once per block where the residual reads them after the chunk loop. Without a read

@@ -15,6 +15,15 @@ inline void store_in_shared(Halide::Func f) {
     f.store_in(Halide::MemoryType::GPUShared).align_storage(f.args()[0], kSharedAlignElements);
 }
 
+// The stores of an mma output's register pairs (two adjacent columns of a lane), the stage's pair loop unrolled
+// already. Where the algorithm converts them natively (its Funcs' scalar_pairs: f16 on CUDA, cvt.rn.f16.f32 by
+// to_b16_bits in generators/b16_bits.h) left so, each value stored alone: as a 2-element vector the conversion would
+// be a 2-element f16 cast, which Halide 21's CUDA backend stores unconverted. Otherwise a 2-element vector (of the
+// integer rounding).
+inline void store_register_pairs(Halide::Stage st, const Halide::RVar &pair, bool scalar_pairs) {
+    if (!scalar_pairs) st.vectorize(pair);
+}
+
 // Cooperative production of a Func computed at thread-block level into shared memory: its
 // (channel, x, y) points are spread over a threads_x x threads_y block, the same shape as the
 // consumer's thread loops, so the block has no idle lanes; each thread produces `vec` consecutive
