@@ -4,6 +4,7 @@ against (f32 registers stored as f16 lanes with no conversion, as Halide 21's CU
 f16 cast) fails; converted pairs, %rs stores and the integer rounding's stores pass. Run: python3 THIS."""
 import os
 import sys
+import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels"))
 import tensor_core_sass as tcs  # noqa: E402
@@ -34,24 +35,17 @@ REWRITTEN = """
 """
 
 
-def test_trap_found():
-    bad = tcs.f32_stored_as_16_bits(TRAP)
-    assert len(bad) == 2 and "%r5 from max.f32" in bad[0] and "%r6 from fma.rn.f32" in bad[1], bad
+class StoreCheck(unittest.TestCase):
+    def test_trap_found(self):
+        bad = tcs.f32_stored_as_16_bits(TRAP)
+        self.assertEqual(len(bad), 2, bad)
+        self.assertIn("%r5 from max.f32", bad[0])
+        self.assertIn("%r6 from fma.rn.f32", bad[1])
 
-
-def test_converted_and_integer_pass():
-    for ptx in (CONVERTED, INTEGER, REWRITTEN):
-        assert tcs.f32_stored_as_16_bits(ptx) == [], ptx
+    def test_converted_and_integer_pass(self):
+        for ptx in (CONVERTED, INTEGER, REWRITTEN):
+            self.assertEqual(tcs.f32_stored_as_16_bits(ptx), [], ptx)
 
 
 if __name__ == "__main__":
-    failed = 0
-    for name, fn in sorted(globals().items()):
-        if name.startswith("test_") and callable(fn):
-            try:
-                fn()
-                print(f"ok: {name}")
-            except AssertionError as e:
-                failed += 1
-                print(f"FAIL: {name}: {e}")
-    sys.exit(1 if failed else 0)
+    unittest.main(verbosity=2)
