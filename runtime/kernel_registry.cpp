@@ -227,10 +227,11 @@ const KernelVariant *find_data_variant(const std::string &name) {
 
 const KernelVariant *keep_variant(KernelVariant v) {
     static std::mutex m;
-    static std::deque<KernelVariant> kept;                                // stable addresses
-    static std::unordered_map<std::string, const KernelVariant *> by_id;  // request hash + name
+    static std::deque<KernelVariant> kept;  // stable addresses
+    // Request hash, name and register cap: one kernel at two JIT caps is two variants (one build).
+    static std::unordered_map<std::string, const KernelVariant *> by_id;
     std::lock_guard<std::mutex> lock(m);
-    const std::string id = v.request().hash() + " " + v.name;
+    const std::string id = v.request().hash() + " " + v.name + " regs " + std::to_string(v.max_registers);
     if (auto it = by_id.find(id); it != by_id.end()) return it->second;
     kept.push_back(std::move(v));
     return by_id[id] = &kept.back();

@@ -43,6 +43,10 @@ double distance(const Problem &a, const Problem &b) {
            4.0 * (a.stride_h != b.stride_h || a.stride_w != b.stride_w);
 }
 
+// What one measurement times: a kernel (its name: the knobs it reads) at a JIT register cap. Two caps of one kernel
+// are one build but two measurements.
+std::string measured_kernel(const KernelVariant &k) { return k.name + ";regs=" + std::to_string(k.max_registers); }
+
 std::string minutes_or_seconds(double s) {
     return s >= 120 ? fmt::format("{:.0f} min", s / 60) : fmt::format("{:.0f} s", s);
 }
@@ -184,12 +188,12 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
     const int jobs = opt_.jobs > 0 ? opt_.jobs : std::max(1u, std::thread::hardware_concurrency());
     double best = 0;
     std::string best_knobs;
-    // Each kernel measured once: candidates whose differing knobs the kernel does not read build the same kernel
-    // (one name), and take the score it has (block_kernel_for gives unread knobs their defaults).
+    // Each kernel measured once a register cap: candidates whose differing knobs the kernel does not read build the
+    // same kernel (one name), and take the score it has (block_kernel_for gives unread knobs their defaults).
     std::map<std::string, double> kernel_score;
     for (const auto &[c, ms] : search->history()) {
         const KernelVariant *k = space.kernel(c, "");
-        kernel_score.emplace(k->name, ms);
+        kernel_score.emplace(measured_kernel(*k), ms);
         if (ms < kFailedScore && (best == 0 || ms < best)) best = ms, best_knobs = k->knob_summary();
     }
     if (rep.resumed) std::cout << fmt::format("{} resumed: {} candidates measured before\n", label, rep.resumed);
@@ -209,25 +213,32 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
         std::set<std::string> claimed;
         std::vector<std::pair<Candidate, std::string>> batch_aliases;
         std::vector<const KernelVariant *> vs;
-        std::vector<KernelRequest> reqs;
+        std::vector<KernelRequest> reqs;  // each build once: register caps of one kernel share it
+        std::map<std::string, size_t> req_of_hash;
+        std::vector<size_t> req_of;  // per candidate, its build in reqs
         for (const Candidate &c : proposed) {
             const KernelVariant *k = space.kernel(c, fmt::format("tuner candidate ({})", search->name()));
-            if (const auto known = kernel_score.find(k->name); known != kernel_score.end()) {
+            if (const auto known = kernel_score.find(measured_kernel(*k)); known != kernel_score.end()) {
                 search->observe(c, known->second);  // another point of the same kernel: no trial
                 ++rep.aliases;
                 continue;
             }
-            if (!claimed.insert(k->name).second) {  // an alias of a kernel of this batch: its score once measured
-                batch_aliases.emplace_back(c, k->name);
+            if (!claimed.insert(measured_kernel(*k))
+                     .second) {  // an alias of a kernel of this batch: its score once measured
+                batch_aliases.emplace_back(c, measured_kernel(*k));
                 continue;
             }
             cands.push_back(c);
             vs.push_back(k);
-            reqs.push_back(k->request());
+            const auto [it, fresh] = req_of_hash.emplace(k->request().hash(), reqs.size());
+            if (fresh) reqs.push_back(k->request());
+            req_of.push_back(it->second);
         }
         if (cands.empty()) continue;
         const auto b0 = Clock::now();
-        const std::vector<BuildOutcome> built = ensure_built_all(reqs, kernel_cache_dir(), jobs, opt_.build_timeout_s);
+        const std::vector<BuildOutcome> builds = ensure_built_all(reqs, kernel_cache_dir(), jobs, opt_.build_timeout_s);
+        std::vector<BuildOutcome> built;
+        for (size_t r : req_of) built.push_back(builds[r]);
         rep.build_wall += since(b0);
         if (!opt_.plan_out.empty()) {  // one round, built here, measured elsewhere
             for (size_t i = 0; i < vs.size(); ++i) {
@@ -258,7 +269,7 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
             ++this_run;
             append_records(opt_.records, {rec});
             search->observe(cands[i], rec.ok() ? rec.median_ms : kFailedScore);
-            kernel_score[vs[i]->name] = rec.ok() ? rec.median_ms : kFailedScore;
+            kernel_score[measured_kernel(*vs[i])] = rec.ok() ? rec.median_ms : kFailedScore;
             if (!rec.ok()) ++rep.failed, ++rep.failures[rec.failure];
             if (cands[i] == dflt && rec.ok()) rep.heuristic_ms = rec.median_ms;
             if (rec.ok() && (best == 0 || rec.median_ms < best))

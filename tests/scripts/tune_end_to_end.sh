@@ -10,7 +10,9 @@
 #  5. a plan built by one process (--plan-out) is measured by another (--measure);
 #  6. --knob holds a knob where it is asked to (every record has it), and a knob the schedule does not search
 #     is refused with exit 2; so is a plan that cannot be written;
-#  7. a build past --build-timeout is a build failure of that candidate, and nothing of it is cached.
+#  7. a build past --build-timeout is a build failure of that candidate, and nothing of it is cached;
+#  8. CUDA JIT register caps of one kernel are candidates of their own (one build, a measurement each): a plan for
+#     the H200 built here, every knob but the cap held, plans each cap once.
 # The knobs that make LLVM's compile of a candidate slow (unrolled channels and windows, 2-D tiles: up to two
 # minutes each on 2 cores) are held with --knob, so the candidates build in seconds.
 #   usage: tune_end_to_end.sh BLOCKFUSE PYTHON
@@ -150,4 +152,22 @@ assert len(recs) == 2 and all(r["failure"] == "build" and "build limit of 0.2 s"
     "$dir/slow.jsonl" || { cat "$dir/slow.txt"; fail "records of builds past the limit"; }
 "$bf" cache list > "$dir/cache.txt" 2>&1 || { cat "$dir/cache.txt"; fail "cache list exited $?"; }
 ! grep -qi "failed" "$dir/cache.txt" || { cat "$dir/cache.txt"; fail "a build stopped at the limit was cached as failed"; }
-echo "ok: planted failures isolated, resume, dispatch, shards, plan/measure, held knobs, build limit"
+# 8. the heuristic's tiling of a small fused tensor-core MBConv held (its first plan's one candidate), then a plan
+#    of every register cap of that one kernel.
+w4="mbconv:n=1,c=16,h=9,w=7,e=4,k=3,stride=1,act=relu6,dtype=f16"
+cuda=(--device cuda --gpu "NVIDIA H200:sm_90" --no-seed-records --workload "$w4" --strategies fused_tc)
+"$bf" tune "${cuda[@]}" --trials 1 --records "$dir/c1.jsonl" --plan-out "$dir/c1.plan" > "$dir/c1.txt" 2>&1 \
+    || { cat "$dir/c1.txt"; fail "CUDA plan exited $?"; }
+mapfile -t held < <("$py" -c '
+import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+for k in ("chunk", "tc_warps", "tile_x", "tile_y"): print("--knob\n%s=%d" % (k, r["knobs"][k]))' "$dir/c1.plan")
+"$bf" tune "${cuda[@]}" "${held[@]}" --search random --batch 12 --records "$dir/c2.jsonl" --plan-out "$dir/c2.plan" \
+    > "$dir/c2.txt" 2>&1 || { cat "$dir/c2.txt"; fail "CUDA plan of register caps exited $?"; }
+"$py" -c '
+import json, sys
+plan = [json.loads(l) for l in open(sys.argv[1])]
+caps = sorted(r["max_registers"] for r in plan)
+assert len(plan) == 6 and len(set(caps)) == 6 and len({json.dumps(r["knobs"], sort_keys=True) for r in plan}) == 1, caps
+print("register caps planned:", caps)' "$dir/c2.plan" || { cat "$dir/c2.txt"; fail "register caps not each planned"; }
+echo "ok: planted failures isolated, resume, dispatch, shards, plan/measure, held knobs, build limit, register caps"
