@@ -218,14 +218,14 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
         std::vector<size_t> req_of;  // per candidate, its build in reqs
         for (const Candidate &c : proposed) {
             const KernelVariant *k = space.kernel(c, fmt::format("tuner candidate ({})", search->name()));
-            if (const auto known = kernel_score.find(measured_kernel(*k)); known != kernel_score.end()) {
+            const std::string id = measured_kernel(*k);
+            if (const auto known = kernel_score.find(id); known != kernel_score.end()) {
                 search->observe(c, known->second);  // another point of the same kernel: no trial
                 ++rep.aliases;
                 continue;
             }
-            if (!claimed.insert(measured_kernel(*k))
-                     .second) {  // an alias of a kernel of this batch: its score once measured
-                batch_aliases.emplace_back(c, measured_kernel(*k));
+            if (!claimed.insert(id).second) {  // an alias of a kernel of this batch: its score once measured
+                batch_aliases.emplace_back(c, id);
                 continue;
             }
             cands.push_back(c);
