@@ -145,6 +145,8 @@ int main(int argc, char **argv) {
         records->add_subcommand("best", "the fastest passing record per workload, strategy and target");
     records_best->add_option("files", best_files, "records files (default: autotune/records/*.jsonl)");
     records_best->add_option("--target", best_target, "only targets containing this, e.g. H200 or cpu");
+    bool best_json = false;
+    records_best->add_flag("--json", best_json, "each pick as its record, a JSON line");
 
     TuneOptions topt;
     topt.command_line = bopt.command_line;
@@ -389,7 +391,7 @@ int main(int argc, char **argv) {
                 throw WorkloadError("--device '" + worker_device + "' is not cpu or cuda");
             return run_tune_worker(d);
         }
-        if (*records_best) return print_best_records(best_files, best_target);
+        if (*records_best) return print_best_records(best_files, best_target, best_json);
         if (*records) {
             if (from.empty() || records_out.empty())
                 throw WorkloadError("records: give --from RESULTS.json and --out FILE (or `records best`)");

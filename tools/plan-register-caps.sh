@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A tuning plan of every JIT register cap of each row's recorded `fused_tc` tiling: per workload, the fastest passing
-# `fused_tc` record of RECORDS for the H200 gives the knobs the schedule searches, which are held (`--knob`), so the
+# A tuning plan of every JIT register cap of each row's recorded `fused_tc` tiling: per workload, its `fused_tc` pick
+# of RECORDS for the H200 (`blockfuse records best`) gives the knobs the schedule searches, which are held (`--knob`), so the
 # plan is that one kernel at each cap (tune/README.md). Built into the kernel cache for measuring on the GPU host
 # (bench/recipes/register_caps.txt, with tools/prepare-carry.sh).
 #   usage: tools/plan-register-caps.sh PLAN RECORDS SUITE:NAME...     (BLOCKFUSE_KERNEL_CACHE: where to build)
@@ -14,6 +14,7 @@ py="$root/.venv/bin/python"
 gpu="NVIDIA H200:sm_90"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+"$bf" records best "$records" --target H200 --json > "$scratch/best.jsonl"
 for w in "$@"; do
     key=$(awk -v n="${w#*:}" '$1 == n {print $2; exit}' "$root/workloads/${w%%:*}.txt")
     [ -n "$key" ] || { echo "error: no workload '$w' (workloads/${w%%:*}.txt)" >&2; exit 2; }
@@ -21,19 +22,15 @@ for w in "$@"; do
     searched=$("$bf" tune --device cuda --gpu "$gpu" --workload "$key" --strategies fused_tc --knob none=0 \
         --records "$scratch/none.jsonl" --plan-out "$scratch/none.plan" 2>&1 | grep -o "it searches [^)]*" | head -1 |
         sed 's/it searches //; s/, /,/g') || true
-    mapfile -t held < <("$py" - "$key" "$searched" "$records" <<'PY'
+    mapfile -t held < <("$py" - "$key" "$searched" "$scratch/best.jsonl" <<'PY'
 import json, sys
 key, searched, path = sys.argv[1], [k for k in sys.argv[2].split(",") if k and k != "max_registers"], sys.argv[3]
-best = None
-for line in open(path):
-    r = json.loads(line)
-    if r.get("workload") == key and r.get("strategy") == "fused_tc" and not r.get("failure") and r.get("median_ms"):
-        if "H200" in r.get("target", "") and (best is None or r["median_ms"] < best["median_ms"]):
-            best = r
-for k in searched if best else []:
-    if k in best["knobs"]:
-        print("--knob")
-        print("%s=%d" % (k, best["knobs"][k]))
+for r in map(json.loads, open(path)):
+    if r["workload"] == key and r["strategy"] == "fused_tc":
+        for k in searched:
+            if k in r["knobs"]:
+                print("--knob")
+                print("%s=%d" % (k, r["knobs"][k]))
 PY
 )
     [ "${#held[@]}" -gt 0 ] || { echo "$w: no fused_tc record for the H200 in $records (skipped)"; continue; }

@@ -479,7 +479,7 @@ int run_tune(const TuneOptions &opt) {
     return 0;
 }
 
-int print_best_records(const std::vector<std::string> &files, const std::string &target_filter) {
+int print_best_records(const std::vector<std::string> &files, const std::string &target_filter, bool json) {
     const TuningRecords recs = TuningRecords::load(files.empty() ? default_record_files() : files);
     struct Group {
         const TuningRecord *best = nullptr;
@@ -495,6 +495,11 @@ int print_best_records(const std::vector<std::string> &files, const std::string 
             continue;
         }
         if (!g.best || r.median_ms < g.best->median_ms) g.best = &r;
+    }
+    if (json) {  // the picks as records, one JSON line each, for scripts
+        for (const auto &[k, g] : groups)
+            if (g.best) std::cout << record_json(*g.best).dump() << "\n";
+        return 0;
     }
     std::string last_target;
     for (const auto &[k, g] : groups) {

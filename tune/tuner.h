@@ -46,7 +46,8 @@ struct TuneOptions {
 // Exit code: 0, or 2 for bad input (WorkloadError is thrown for the caller to print).
 int run_tune(const TuneOptions &opt);
 
-// `blockfuse records best`: the fastest passing record per workload, strategy and target of the files.
-int print_best_records(const std::vector<std::string> &files, const std::string &target_filter);
+// `blockfuse records best`: the fastest passing record per workload, strategy and target of the files (json: each
+// as its record, a JSON line).
+int print_best_records(const std::vector<std::string> &files, const std::string &target_filter, bool json = false);
 
 }  // namespace blockfuse

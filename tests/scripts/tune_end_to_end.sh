@@ -2,6 +2,7 @@
 # The tuner end to end on the CPU, on small conv2d shapes:
 #  1. a planted wrong answer, hang and crash (BLOCKFUSE_TUNE_PLANT, tune/worker.h) are each recorded with
 #     their failure kind, and the tuning goes on;
+#     `records best --json` gives the fastest of them;
 #  2. run again, it resumes: nothing already measured is measured again (a record of the same knobs from other
 #     sources is measured again);
 #  3. the dispatcher runs the tuned record's kernel (bench --tuning-records);
@@ -63,6 +64,15 @@ best = min(r["median_ms"] for r in recs if not r["failure"])
 assert abs(t["best_ms"] - best) < 1e-9, (t, best)
 print("planted failures recorded:", kind)
 PY
+# `records best --json`: the pick is the fastest passing record, one JSON line.
+"$bf" records best "$dir/r.jsonl" --json > "$dir/best.jsonl" || fail "records best --json exited $?"
+"$py" -c '
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+best = [json.loads(l) for l in open(sys.argv[2])]
+fastest = min((r for r in recs if not r["failure"]), key=lambda r: r["median_ms"])
+assert len(best) == 1 and best[0]["knobs"] == fastest["knobs"] and best[0]["median_ms"] == fastest["median_ms"], best' \
+    "$dir/r.jsonl" "$dir/best.jsonl" || fail "records best --json"
 
 # 2. resume: every candidate is in the records already.
 "$bf" tune "${quick[@]}" --workload "$w1" --trials 12 --records "$dir/r.jsonl" > "$dir/tune2.txt" 2>&1 \
