@@ -49,6 +49,18 @@ const char *bf_describe(void *handle);
 /* Runs the kernel (bf_open with load = 1) on `count` tensors; on CUDA in the primary context of
  * `device_ordinal` on `stream` (a CUstream, NULL: the default stream), asynchronously as any launch. */
 int bf_run(void *handle, const bf_tensor *tensors, int count, int device_ordinal, void *stream);
+/* The device memory one call of the kernel allocates for itself (a layer-by-layer block's hidden
+ * activations, a split-K partial sum), in bytes, with room for 256-byte alignment: measured on the
+ * handle's first bf_run on CUDA (that call allocates it from the driver and synchronizes), 0 on the CPU,
+ * -1 before the first run. */
+int64_t bf_workspace_bytes(void *handle);
+/* bf_run with the call's own device allocations taken from `workspace` (device memory of at least
+ * bf_workspace_bytes, e.g. a tensor of the caller's allocator): the call then allocates and frees no
+ * device memory, so it can be captured in a CUDA graph, and the workspace is the caller's to reuse once
+ * the call's work on `stream` is done. workspace NULL: bf_run. Code 2 if the kernel has not run yet or
+ * the workspace is smaller than it needs. */
+int bf_run_with_workspace(void *handle, const bf_tensor *tensors, int count, int device_ordinal, void *stream,
+                          void *workspace, uint64_t workspace_bytes);
 void bf_close(void *handle);
 
 #ifdef __cplusplus

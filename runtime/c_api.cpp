@@ -5,6 +5,7 @@
 #include "runtime/blockfuse_c.h"
 #include "build_info.h"
 #include "runtime/block.h"
+#include "runtime/call_memory.h"
 #include "runtime/conv2d.h"
 #include "runtime/conv2d_tc.h"
 #include "runtime/cuda_driver.h"
@@ -13,6 +14,7 @@
 #include "runtime/tuning_records.h"
 #include "schedules/block_knobs.h"
 #include <HalideRuntimeCuda.h>
+#include <atomic>
 #include <cstdint>
 #include <fmt/format.h>
 #include <mutex>
@@ -44,9 +46,12 @@ struct Handle {
     std::optional<Conv2dWorkload> conv;
     std::optional<BlockWorkload> block;
     std::vector<TensorSpec> tensors;
+    // The device workspace a call needs (bf_workspace_bytes): measured on the first CUDA run, -1 until then.
+    std::atomic<int64_t> workspace{-1};
 };
 
 std::mutex open_mutex;
+std::mutex measure_mutex;  // measure_call_memory counts one call at a time
 
 const TuningRecords &records() {
     static const TuningRecords r = TuningRecords::load(default_record_files());
@@ -268,9 +273,32 @@ const char *bf_describe(void *handle) {
 }
 
 int bf_run(void *handle, const bf_tensor *tensors, int count, int device_ordinal, void *stream) {
+    return bf_run_with_workspace(handle, tensors, count, device_ordinal, stream, nullptr, 0);
+}
+
+int64_t bf_workspace_bytes(void *handle) {
+    if (!handle) {
+        last_error = "null handle";
+        return -1;
+    }
+    return static_cast<Handle *>(handle)->workspace.load();
+}
+
+int bf_run_with_workspace(void *handle, const bf_tensor *tensors, int count, int device_ordinal, void *stream,
+                          void *workspace, uint64_t workspace_bytes) {
     return guarded([&] {
         if (!handle) throw WorkloadError("null handle");
-        const Handle &h = *static_cast<Handle *>(handle);
+        Handle &h = *static_cast<Handle *>(handle);
+        if (workspace) {
+            if (h.device != Device::cuda) throw WorkloadError("a workspace is device memory: CUDA kernels only");
+            const int64_t need = h.workspace.load();
+            if (need < 0)
+                throw WorkloadError(h.key + ": the workspace a call needs is measured on its first run (bf_run) "
+                                            "and this kernel has not run");
+            if (workspace_bytes < uint64_t(need))
+                throw WorkloadError(fmt::format("{}: a workspace of {} bytes, the kernel needs {} (bf_workspace_bytes)",
+                                                h.key, workspace_bytes, need));
+        }
         if (!h.loaded) throw WorkloadError("kernel " + h.variant->name + " was opened without loading (load = 0)");
         if (count != int(h.tensors.size()) || !tensors)
             throw WorkloadError(h.key + ": " + std::to_string(count) + " tensors given, the kernel takes " +
@@ -298,25 +326,44 @@ int bf_run(void *handle, const bf_tensor *tensors, int count, int device_ordinal
             return Halide::Runtime::Buffer<uint16_t>(b);
         };
         auto tensor_core_layout = [&](int i) { return !h.tensors[i].dense_extents.empty(); };
-        if (h.conv) {
-            Conv2dTensors t;
-            t.input = tensor(0);
-            t.weights = tensor(1);
-            if (takes_f32_weights(*h.variant)) t.weights_f32 = f32(1);
-            if (tensor_core_layout(1)) t.weights_tc = storage_bits(1);
-            t.bias = f32(2);
-            t.output = tensor(3);
-            run_conv2d(*h.variant, *h.conv, t);
-        } else {
-            BlockTensors t;
-            t.input = tensor(0);
-            for (int i = 1; i + 1 < count; i += 2) {
-                t.weights.push_back(tensor(i));
-                t.biases.push_back(f32(i + 1));
-                t.weights_tc.push_back(tensor_core_layout(i) ? storage_bits(i) : Halide::Runtime::Buffer<uint16_t>());
+        auto run = [&] {
+            if (h.conv) {
+                Conv2dTensors t;
+                t.input = tensor(0);
+                t.weights = tensor(1);
+                if (takes_f32_weights(*h.variant)) t.weights_f32 = f32(1);
+                if (tensor_core_layout(1)) t.weights_tc = storage_bits(1);
+                t.bias = f32(2);
+                t.output = tensor(3);
+                run_conv2d(*h.variant, *h.conv, t);
+            } else {
+                BlockTensors t;
+                t.input = tensor(0);
+                for (int i = 1; i + 1 < count; i += 2) {
+                    t.weights.push_back(tensor(i));
+                    t.biases.push_back(f32(i + 1));
+                    t.weights_tc.push_back(tensor_core_layout(i) ? storage_bits(i)
+                                                                 : Halide::Runtime::Buffer<uint16_t>());
+                }
+                t.output = tensor(count - 1);
+                run_block(*h.variant, *h.block, t);
             }
-            t.output = tensor(count - 1);
-            run_block(*h.variant, *h.block, t);
+        };
+        if (h.device == Device::cuda && h.workspace.load() < 0) {
+            // The first call: every device buffer it allocates is one cuMemAlloc, counted (synchronized).
+            std::lock_guard<std::mutex> lock(measure_mutex);
+            const CallMemory m = measure_call_memory(Device::cuda, run);
+            h.workspace = int64_t(m.total_bytes + uint64_t(m.allocations) * cuda::kWorkspaceAlign);
+            return;
+        }
+        if (h.device != Device::cuda) h.workspace = 0;  // a CPU kernel's heap tiles are Halide's, not the caller's
+        if (!workspace) return run();
+        cuda::WorkspaceScope pieces(uintptr_t(workspace), workspace_bytes);
+        try {
+            run();
+        } catch (const std::exception &e) {
+            if (pieces.exhausted().empty()) throw;
+            throw KernelError(h.key + ": " + pieces.exhausted() + " (" + e.what() + ")");
         }
     });
 }

@@ -3,6 +3,7 @@
 #include "runtime/mma_ptx.h"
 #include <HalideRuntimeCuda.h>
 #include <dlfcn.h>
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -182,6 +183,8 @@ CUresult launch_with_shared_opt_in(CUfunction f, unsigned gx, unsigned gy, unsig
 // The calling thread's CallScope: the context and stream Halide's launches take (null: the defaults).
 thread_local CUcontext scope_ctx = nullptr;
 thread_local CUstream scope_stream = nullptr;
+// The calling thread's innermost WorkspaceScope (null: none).
+thread_local WorkspaceScope *scope_workspace = nullptr;
 // Module loads as Halide's CUDA runtime gets them: a module calling the tensor-core externs is
 // rewritten first (runtime/mma_ptx.h) and JIT-compiled with at least mma_ptx::kMinRegisters registers
 // (Halide passes CU_JIT_MAX_REGISTERS, 64 unless HL_CUDA_JIT_MAX_REGISTERS says otherwise); every
@@ -221,16 +224,21 @@ CUresult module_load_data(CUmodule *module, const void *image) {
     return load_module(module, image, 0, nullptr, nullptr);
 }
 
-// Halide's device buffers as its CUDA runtime allocates and frees them: counted while measure_call_memory runs
-// (runtime/call_memory.h), passed through otherwise.
+// Halide's device buffers as its CUDA runtime allocates and frees them: from the calling thread's WorkspaceScope if
+// it has one, else the driver's; counted while measure_call_memory runs (runtime/call_memory.h).
+constexpr CUresult ERROR_OUT_OF_MEMORY = 2;  // CUDA_ERROR_OUT_OF_MEMORY
 CUresult counted_mem_alloc(CUdeviceptr *p, size_t bytes) {
-    CUresult r = api().cuMemAlloc(p, bytes);
+    uintptr_t piece = 0;
+    CUresult r = 0;
+    if (!WorkspaceScope::active()) r = api().cuMemAlloc(p, bytes);
+    else if (WorkspaceScope::allocate(bytes, &piece)) *p = CUdeviceptr(piece);
+    else r = ERROR_OUT_OF_MEMORY;  // a full workspace: never the driver's memory instead
     if (r == 0) call_memory::allocated(uintptr_t(*p), bytes);
     return r;
 }
 CUresult counted_mem_free(CUdeviceptr p) {
     call_memory::freed(uintptr_t(p));
-    return api().cuMemFree(p);
+    return WorkspaceScope::owns(uintptr_t(p)) ? 0 : api().cuMemFree(p);
 }
 
 int acquire_context(void *, void **ctx, bool) {
@@ -364,6 +372,17 @@ void Module::launch(const char *kernel, unsigned grid, unsigned block, void **ar
 
 }  // namespace blockfuse::cuda
 
+namespace Halide::Runtime::Internal {
+extern bool halide_reuse_device_allocations_flag;  // what halide_reuse_device_allocations sets (allocation_cache.cpp)
+}
+
+// Halide's allocation cache, as its runtime asks before each device malloc and free ("override and switch based on
+// the user_context for finer-grained control", HalideRuntime.h): off on a thread inside a WorkspaceScope, whose
+// pieces must never enter the cache (they are the caller's memory), else what halide_reuse_device_allocations set.
+extern "C" bool halide_can_reuse_device_allocations(void *) {
+    return !blockfuse::cuda::scope_workspace && Halide::Runtime::Internal::halide_reuse_device_allocations_flag;
+}
+
 // Halide 21's CUDA runtime puts a kernel's shared memory in dynamic shared memory (cuLaunchKernel's
 // sharedMemBytes) and never opts a kernel in to more than the 48 KB a block gets by default, so a
 // schedule that needs more failed to launch (CUDA_ERROR_INVALID_VALUE). Its driver entry points
@@ -402,6 +421,31 @@ CallScope::~CallScope() {
     scope_ctx = prev_ctx_;
     scope_stream = prev_stream_;
 }
+
+WorkspaceScope::WorkspaceScope(uintptr_t base, uint64_t bytes) : base_(base), bytes_(bytes), prev_(scope_workspace) {
+    scope_workspace = this;
+}
+WorkspaceScope::~WorkspaceScope() { scope_workspace = prev_; }
+bool WorkspaceScope::allocate(size_t bytes, uintptr_t *p) {
+    WorkspaceScope *s = scope_workspace;
+    if (!s) return false;
+    const uint64_t start = (s->base_ + s->used_ + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign - s->base_;
+    if (start + bytes > s->bytes_) {
+        if (s->exhausted_.empty())
+            s->exhausted_ = "the workspace of " + std::to_string(s->bytes_) + " bytes has " +
+                            std::to_string(s->bytes_ - std::min(start, s->bytes_)) + " left, the call allocates " +
+                            std::to_string(bytes) + " more";
+        return false;
+    }
+    *p = s->base_ + start;
+    s->used_ = start + bytes;
+    return true;
+}
+bool WorkspaceScope::owns(uintptr_t p) {
+    const WorkspaceScope *s = scope_workspace;
+    return s && p >= s->base_ && p < s->base_ + s->bytes_;
+}
+bool WorkspaceScope::active() { return scope_workspace != nullptr; }
 
 std::string module_rewrite_error() { return g_rewrite_error; }
 void clear_module_rewrite_error() { g_rewrite_error.clear(); }

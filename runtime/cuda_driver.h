@@ -93,6 +93,36 @@ private:
     void *prev_ctx_, *prev_stream_;
 };
 
+// A call's own device allocations (a layer-by-layer block's hidden activations, a split-K partial sum) served from
+// the caller's memory, e.g. a PyTorch tensor from its caching allocator: while a WorkspaceScope lives, Halide's
+// cuMemAlloc on this thread takes the next kWorkspaceAlign-aligned piece of [base, base + bytes), its cuMemFree of
+// those pieces does nothing, and Halide's allocation cache is bypassed on this thread (halide_can_reuse_device_
+// allocations), so the call neither allocates nor frees device memory: what stream capture (CUDA graphs) requires,
+// and the memory stays the caller's. A call whose allocations add up to T bytes in n pieces fits in
+// T + n * kWorkspaceAlign. An allocation that does not fit fails (out of memory) and exhausted() says so.
+constexpr uint64_t kWorkspaceAlign = 256;
+class WorkspaceScope {
+public:
+    WorkspaceScope(uintptr_t base, uint64_t bytes);
+    ~WorkspaceScope();
+    WorkspaceScope(const WorkspaceScope &) = delete;
+    WorkspaceScope &operator=(const WorkspaceScope &) = delete;
+    uint64_t used() const { return used_; }
+    const std::string &exhausted() const { return exhausted_; }  // why an allocation did not fit ("" if none)
+
+    // The allocation hooks' side, on the calling thread's innermost scope: whether there is one, a piece of it
+    // (false: none, or it does not fit) and whether an address is in it.
+    static bool active();
+    static bool allocate(size_t bytes, uintptr_t *p);
+    static bool owns(uintptr_t p);
+
+private:
+    uintptr_t base_;
+    uint64_t bytes_, used_ = 0;
+    std::string exhausted_;
+    WorkspaceScope *prev_;
+};
+
 // Halide 21's CUDA runtime reuses device allocations by default: a freed buffer goes on a free
 // list (up to ~32 entries) instead of back to the driver. This hands that list back (cuMemFree)
 // and keeps reuse on. Call it once the Halide buffers are gone, before exit: otherwise

@@ -69,6 +69,11 @@ def lib():
     L.bf_describe.argtypes = [ctypes.c_void_p]
     L.bf_run.restype = ctypes.c_int
     L.bf_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(BfTensor), ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+    L.bf_workspace_bytes.restype = ctypes.c_int64
+    L.bf_workspace_bytes.argtypes = [ctypes.c_void_p]
+    L.bf_run_with_workspace.restype = ctypes.c_int
+    L.bf_run_with_workspace.argtypes = [ctypes.c_void_p, ctypes.POINTER(BfTensor), ctypes.c_int, ctypes.c_int,
+                                        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64]
     L.bf_close.argtypes = [ctypes.c_void_p]
     _lib = L
     return L
@@ -125,7 +130,18 @@ class Kernel:
             a.dims = len(t["extents"])
         return arr
 
-    def run(self, args, device_ordinal=0, stream=0):
-        rc = self._lib.bf_run(self._h, args, len(args), int(device_ordinal), ctypes.c_void_p(stream or None))
+    def workspace_bytes(self):
+        """The device memory one call allocates for itself (hidden activations, split-K partial sums), in bytes:
+        measured by the first run() on CUDA, 0 on the CPU; None before the first run."""
+        n = self._lib.bf_workspace_bytes(self._h)
+        return None if n < 0 else n
+
+    def run(self, args, device_ordinal=0, stream=0, workspace=0, workspace_bytes=0):
+        """workspace: a device pointer to at least workspace_bytes() bytes the call takes its own allocations
+        from (it then allocates and frees nothing: CUDA-graph capture safe); 0: the driver's, through Halide's
+        allocation cache."""
+        rc = self._lib.bf_run_with_workspace(self._h, args, len(args), int(device_ordinal),
+                                             ctypes.c_void_p(stream or None), ctypes.c_void_p(workspace or None),
+                                             ctypes.c_uint64(workspace_bytes))
         if rc:
             raise _error(rc, f"blockfuse kernel {self.desc['kernel']} on {self.key}")

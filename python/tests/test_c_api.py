@@ -165,10 +165,15 @@ class CApiTest(unittest.TestCase):
         out = np.zeros((2, 5, 4, 16), np.float32)
         w = np.zeros((3, 3, 1, 16), np.float32)
         b = np.zeros(16, np.float32)
+        wide_ws = np.zeros(4096, np.uint8)
         args = kern.arguments()
         for a, t in zip(args, [x, w, b, out]):
             dense_arg(a, t) if t.ndim != 4 or t is w else activation_arg(a, t)
+        self.assertIsNone(kern.workspace_bytes())  # measured by the first run
         kern.run(args)  # fits
+        self.assertEqual(kern.workspace_bytes(), 0)  # a CPU kernel's heap tiles are Halide's
+        with self.assertRaisesRegex(blockfuse.BadInput, "a workspace is device memory: CUDA kernels only"):
+            kern.run(args, workspace=wide_ws.ctypes.data, workspace_bytes=wide_ws.nbytes)
         args[3].extents[1] = 5
         with self.assertRaisesRegex(blockfuse.BadInput, r"tensor 'output': extents \(16,5,5,2\)"):
             kern.run(args)

@@ -52,6 +52,7 @@ def kernel(key, strategy="", device="cuda"):
     if k not in _kernels:
         kern = Kernel(key, strategy, device)
         kern.bound = {}  # _bind's argument arrays
+        kern.workspace = None  # bytes of device workspace a call takes (_launch), known after the first call
         _kernels[k] = kern
     return _kernels[k]
 
@@ -172,11 +173,25 @@ def _run(kern, x, params, out, op):
 
 
 def _launch(kern, args, device):
-    """kern on its filled arguments: on PyTorch's current stream of a CUDA device, or the CPU."""
-    if device.type == "cuda":
-        kern.run(args, device.index or 0, torch.cuda.current_stream(device).cuda_stream)
-    else:
+    """kern on its filled arguments: on PyTorch's current stream of a CUDA device, or the CPU. A CUDA kernel
+    that allocates device memory of its own (a layer-by-layer block's hidden activations, split K's partial sums)
+    takes it from PyTorch's caching allocator, as a workspace tensor freed (stream-ordered) after the launch: the
+    call allocates nothing from the driver, so it can be captured in a CUDA graph (the graph's memory pool then
+    holds the workspace). Its size is measured by the kernel's first call, which allocates from the driver."""
+    if device.type != "cuda":
         kern.run(args)
+        return
+    stream = torch.cuda.current_stream(device).cuda_stream
+    ordinal = device.index or 0
+    need = kern.workspace
+    if need is None:
+        kern.run(args, ordinal, stream)
+        kern.workspace = kern.workspace_bytes()
+    elif need:
+        ws = torch.empty(need, dtype=torch.uint8, device=device)
+        kern.run(args, ordinal, stream, ws.data_ptr(), need)
+    else:
+        kern.run(args, ordinal, stream)
 
 
 def _conv_layer(x, weight, stride, padding, dilation, groups, act):
