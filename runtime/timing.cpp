@@ -76,11 +76,13 @@ std::vector<TimingStats> time_interleaved(const std::vector<std::function<void()
     L2Flusher flusher(on_device ? opt.l2_flush : L2Flush::none);
     std::unique_ptr<cuda::EventPair> ev;
     if (on_device) ev = std::make_unique<cuda::EventPair>();
-    for (auto &f : fns)
-        for (int i = 0; i < opt.warmup; ++i) {
+    for (auto &f : fns) {
+        const auto t0 = Clock::now();
+        for (int i = 0; i < opt.warmup || (on_device && i < 10000 && ms_since(t0) < opt.warmup_seconds * 1e3); ++i) {
             f();
             if (on_device) cuda::synchronize();
         }
+    }
     std::vector<double> total(fns.size(), 0.0);
     auto enough = [&](size_t i) {
         const auto &v = on_device ? st[i].device_ms : st[i].host_ms;

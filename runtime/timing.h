@@ -24,7 +24,11 @@ const char *l2_flush_name(L2Flush f);  // "none" | "write" | "read"
 bool parse_l2_flush(const std::string &s, L2Flush &out);
 
 struct TimingOptions {
+    // Warm-up calls per candidate before its samples: at least `warmup`, and on a device for at least
+    // warmup_seconds (host clock): a GPU idle for a moment (loading kernels, checking them) runs at its idle
+    // clocks, and a few calls of a short kernel end before they ramp up.
     int warmup = 3;
+    double warmup_seconds = 0.05;
     int min_samples = 10;
     double min_seconds = 0.5;  // of samples, per candidate
     int max_samples = 200;

@@ -96,6 +96,7 @@ nlohmann::json measure_one(const nlohmann::json &req, Device device, WorkloadDat
         topt.min_samples = req.value("min_samples", topt.min_samples);
         topt.min_seconds = req.value("min_seconds", topt.min_seconds);
         topt.warmup = req.value("warmup", topt.warmup);
+        topt.warmup_seconds = req.value("warmup_seconds", topt.warmup_seconds);
         std::string flush = req.value("l2_flush", std::string(l2_flush_name(topt.l2_flush)));
         parse_l2_flush(flush, topt.l2_flush);
         const auto stats = time_interleaved({[&] { own->run(*v); }}, device == Device::cuda, topt);
@@ -209,6 +210,7 @@ MeasureResult Runner::measure(const MeasureRequest &r) {
                                 {"min_samples", r.timing.min_samples},
                                 {"min_seconds", r.timing.min_seconds},
                                 {"warmup", r.timing.warmup},
+                                {"warmup_seconds", r.timing.warmup_seconds},
                                 {"l2_flush", l2_flush_name(r.timing.l2_flush)}};
     return exchange(req, timeout_s_, "on this candidate");
 }
