@@ -374,12 +374,24 @@ std::vector<BuildOutcome> ensure_built_all(const std::vector<KernelRequest> &rs,
     return out;
 }
 
-const LoadedKernel &load_kernel(const KernelRequest &r) {
+// A library loaded a second time from the same path is the same library (dlopen counts references): its
+// pipeline's state, where Halide keeps the CUDA module compiled at its first call, would be shared. A copy under
+// another name (removed once open) is a library of its own.
+fs::path private_copy(const fs::path &so, int jit_cap) {
+    const fs::path dir = fs::temp_directory_path() / fmt::format("blockfuse-{}", getpid());
+    fs::create_directories(dir);
+    const fs::path copy = dir / fmt::format("{}.regs{}.so", so.parent_path().filename().string(), jit_cap);
+    fs::copy_file(so, copy, fs::copy_options::overwrite_existing);
+    return copy;
+}
+
+const LoadedKernel &load_kernel(const KernelRequest &r, int jit_cap) {
     static std::mutex m;
-    static std::map<std::string, LoadedKernel> loaded;
+    static std::map<std::string, LoadedKernel> loaded;  // by hash and cap
+    static std::map<std::string, int> opened;           // libraries opened per hash
     std::lock_guard<std::mutex> lock(m);
     const std::string h = r.hash();
-    if (auto it = loaded.find(h); it != loaded.end()) return it->second;
+    if (auto it = loaded.find(h + " regs " + std::to_string(jit_cap)); it != loaded.end()) return it->second;
     LoadedKernel k;
     fs::path dir;
     for (const auto &[root, origin] : {std::pair{prebuilt_kernel_dir(), "prebuilt"}, {kernel_cache_dir(), "cache"}}) {
@@ -400,11 +412,18 @@ const LoadedKernel &load_kernel(const KernelRequest &r) {
         std::snprintf(buf, sizeof buf, "generated in %.1f s", b.seconds);
         k.origin = b.built ? buf : "cache";
     }
-    const Library lib = open_library(dir / "kernel.so", r.function_name(), r.name);
+    const bool shared = opened[h]++ == 0;
+    const fs::path so = shared ? dir / "kernel.so" : private_copy(dir / "kernel.so", jit_cap);
+    const Library lib = open_library(so, r.function_name(), r.name);
+    if (!shared) {  // open: the mapping outlives the name
+        std::error_code ec;
+        fs::remove(so, ec);
+        fs::remove(so.parent_path(), ec);  // the folder too, once empty
+    }
     k.argv = lib.argv;
     k.metadata = lib.metadata;
     k.dir = dir.string();
-    return loaded.emplace(h, k).first->second;
+    return loaded.emplace(h + " regs " + std::to_string(jit_cap), k).first->second;
 }
 
 int LoadedKernel::call(void **args) const {

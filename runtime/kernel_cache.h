@@ -44,10 +44,13 @@ struct LoadedKernel {
     int call(void **args) const;
 };
 
-// The kernel of `r`, loaded once per process (prebuilt folder, cache, or generated now). Throws
-// KernelError naming the kernel and the reason (a recorded build failure, no generator on this
-// machine, a library that does not load).
-const LoadedKernel &load_kernel(const KernelRequest &r);
+// The kernel of `r`, loaded once per process and JIT register cap (prebuilt folder, cache, or generated now).
+// Throws KernelError naming the kernel and the reason (a recorded build failure, no generator on this machine, a
+// library that does not load). A CUDA kernel's module is compiled by the driver's JIT at its first call, at the cap
+// in effect then (apply_register_cap, runtime/kernel_registry.h), and kept in the library's own state: the same
+// kernel at another cap (`jit_cap`, as the tuner measures caps) is loaded from a private copy of its library, so
+// that its module is compiled at that cap, not the first one's.
+const LoadedKernel &load_kernel(const KernelRequest &r, int jit_cap = 0);
 
 // Makes sure `r` is built under `root` (a cache, or the prebuilt folder), without loading it:
 // what `./run cache fill` and the build's prebuilt step do, several at a time.

@@ -274,6 +274,8 @@ int register_cap(const KernelVariant &v) {
     return std::clamp(65536 / (allocated_warps * 32) / 8 * 8, 16, 255);
 }
 
+int KernelVariant::jit_register_cap() const { return device == Device::cuda ? register_cap(*this) : 0; }
+
 void apply_register_cap(const KernelVariant &v) {
     if (v.device != Device::cuda) return;
     // Read when a kernel's module is first loaded. Set only when it changes: a PyTorch model passes here on

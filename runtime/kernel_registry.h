@@ -52,10 +52,11 @@ struct KernelVariant {
     // The request and its hash are made once per variant: a PyTorch model calls load() on every launch.
     // A copy loads afresh (it may get other knobs, as a test's mutant does); a loaded variant is not edited.
     const LoadedKernel &load() const {
-        if (!loaded.kernel) loaded.kernel = &load_kernel(request());
+        if (!loaded.kernel) loaded.kernel = &load_kernel(request(), jit_register_cap());
         return *loaded.kernel;
     }
-    struct LoadedOnce {  // load_kernel's entries live as long as the process; copies start empty
+    int jit_register_cap() const;  // register_cap(*this) on CUDA, 0 elsewhere
+    struct LoadedOnce {            // load_kernel's entries live as long as the process; copies start empty
         mutable const LoadedKernel *kernel = nullptr;
         LoadedOnce() = default;
         LoadedOnce(const LoadedOnce &) {}

@@ -123,6 +123,16 @@ TEST_CASE("kernels load from the cache once built, and a machine without generat
     CHECK(k.argv != nullptr);
     REQUIRE(k.metadata != nullptr);
     CHECK(k.metadata->num_arguments == 12);  // input, weights, bias, 8 scalars, output
+    // At another JIT register cap, a library of its own (its state would hold the CUDA module compiled at the
+    // first cap); at the same cap, the same one again.
+    const LoadedKernel &capped = load_kernel(r, 168);
+    CHECK(&capped != &k);
+    CHECK(reinterpret_cast<void *>(capped.argv) != reinterpret_cast<void *>(k.argv));
+    CHECK(capped.metadata->num_arguments == 12);
+    CHECK(&load_kernel(r, 168) == &capped);
+    CHECK(&load_kernel(r) == &k);
+    const fs::path copies = fs::temp_directory_path() / ("blockfuse-" + std::to_string(getpid()));
+    CHECK((!fs::exists(copies) || fs::is_empty(copies)));  // each copy's name removed once it is open
     const KernelRequest other = small_kernel({{"cpu_tile_x", 6}});
     setenv("BLOCKFUSE_GENERATOR_DIR", (root / "nowhere").c_str(), 1);
     CHECK_THROWS_WITH(load_kernel(other), Catch::Contains("nor in the kernel cache") &&
