@@ -482,3 +482,22 @@ TEST_CASE("a grouped layer's shared input tile must cover whole channel tiles (f
     CHECK(error(8, 1).find("stage_input=2") == std::string::npos);   // 8 tiles of 8
     CHECK(error(30, 4).find("stage_input=2") == std::string::npos);  // 120 >= 64: one tile over all of them
 }
+
+TEST_CASE("a block too large for the whole reference is checked on three of its images, in the call as timed",
+          "[blocks][cpu]") {
+    // Above 2e8 MACs: the kernel runs at the workload's batch and images 0, one between and the last are compared
+    // with their float64 reference (an autoscheduler's kernel may split the batch and fail at a smaller one).
+    const std::string key = "mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,act=relu6,dtype=f32";
+    std::mt19937_64 rng(std::random_device{}());
+    const auto op = parse_op(key);
+    auto d = op->check_data(rng);
+    CHECK_THAT(d->check_note(), Catch::StartsWith("on images 0, ") && Catch::Contains(" and 7 of 8"));
+    const Comparison unwritten = d->check();  // the output as poisoned: every compared element NaN
+    CHECK_FALSE(unwritten.ok());
+    CHECK_THAT(unwritten.summary(), Catch::Contains(std::to_string(3 * 56 * 56 * 24) + " elements"));
+    const KernelVariant &v = *dispatch(key, "layer_by_layer", Device::cpu, nullptr).variant;
+    d->run(v);
+    const Comparison cmp = d->check();
+    INFO(cmp.summary());
+    CHECK(cmp.ok());
+}
