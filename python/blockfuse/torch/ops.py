@@ -52,7 +52,6 @@ def kernel(key, strategy="", device="cuda"):
     if k not in _kernels:
         kern = Kernel(key, strategy, device)
         kern.bound = {}  # _bind's argument arrays
-        kern.workspace = None  # bytes of device workspace a call takes (_launch), known after the first call
         _kernels[k] = kern
     return _kernels[k]
 
@@ -183,11 +182,8 @@ def _launch(kern, args, device):
         return
     stream = torch.cuda.current_stream(device).cuda_stream
     ordinal = device.index or 0
-    need = kern.workspace
-    if need is None:
-        kern.run(args, ordinal, stream)
-        kern.workspace = kern.workspace_bytes()
-    elif need:
+    need = kern.workspace_bytes()  # None until its first call
+    if need:
         ws = torch.empty(need, dtype=torch.uint8, device=device)
         kern.run(args, ordinal, stream, ws.data_ptr(), need)
     else:
