@@ -390,8 +390,8 @@ const LoadedKernel &load_kernel(const KernelRequest &r, int jit_cap) {
     static std::map<std::string, LoadedKernel> loaded;  // by hash and cap
     static std::map<std::string, int> opened;           // libraries opened per hash
     std::lock_guard<std::mutex> lock(m);
-    const std::string h = r.hash();
-    if (auto it = loaded.find(h + " regs " + std::to_string(jit_cap)); it != loaded.end()) return it->second;
+    const std::string h = r.hash(), id = h + " regs " + std::to_string(jit_cap);
+    if (auto it = loaded.find(id); it != loaded.end()) return it->second;
     LoadedKernel k;
     fs::path dir;
     for (const auto &[root, origin] : {std::pair{prebuilt_kernel_dir(), "prebuilt"}, {kernel_cache_dir(), "cache"}}) {
@@ -423,7 +423,7 @@ const LoadedKernel &load_kernel(const KernelRequest &r, int jit_cap) {
     k.argv = lib.argv;
     k.metadata = lib.metadata;
     k.dir = dir.string();
-    return loaded.emplace(h + " regs " + std::to_string(jit_cap), k).first->second;
+    return loaded.emplace(id, k).first->second;
 }
 
 int LoadedKernel::call(void **args) const {

@@ -115,6 +115,7 @@ class Kernel:
         self.tensors = self.desc["tensors"]
         self.device = device
         self._lib = lib()
+        self._workspace = None  # workspace_bytes(), once the first run measured it
 
     def __del__(self):
         h = getattr(self, "_h", None)
@@ -133,8 +134,10 @@ class Kernel:
     def workspace_bytes(self):
         """The device memory one call allocates for itself (hidden activations, split-K partial sums), in bytes:
         measured by the first run() on CUDA, 0 on the CPU; None before the first run."""
-        n = self._lib.bf_workspace_bytes(self._h)
-        return None if n < 0 else n
+        if self._workspace is None:  # fixed once measured: asked of the library until then
+            n = self._lib.bf_workspace_bytes(self._h)
+            self._workspace = None if n < 0 else n
+        return self._workspace
 
     def run(self, args, device_ordinal=0, stream=0, workspace=0, workspace_bytes=0):
         """workspace: a device pointer to at least workspace_bytes() bytes the call takes its own allocations

@@ -182,7 +182,7 @@ def _launch(kern, args, device):
         return
     stream = torch.cuda.current_stream(device).cuda_stream
     ordinal = device.index or 0
-    need = kern.workspace_bytes()  # None until its first call
+    need = kern.workspace_bytes()  # None until its first call measured it
     if need:
         ws = torch.empty(need, dtype=torch.uint8, device=device)
         kern.run(args, ordinal, stream, ws.data_ptr(), need)
