@@ -263,7 +263,7 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
     if (tensor_core_strategy(strategy)) {
         // The module's kernels share one JIT register cap, raised for mma.sync (runtime/mma_ptx.h): the largest
         // thread block at that cap must fit the register file.
-        const long long regs = mma_ptx::register_cap(register_cap(v)), threads = v.threads_per_block();
+        const long long regs = v.jit_register_cap(), threads = v.threads_per_block();
         if (v.device == Device::cuda && regs * threads > limits.max_registers)
             throw KernelError(what() + std::to_string(threads) + " threads (its largest kernel) x " +
                               std::to_string(regs) + " registers (the module's cap, at least " +

@@ -274,7 +274,15 @@ int register_cap(const KernelVariant &v) {
     return std::clamp(65536 / (allocated_warps * 32) / 8 * 8, 16, 255);
 }
 
-int KernelVariant::jit_register_cap() const { return device == Device::cuda ? register_cap(*this) : 0; }
+bool uses_tensor_cores(const std::string &family, const std::string &strategy) {
+    return mma_ptx::tensor_core_family(family) || (family == "block" && tensor_core_strategy(strategy));
+}
+
+int KernelVariant::jit_register_cap() const {
+    if (device != Device::cuda) return 0;
+    const int cap = register_cap(*this);
+    return uses_tensor_cores(family, param("strategy")) ? mma_ptx::register_cap(cap) : cap;
+}
 
 void apply_register_cap(const KernelVariant &v) {
     if (v.device != Device::cuda) return;

@@ -18,6 +18,10 @@ enum class Device { cpu, cuda, opencl };
 const char *device_name(Device d);
 bool parse_device(const std::string &s, Device *out);  // cpu | cuda | opencl
 
+// Whether a generator and strategy make a module of mma.sync kernels: such a module JITs with at least
+// mma_ptx::kMinRegisters registers whatever cap is asked (runtime/cuda_driver.cpp), so lower caps are one kernel.
+bool uses_tensor_cores(const std::string &family, const std::string &strategy);
+
 // "tile_x=16 chunk=32 max_registers=128": the knobs of the table that differ from their declared defaults
 // ("knob defaults" if none), the register cap if set.
 std::string knob_summary(const KnobTable &table, const std::map<std::string, int> &knobs, int max_registers);
@@ -55,8 +59,10 @@ struct KernelVariant {
         if (!loaded.kernel) loaded.kernel = &load_kernel(request(), jit_register_cap());
         return *loaded.kernel;
     }
-    int jit_register_cap() const;  // register_cap(*this) on CUDA, 0 elsewhere
-    struct LoadedOnce {            // load_kernel's entries live as long as the process; copies start empty
+    // The cap its module is JIT-compiled at: register_cap(*this) on CUDA, raised to the mma.sync floor for a
+    // tensor-core module (uses_tensor_cores); 0 elsewhere. Variants of one build and one such cap are one kernel.
+    int jit_register_cap() const;
+    struct LoadedOnce {  // load_kernel's entries live as long as the process; copies start empty
         mutable const LoadedKernel *kernel = nullptr;
         LoadedOnce() = default;
         LoadedOnce(const LoadedOnce &) {}

@@ -45,7 +45,8 @@ double distance(const Problem &a, const Problem &b) {
 
 // What one measurement times: a kernel (its name: the knobs it reads) at a JIT register cap. Two caps of one kernel
 // are one build but two measurements.
-std::string measured_kernel(const KernelVariant &k) { return k.name + ";regs=" + std::to_string(k.max_registers); }
+// A kernel as measured: its build and the cap its module JITs at (caps below a tensor-core module's floor are one).
+std::string measured_kernel(const KernelVariant &k) { return k.name + ";regs=" + std::to_string(k.jit_register_cap()); }
 
 std::string minutes_or_seconds(double s) {
     return s >= 120 ? fmt::format("{:.0f} min", s / 60) : fmt::format("{:.0f} s", s);
@@ -490,11 +491,12 @@ int print_best_records(const std::vector<std::string> &files, const std::string 
         if (!target_filter.empty() && r.target.find(target_filter) == std::string::npos) continue;
         Group &g = groups[{r.target, r.halide_version, r.workload, r.strategy}];
         ++g.n;
-        if (!r.ok()) {
-            ++g.failed;
-            continue;
-        }
-        if (!g.best || r.median_ms < g.best->median_ms) g.best = &r;
+        if (!r.ok()) ++g.failed;
+    }
+    // The pick is dispatch's (TuningRecords::best: a kernel by its latest record, the default L2 flush first).
+    for (auto &[k, g] : groups) {
+        const auto &[target, halide, workload, strategy] = k;
+        g.best = recs.best(workload, strategy, target, halide);
     }
     if (json) {  // the picks as records, one JSON line each, for scripts
         for (const auto &[k, g] : groups)

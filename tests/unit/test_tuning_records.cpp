@@ -6,10 +6,12 @@
 #include "runtime/check.h"
 #include "runtime/op.h"
 #include "schedules/heuristics.h"
+#include "tune/tuner.h"
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <sstream>
 
 using namespace blockfuse;
 
@@ -103,6 +105,17 @@ TEST_CASE("a kernel's latest record stands for it: a later measurement of the sa
     const TuningRecord *f = TuningRecords::load({q}).best(key, "direct", cuda, BLOCKFUSE_HALIDE_VERSION);
     REQUIRE(f != nullptr);
     CHECK(f->max_registers == 64);
+    // `records best` picks as dispatch does.
+    for (const auto &[file, ms, regs] : {std::tuple{p, 0.20, 0}, std::tuple{q, 0.25, 64}}) {
+        std::ostringstream out;
+        auto *old = std::cout.rdbuf(out.rdbuf());
+        const int rc = print_best_records({file}, "H200", true);
+        std::cout.rdbuf(old);
+        REQUIRE(rc == 0);
+        const nlohmann::json pick = nlohmann::json::parse(out.str());
+        CHECK(pick.at("median_ms").get<double>() == Approx(ms));
+        CHECK(pick.value("max_registers", 0) == regs);
+    }
     std::remove(p.c_str());
     std::remove(q.c_str());
 }
