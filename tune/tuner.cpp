@@ -43,9 +43,8 @@ double distance(const Problem &a, const Problem &b) {
            4.0 * (a.stride_h != b.stride_h || a.stride_w != b.stride_w);
 }
 
-// What one measurement times: a kernel (its name: the knobs it reads) at a JIT register cap. Two caps of one kernel
-// are one build but two measurements.
-// A kernel as measured: its build and the cap its module JITs at (caps below a tensor-core module's floor are one).
+// What one measurement times: a kernel (its name: the knobs it reads) at the register cap its module JITs at. Two
+// such caps of one kernel are one build but two measurements; caps a tensor-core module raises to its floor are one.
 std::string measured_kernel(const KernelVariant &k) { return k.name + ";regs=" + std::to_string(k.jit_register_cap()); }
 
 std::string minutes_or_seconds(double s) {
