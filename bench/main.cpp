@@ -417,11 +417,11 @@ int main(int argc, char **argv) {
                       << "\ngenerators: " << (generator_dir().empty() ? std::string("none here") : generator_dir())
                       << "\nCPU target: " << host_target() << "\nCUDA target: " << gpu_target("cuda") << "\n";
             // The named variants (schedules/variants/*.json); CUDA ones also print the register cap their JIT
-            // gets (register_cap: the same rule as at launch).
+            // gets (jit_register_cap: the same rule as at launch).
             for (const auto &v : data_variants())
                 std::cout << fmt::format("{:<44} {:<7} {:<5} {:<10} threads={}{}{}\n", v.name, device_name(v.device),
                                          dtype_name(v.dtype), v.kind, v.threads_per_block(),
-                                         v.device == Device::cuda ? fmt::format(" regs={}", register_cap(v)) : "",
+                                         v.device == Device::cuda ? fmt::format(" regs={}", v.jit_register_cap()) : "",
                                          v.prebuilt ? " prebuilt" : "");
             return 0;
         }

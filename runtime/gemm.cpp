@@ -1,6 +1,5 @@
 #include "runtime/gemm.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/mma_ptx.h"
 #include "schedules/gemm_knobs.h"
 #include "schedules/heuristics.h"
 #include <fmt/format.h>
@@ -161,7 +160,7 @@ GemmLaunch tensor_core_launch(const KernelVariant &v, long long m, long long n, 
     l.shape.shared_bytes = 2 * (bm * a_windows + bn) * (kn.k_step + kn.pad) * kn.stages;
     if (v.device == Device::opencl)
         l.shape.shared_bytes += 4 * bm * bn + 4 * (bm * a_windows * kn.k_step / 2) + 4 * (bn * kn.k_step / 2);
-    if (v.device == Device::cuda) l.registers = mma_ptx::register_cap(register_cap(v));
+    l.registers = v.jit_register_cap();
     return l;
 }
 
