@@ -3,7 +3,7 @@
 # is data, a recipe (bench/recipes/NAME.txt): one step a line, `STEP NAME ARGS...`, $VARS expanded
 # from the environment. Everything it writes goes to $OUT/NAME/..., tarred at the end into
 # $OUT/RECIPE.tgz (one file to bring back).
-#   usage (on the GPU host, from the repository root): OUT=DIR [VAR=...] bench/gpu_host.sh RECIPE
+#   usage (on the GPU host, from the repository root): OUT=DIR [CARRY=DIR] [VAR=...] bench/gpu_host.sh RECIPE
 # The binaries, the CUDA kernels they load and the kernel cache come in .carry/ (tools/prepare-carry.sh,
 # on the machine with Halide), so every kernel a recipe runs was generated there.
 # Steps:
@@ -37,8 +37,8 @@ file="bench/recipes/$recipe.txt"
 [ -f "$file" ] || { echo "error: no recipe '$recipe' (bench/recipes/)" >&2; exit 2; }
 out="${OUT:?set OUT}/$recipe"
 mkdir -p "$out"
-carry=.carry
-[ -x $carry/blockfuse ] || tar -xJf $carry/carry.tar.xz -C $carry
+carry="${CARRY:-.carry}"  # another carry (e.g. an older build's binaries and kernels, for an A/B in one run)
+[ -x "$carry/blockfuse" ] || tar -xJf "$carry/carry.tar.xz" -C "$carry"
 export BLOCKFUSE_KERNEL_CACHE="$PWD/$carry/cache" BLOCKFUSE_PREBUILT_DIR="$PWD/$carry/kernels" PYTHONUNBUFFERED=1
 export RUN="$out"
 # shellcheck disable=SC2012  # ls: the first of the install paths that exist, none with odd characters

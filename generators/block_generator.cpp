@@ -331,8 +331,8 @@ public:
                 dense(*weights[i], l.out_ch);
                 continue;
             }
-            // ConvTcShape::reduction(): the taps x the (window's) channels rounded up to 8
-            const int kr = l.ks * l.ks * blockfuse::ConvWindows{l.in_ch, l.out_ch, l.groups}.window_channels_padded();
+            // ConvTcShape::reduction()
+            const int kr = blockfuse::ConvWindows{l.in_ch, l.out_ch, l.groups}.reduction(l.ks * l.ks);
             weights[i]->set_host_alignment(16);
             weights[i]->dim(0).set_bounds(0, kr).set_stride(1);
             weights[i]->dim(1).set_bounds(0, l.out_ch).set_stride(kr);

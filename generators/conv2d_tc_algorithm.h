@@ -13,7 +13,8 @@
 // Layouts (Halide dims, innermost first): input (c, x, y, b) bits; weights (kr, k): the filter as N x K,
 // kr = (ky * S + kx) * Cp + c with Cp = C rounded up to 8 (zeros at c >= C), rows of K_padded = R S Cp
 // (runtime/conv2d_tc.cpp lays them out so once at load time; grouped: Cp the window's channels rounded up, row k
-// holding the window of k); bias (k) f32 (BatchNorm folded in); output
+// holding the window of k; one group of C <= 4: 8 / C taps to each 8 of the row, ConvWindows::packed_taps);
+// bias (k) f32 (BatchNorm folded in); output
 // (k, x, y, b) bits. A conv3d's: input (c, x, y, z + D b), weights kr = ((kz * R + ky) * S + kx) * Cp + c,
 // output (k, x, y, oz + OD b).
 #pragma once
@@ -36,7 +37,7 @@ struct ConvTcShape {
     int out_w() const { return (w + pad_l + pad_r - dil_x * (s - 1) - 1) / stride_x + 1; }
     int out_h() const { return (h + pad_t + pad_b - dil_y * (r - 1) - 1) / stride_y + 1; }
     int out_d() const { return (d + 2 * pad_z - dil_z * (t - 1) - 1) / stride_z + 1; }
-    int reduction() const { return t * r * s * c_padded(); }
+    int reduction() const { return windows().reduction(t * r * s); }
 };
 
 // `images`: the batch (a run-time extent); `storage`: the input's and output's type. See gemm() for the tiling
@@ -55,12 +56,17 @@ inline GemmFuncs conv2d_tc(const Halide::Func &input, const Halide::Func &weight
     io.a_element = [&, OW, OH, OD, Cp, groups_per_tap](const Expr &ke, const Expr &kg, const Expr &m, const Expr &exact,
                                                        const Expr &window) {
         const bool depth = cs.d > 1 || cs.t > 1;  // a conv3d (a conv2d's expressions stay as they were without it)
-        Expr tap = kg / groups_per_tap, c = 8 * (kg % groups_per_tap) + ke;
+        // Packed taps (ConvWindows::packed_taps): group kg holds taps g kg ... g kg + g - 1, lane ke is channel
+        // ke % C of the group's tap ke / C (lanes from g C on are padding).
+        const int g = cs.windows().taps_per_group();
+        Expr tap = g > 1 ? g * kg + ke / cs.c : kg / groups_per_tap;
+        Expr c = g > 1 ? ke % cs.c : 8 * (kg % groups_per_tap) + ke;
         Expr kx = tap % cs.s, ky = depth ? (tap / cs.s) % cs.r : tap / cs.s, kz = tap / (cs.s * cs.r);
         Expr ox = m % OW, oy = (m / OW) % OH, oz = (m / (OW * OH)) % OD, b = m / (OW * OH * OD);
         Expr ix = ox * cs.stride_x - cs.pad_l + kx * cs.dil_x, iy = oy * cs.stride_y - cs.pad_t + ky * cs.dil_y;
         Expr iz = oz * cs.stride_z - cs.pad_z + kz * cs.dil_z;
         Expr inside = tap < cs.t * cs.r * cs.s && ix >= 0 && ix < cs.w && iy >= 0 && iy < cs.h;
+        if (g > 1) inside = inside && ke < g * cs.c;
         if (depth) inside = inside && iz >= 0 && iz < cs.d;
         // m < M is whole tiles' promise; elsewhere the row of an image past the batch reads nothing.
         inside = inside && (exact || m < s.M);

@@ -18,6 +18,23 @@ struct ConvWindows {
         return groups == 1 ? c : out_per_group() % 8 == 0 ? c / groups : c / groups * (8 / out_per_group());
     }
     int window_channels_padded() const { return (window_channels() + 7) / 8 * 8; }
+    // One group of at most 4 channels packs 8 / c whole taps into each 8-element group of the reduction (a 3-channel
+    // stem: 2 taps a group, a 1-channel conv1d: 8), so a 3x3x3 conv3d on 3 channels reduces over 112, not 27 x 8 =
+    // 216: less gather and mma work, and the index arithmetic stays one per tap (a lane's tap is the group's first
+    // plus a constant). Otherwise each tap's slice is its (window's) channels padded to 8, so an 8-element group
+    // of A is one tap's channels (8 contiguous ones: one vector load).
+    int taps_per_group() const { return groups == 1 && c <= 4 ? 8 / c : 1; }
+    bool packed_taps() const { return taps_per_group() > 1; }
+    // The GEMM's K for `taps` taps (a multiple of 8), the stride of a weight row.
+    int reduction(int taps) const {
+        const int g = taps_per_group();
+        return packed_taps() ? (taps + g - 1) / g * 8 : taps * window_channels_padded();
+    }
+    // Where (tap, ch) sits in a reduction row (ch counted from the window's first channel).
+    int reduction_index(int tap, int ch) const {
+        const int g = taps_per_group();
+        return packed_taps() ? tap / g * 8 + tap % g * c + ch : tap * window_channels_padded() + ch;
+    }
     // Why the grouping cannot be served ("" if it can).
     std::string error() const {
         if (groups < 1 || c % groups || k % groups)

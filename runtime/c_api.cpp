@@ -72,15 +72,13 @@ void init_once() {
 }
 
 // A layer's weights as the tensor-core kernels read them (tensor_core_weights(), runtime/conv2d_tc.h):
-// (taps x Cp, k) innermost first, the reduction index tap x Cp + c innermost (Cp = the channels rounded up to
-// 8 with zeros, taps kx fastest; grouped: those of k's window): a caller's (R, S, C / groups, K) weights as
-// (K, R*S*Cp).
+// (Kr, k) innermost first, the reduction index tap x Cp + c innermost (Cp = the channels rounded up to 8 with
+// zeros, taps kx fastest; grouped: those of k's window), Kr = R*S*Cp; one group of C <= 4 channels: g = 8 / C
+// taps to each 8 of the row, tap / g * 8 + tap % g * C + c, Kr = 8 ceil(R*S / g) (generators/conv_windows.h):
+// a caller's (R, S, C / groups, K) weights as (K, Kr).
 TensorSpec tensor_core_weight_spec(const std::string &name, const Conv2dWorkload &l) {
-    return {name + "_tc",
-            l.dtype,
-            {l.r * l.s * conv_windows(l).window_channels_padded(), l.k},
-            {l.k, l.c / l.groups, l.s, l.r},
-            l.groups};
+    return {
+        name + "_tc", l.dtype, {conv_windows(l).reduction(l.r * l.s), l.k}, {l.k, l.c / l.groups, l.s, l.r}, l.groups};
 }
 
 std::vector<TensorSpec> conv2d_specs(const Conv2dWorkload &w, const KernelVariant &v) {

@@ -15,7 +15,7 @@ GemmWorkload implicit_gemm_of(const Conv2dWorkload &w, const TcDepth &z) {
     GemmWorkload g;
     g.m = w.n * z.out() * w.out_h() * w.out_w();
     g.n = w.k;
-    g.k = z.t * w.r * w.s * conv_windows(w).window_channels_padded();
+    g.k = conv_windows(w).reduction(z.t * w.r * w.s);
     g.bias = w.bias;
     g.act = w.act;
     g.dtype = w.dtype;
@@ -24,8 +24,8 @@ GemmWorkload implicit_gemm_of(const Conv2dWorkload &w, const TcDepth &z) {
 
 Halide::Runtime::Buffer<uint16_t> tensor_core_weights(const Tensor &weights, int k, int c, int taps, int groups) {
     const ConvWindows cw{c, k, groups};
-    const int cp = cw.window_channels_padded(), wc = cw.window_channels(), cg = c / groups, kg = k / groups;
-    Halide::Runtime::Buffer<uint16_t> out(taps * cp, k);
+    const int wc = cw.window_channels(), cg = c / groups, kg = k / groups;
+    Halide::Runtime::Buffer<uint16_t> out(cw.reduction(taps), k);
     out.fill(0);
     const uint16_t *src = static_cast<const uint16_t *>(weights.data());
     // Row ki holds its window's channels: the first is window x wc (0 for one group), and only those of ki's group
@@ -34,7 +34,7 @@ Halide::Runtime::Buffer<uint16_t> tensor_core_weights(const Tensor &weights, int
         const int first = groups == 1 ? 0 : ki / cw.window_n() * wc, group_first = ki / kg * cg;
         for (int tap = 0; tap < taps; ++tap)
             for (int ci = 0; ci < cg; ++ci)
-                out(tap * cp + group_first + ci - first, ki) = src[(size_t(tap) * cg + ci) * k + ki];
+                out(cw.reduction_index(tap, group_first + ci - first), ki) = src[(size_t(tap) * cg + ci) * k + ki];
     }
     out.set_host_dirty();
     return out;

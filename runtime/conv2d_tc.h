@@ -19,9 +19,10 @@ struct TcDepth {
     int out() const { return (d + 2 * pad - dil * (t - 1) - 1) / stride + 1; }
 };
 // The GEMM the convolution is: M = images x output pixels, N = output channels, K = taps x channels (the
-// channels rounded up to 8).
+// channels rounded up to 8, or packed: ConvWindows::reduction).
 GemmWorkload implicit_gemm_of(const Conv2dWorkload &w, const TcDepth &z = {});
-// The weights as the kernels read them, (kr, k) bits with kr = tap * Cp + c, zeros at c >= C, from a dense
+// The weights as the kernels read them, (kr, k) bits with kr = ConvWindows::reduction_index(tap, c) (tap * Cp + c,
+// zeros at c >= C; packed, C <= 4: 8 / C taps to each 8, tap / g * 8 + tap % g * C + c), from a dense
 // (k, c / groups, taps...) tensor of storage bits whose taps run kx fastest, then ky (then kz): a conv2d's
 // (k, c, kx, ky), a conv3d's (k, c, kx, ky, kz). Grouped: c and Cp those of row k's window (zero outside its group)...
 Halide::Runtime::Buffer<uint16_t> tensor_core_weights(const Tensor &weights, int k, int c, int taps, int groups = 1);

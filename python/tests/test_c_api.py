@@ -101,26 +101,29 @@ class CApiTest(unittest.TestCase):
         self.assertLess(err, 1e-5, f"seed {SEED}")
 
     def test_tensor_core_weight_layout(self):
-        # the tensor_cores strategy (emulated on the CPU) takes its weights as (K, R*S*Cp), the channels padded
-        # to 8 with zeros (3 here), described with their dense extents; a caller lays them out from (R, S, C, K)
+        # the tensor_cores strategy (emulated on the CPU) takes its weights as (K, Kr), described with their dense
+        # extents; 3 channels: two taps to each 8 of a row (6 channels, 2 zeros), 9 taps in 5 groups; a caller
+        # lays them out from (R, S, C, K)
         key = "conv2d:n=1,c=3,h=9,w=7,k=16,r=3,s=3,stride=2,pad=1,groups=1,bias=1,act=relu,dtype=f16"
         kern = blockfuse.Kernel(key, "tensor_cores", "cpu")
         spec = kern.tensors[1]
         self.assertEqual((spec["name"], spec["extents"], spec["dense_extents"]),
-                         ("weights_tc", [72, 16], [16, 3, 3, 3]))
+                         ("weights_tc", [40, 16], [16, 3, 3, 3]))
         x = self.rng.uniform(-1, 1, (1, 3, 9, 7)).astype(np.float16)
         w = self.rng.uniform(-1, 1, (16, 3, 3, 3)).astype(np.float16)  # PyTorch's (K, C, R, S)
         b = self.rng.uniform(-1, 1, 16)
         from blockfuse import fold
         dense = fold.conv_weight_layout(w.astype(np.float64))  # (R, S, C, K)
-        tc = np.zeros((16, 9, 8), np.float16)
-        tc[:, :, :3] = dense.reshape(9, 3, 16).transpose(2, 0, 1)
-        tc = tc.reshape(16, 72)
+        tc = np.zeros((16, 5, 8), np.float16)
+        taps = dense.reshape(9, 3, 16)
+        for tap in range(9):
+            tc[:, tap // 2, tap % 2 * 3:tap % 2 * 3 + 3] = taps[tap].T
+        tc = tc.reshape(16, 40)
         layer = match.ConvLayer(3, 16, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1, "relu")
         args = self.check_tensor_core_conv(kern, layer, x, tc, dense, b, (1, 5, 4, 16))
         dense16 = np.ascontiguousarray(dense, np.float16)  # the dense layout is refused, by name
         dense_arg(args[1], dense16)
-        with self.assertRaisesRegex(blockfuse.BadInput, r"tensor 'weights_tc': extents \(16,3\) .* takes \(72,16\)"):
+        with self.assertRaisesRegex(blockfuse.BadInput, r"tensor 'weights_tc': extents \(16,3\) .* takes \(40,16\)"):
             kern.run(args)
 
     def test_grouped_tensor_core_weight_layout(self):

@@ -196,7 +196,7 @@ class OptimizeOnCpuKernels(unittest.TestCase):
 
     def test_tensor_core_strategies(self):
         # f16 on the tensor-core kernels (emulated on the CPU): their weights in the tensor-core layout, laid out
-        # from PyTorch's (R, S, Cg, K) by the ops (the stem's 3 channels padded to 8), against float64
+        # from PyTorch's (R, S, Cg, K) by the ops (the stem's 3 channels two taps to each 8), against float64
         net = tiny_network().half()
         ref = tiny_network().double()
         x = cl(torch.randn(2, 3, 17, 15))

@@ -22,6 +22,9 @@ inline std::vector<std::string> conv2d_tc_shapes() {
         "conv2d:n=2,c=16,h=11,w=10,k=16,r=3,s=3,stride=2,pad=1,act=silu,dtype=bf16",
         "conv2d:n=1,c=16,h=13,w=13,k=8,r=3,s=3,pad=2,dil=2,bias=1,act=gelu,dtype=f16",       // dilated (ASPP)
         "conv2d:n=1,c=3,h=15,w=17,k=16,r=3,s=3,stride=2,pad=1,bias=1,act=relu6,dtype=bf16",  // the stem's C = 3
+        // 4 taps to each 8 of the reduction (C = 2), the last group a quarter full; C = 20: each tap padded to 24
+        "conv2d:n=2,c=2,h=6,w=7,k=24,r=3,s=3,stride=2,pad=1,act=relu,dtype=f16",
+        "conv2d:n=1,c=20,h=5,w=6,k=16,r=3,s=3,pad=1,dtype=bf16",
         "conv2d:n=1,c=8,h=8,w=9,k=9,r=5,s=5,pad_t=2,pad_b=1,pad_l=1,pad_r=2,act=sigmoid,dtype=f16",
         // Grouped (generators/conv_windows.h): ConvFirst's group width 8 (windows of one group, whole vectors); 4
         // input channels a group (half a vector, zero-padded); 4 output channels a group (two groups a window, the

@@ -221,7 +221,7 @@ TEST_CASE("a tensor-core conv2d with A registers 1 and 2 swapped fails the refer
     test::require_mutant_fails(*test::conv2d_tc_kernel(key, Device::cpu), key, 1);
 }
 
-TEST_CASE("the tensor-core strategy: dense f16/bf16 convolutions only, weights laid out taps x padded channels",
+TEST_CASE("the tensor-core strategy: dense f16/bf16 convolutions only, weights laid out taps x (padded) channels",
           "[conv2d_tc]") {
     CHECK(strategies_of("conv2d:n=1,c=8,h=8,w=8,k=8,r=3,s=3,pad=1,dtype=f16") ==
           std::vector<std::string>{"direct", kTensorCores});
@@ -237,20 +237,21 @@ TEST_CASE("the tensor-core strategy: dense f16/bf16 convolutions only, weights l
     const GemmWorkload g = implicit_gemm_of(w);
     CHECK(g.m == 2 * w.out_h() * w.out_w());
     CHECK(g.n == 4);
-    CHECK(g.k == 3 * 2 * 8);
+    // One group of 3 channels: two taps to each 8 of the reduction (6 channels, 2 zeros), 6 taps in 3 groups.
+    CHECK(g.k == 24);
     std::mt19937_64 rng(1);
     Conv2dTensors t = make_conv2d_tensors(w);
     randomize(t, w, rng);
-    REQUIRE(t.weights_tc.dim(0).extent() == 48);
+    REQUIRE(t.weights_tc.dim(0).extent() == 24);
     REQUIRE(t.weights_tc.dim(1).extent() == 4);
     const uint16_t *src = static_cast<const uint16_t *>(t.weights.data());
     for (int k = 0; k < 4; ++k)
-        for (int ky = 0; ky < 3; ++ky)
-            for (int kx = 0; kx < 2; ++kx)
-                for (int c = 0; c < 8; ++c) {
-                    const uint16_t want = c < 3 ? src[((ky * 2 + kx) * 3 + c) * 4 + k] : 0;
-                    REQUIRE(t.weights_tc((ky * 2 + kx) * 8 + c, k) == want);
-                }
+        for (int i = 0; i < 24; ++i) {
+            const int tap = i / 8 * 2 + i % 8 / 3, c = i % 8 % 3;  // tap = ky * 2 + kx
+            REQUIRE(t.weights_tc(i, k) == (i % 8 < 6 ? src[(tap * 3 + c) * 4 + k] : 0));
+        }
+    // A multiple of 8 channels: each tap's slice is its channels, unpadded.
+    CHECK(implicit_gemm_of(parse_conv2d("conv2d:n=1,c=16,h=6,w=5,k=4,r=3,s=2,dtype=f16")).k == 3 * 2 * 16);
     // Grouped, 2 output and 3 input channels a group: windows of 8 output channels (4 groups, 12 input channels, 16
     // with the padding); row k holds its window's channels, its own group's 3 at 3 x (k's group within the window).
     const Conv2dWorkload gw = parse_conv2d("conv2d:n=1,c=15,h=4,w=4,k=10,r=1,s=2,groups=5,dtype=f16");

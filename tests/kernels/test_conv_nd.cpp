@@ -222,8 +222,9 @@ TEST_CASE("conv3d on the tensor cores: f16/bf16 but depthwise, the depth taps in
     const GemmWorkload g = implicit_gemm_of(w.plane(), w.depth());
     CHECK(g.m == 2 * w.out(0) * w.out(1) * w.out(2));
     CHECK(g.n == 4);
-    CHECK(g.k == 3 * 2 * 3 * 8);
-    // Weights: (kr, k) with kr = ((kz * R + ky) * S + kx) * 8 + c, zero at c >= 3, from weights5 (k, c, kx, ky, kz).
+    CHECK(g.k == 9 * 8);  // 3 channels: two taps to each 8 of the reduction, 18 taps in 9 groups
+    // Weights: (kr, k), tap = (kz * R + ky) * S + kx at tap / 2 * 8 + tap % 2 * 3 + c, zeros at the groups' last two,
+    // from weights5 (k, c, kx, ky, kz).
     std::mt19937_64 r(7);
     Conv3dTensors t = make_conv3d_tensors(w);
     randomize(t, w, r);
@@ -234,10 +235,12 @@ TEST_CASE("conv3d on the tensor cores: f16/bf16 but depthwise, the depth taps in
         for (int kz = 0; kz < 3; ++kz)
             for (int ky = 0; ky < 2; ++ky)
                 for (int kx = 0; kx < 3; ++kx)
-                    for (int c = 0; c < 8; ++c) {
-                        const uint16_t want = c < 3 ? src[(((kz * 2 + ky) * 3 + kx) * 3 + c) * 4 + k] : 0;
-                        REQUIRE(t.weights_tc(((kz * 2 + ky) * 3 + kx) * 8 + c, k) == want);
+                    for (int c = 0; c < 3; ++c) {
+                        const int tap = (kz * 2 + ky) * 3 + kx;
+                        REQUIRE(t.weights_tc(tap / 2 * 8 + tap % 2 * 3 + c, k) == src[(tap * 3 + c) * 4 + k]);
                     }
+    for (int k = 0; k < 4; ++k)
+        for (int i = 6; i < 72; i += 8) REQUIRE((t.weights_tc(i, k) == 0 && t.weights_tc(i + 1, k) == 0));
     const auto op = parse_op(to_key(w));
     CHECK(op->family(kTensorCores) == "conv2d_tc");
     // conv1d has conv2d's strategies, families (the tuner's knob table) included.

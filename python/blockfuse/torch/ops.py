@@ -83,6 +83,8 @@ def tensor_core_weight(w, groups=1):
     """(R, S, Cg, K) weights -> the tensor-core kernels' layout (K, R*S*Cp), the reduction index r, s, c
     innermost, Cp = Cg rounded up to 8 with zero channels (runtime/c_api.cpp's "_tc" tensors, their
     "dense_extents" the (R, S, Cg, K) they come from); made once per weight tensor (kept while it lives).
+    One group of C <= 4 channels (generators/conv_windows.h, packed_taps): g = 8 // C taps to each 8 of a row,
+    (K, 8 * ceil(R*S / g)), tap t's channels at t // g * 8 + t % g * C.
     Grouped (generators/conv_windows.h): the output channels in windows of a group (K / groups a multiple of 8) or
     of 8 channels (holding 8 / (K / groups) groups); row k holds its window's input channels, Cp those rounded up
     to 8, zero but for k's own group."""
@@ -90,6 +92,17 @@ def tensor_core_weight(w, groups=1):
     f = made.get(groups)
     if f is None:
         r, s, cg, k = w.shape
+        if groups == 1 and cg <= 4:
+            g = 8 // cg
+            taps = r * s
+            f = w.new_zeros((k, (taps + g - 1) // g, 8))
+            dense = w.reshape(taps, cg, k).permute(2, 0, 1)  # (K, taps, C)
+            for j in range(g):  # the taps at position j of their group
+                t = dense[:, j::g]
+                f[:, :t.shape[1], j * cg:(j + 1) * cg] = t
+            f = f.reshape(k, -1)
+            made[groups] = f
+            return f
         per_group = k // groups
         window_n = per_group if groups == 1 or per_group % 8 == 0 else 8
         window_channels = cg if groups == 1 or per_group % 8 == 0 else cg * (8 // per_group)
