@@ -235,7 +235,7 @@ std::string tensor_core_layer_launch_error(const KernelVariant &v, const BlockWo
                                            const LaunchLimits &limits) {
     KernelVariant g = v;  // the layer's tiling under the GEMM's own knob names, at the module's register cap
     g.family = "gemm";
-    g.max_registers = register_cap(v);
+    g.max_registers = v.jit_register_cap();
     g.knobs.clear();
     const std::string prefix = tensor_core_prefix(i);
     for (const auto &[name, value] : v.knobs)
@@ -261,14 +261,16 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
     long long shared = 0;
     const std::string strategy = v.param("strategy");
     if (tensor_core_strategy(strategy)) {
-        // The module's kernels share one JIT register cap, raised for mma.sync (runtime/mma_ptx.h): the largest
-        // thread block at that cap must fit the register file.
+        // The module's kernels share one JIT register cap (by default raised for mma.sync, runtime/mma_ptx.h): the
+        // largest thread block at that cap must fit the register file.
         const long long regs = v.jit_register_cap(), threads = v.threads_per_block();
         if (v.device == Device::cuda && regs * threads > limits.max_registers)
             throw KernelError(what() + std::to_string(threads) + " threads (its largest kernel) x " +
-                              std::to_string(regs) + " registers (the module's cap, at least " +
-                              std::to_string(mma_ptx::kMinRegisters) + " for mma.sync) exceed the " +
-                              std::to_string(limits.max_registers) + " registers per block");
+                              std::to_string(regs) + " registers (the module's cap" +
+                              (v.max_registers > 0 ? ""
+                                                   : ", by default at least " + std::to_string(mma_ptx::kMinRegisters) +
+                                                         " for mma.sync") +
+                              ") exceed the " + std::to_string(limits.max_registers) + " registers per block");
         const BlockSpec spec = w.spec();
         if (strategy == kFusedTc) {
             const BlockKnobs kn = block_knobs_from(v.knobs);

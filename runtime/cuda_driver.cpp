@@ -4,6 +4,7 @@
 #include <HalideRuntimeCuda.h>
 #include <dlfcn.h>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -186,9 +187,9 @@ thread_local CUstream scope_stream = nullptr;
 // The calling thread's innermost WorkspaceScope (null: none).
 thread_local WorkspaceScope *scope_workspace = nullptr;
 // Module loads as Halide's CUDA runtime gets them: a module calling the tensor-core externs is
-// rewritten first (runtime/mma_ptx.h) and JIT-compiled with at least mma_ptx::kMinRegisters registers
-// (Halide passes CU_JIT_MAX_REGISTERS, 64 unless HL_CUDA_JIT_MAX_REGISTERS says otherwise); every
-// other module loads as it came.
+// rewritten first (runtime/mma_ptx.h) and JIT-compiled at the cap HL_CUDA_JIT_MAX_REGISTERS sets (Halide passes
+// it as CU_JIT_MAX_REGISTERS; blockfuse sets it before every launch to the variant's jit_register_cap()), or,
+// where nothing set it (Halide's default of 64), at mma_ptx::kMinRegisters; every other module loads as it came.
 thread_local std::string g_rewrite_error;
 constexpr int JIT_MAX_REGISTERS = 0;         // CUjit_option CU_JIT_MAX_REGISTERS
 constexpr CUresult ERROR_INVALID_PTX = 218;  // CUDA_ERROR_INVALID_PTX
@@ -208,10 +209,12 @@ CUresult load_module(CUmodule *module, const void *image, unsigned n, int *optio
     std::vector<int> opts(options, options + n);
     std::vector<void *> vals(values, values + n);
     bool capped = false;
+    const bool set_on_purpose = std::getenv("HL_CUDA_JIT_MAX_REGISTERS") != nullptr;
     for (unsigned i = 0; i < n; ++i)
         if (opts[i] == JIT_MAX_REGISTERS) {
-            vals[i] =
-                reinterpret_cast<void *>(uintptr_t(mma_ptx::register_cap(int(reinterpret_cast<uintptr_t>(vals[i])))));
+            if (!set_on_purpose)
+                vals[i] = reinterpret_cast<void *>(
+                    uintptr_t(mma_ptx::register_cap(int(reinterpret_cast<uintptr_t>(vals[i])))));
             capped = true;
         }
     if (!capped) {

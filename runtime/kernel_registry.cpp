@@ -281,14 +281,15 @@ bool uses_tensor_cores(const std::string &family, const std::string &strategy) {
 int KernelVariant::jit_register_cap() const {
     if (device != Device::cuda) return 0;
     const int cap = register_cap(*this);
-    return uses_tensor_cores(family, param("strategy")) ? mma_ptx::register_cap(cap) : cap;
+    const bool on_purpose = user_register_setting() || g_register_policy > 0 || max_registers > 0;
+    return uses_tensor_cores(family, param("strategy")) && !on_purpose ? mma_ptx::register_cap(cap) : cap;
 }
 
 void apply_register_cap(const KernelVariant &v) {
     if (v.device != Device::cuda) return;
     // Read when a kernel's module is first loaded. Set only when it changes: a PyTorch model passes here on
     // every call, from a process with other threads (setenv is neither free nor safe beside their getenv).
-    const std::string cap = std::to_string(register_cap(v));
+    const std::string cap = std::to_string(v.jit_register_cap());
     if (const char *now = std::getenv("HL_CUDA_JIT_MAX_REGISTERS"); now && cap == now) return;
     setenv("HL_CUDA_JIT_MAX_REGISTERS", cap.c_str(), 1);
 }

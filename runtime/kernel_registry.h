@@ -18,8 +18,8 @@ enum class Device { cpu, cuda, opencl };
 const char *device_name(Device d);
 bool parse_device(const std::string &s, Device *out);  // cpu | cuda | opencl
 
-// Whether a generator and strategy make a module of mma.sync kernels: such a module JITs with at least
-// mma_ptx::kMinRegisters registers whatever cap is asked (runtime/cuda_driver.cpp), so lower caps are one kernel.
+// Whether a generator and strategy make a module of mma.sync kernels: such a module's default cap is at least
+// mma_ptx::kMinRegisters (KernelVariant::jit_register_cap).
 bool uses_tensor_cores(const std::string &family, const std::string &strategy);
 
 // "tile_x=16 chunk=32 max_registers=128": the knobs of the table that differ from their declared defaults
@@ -59,8 +59,9 @@ struct KernelVariant {
         if (!loaded.kernel) loaded.kernel = &load_kernel(request(), jit_register_cap());
         return *loaded.kernel;
     }
-    // The cap its module is JIT-compiled at: register_cap(*this) on CUDA, raised to the mma.sync floor for a
-    // tensor-core module (uses_tensor_cores); 0 elsewhere. Variants of one build and one such cap are one kernel.
+    // The cap its module is JIT-compiled at: register_cap(*this) on CUDA, the rule's raised to the mma.sync floor
+    // for a tensor-core module (uses_tensor_cores; a cap set on purpose is kept); 0 elsewhere. Variants of one
+    // build and one such cap are one kernel.
     int jit_register_cap() const;
     struct LoadedOnce {  // load_kernel's entries live as long as the process; copies start empty
         mutable const LoadedKernel *kernel = nullptr;
@@ -104,6 +105,6 @@ const KernelVariant *keep_variant(KernelVariant v);
 void set_register_policy(int max_registers);
 std::string register_policy_description();
 int register_cap(const KernelVariant &v);         // what the policy gives this variant
-void apply_register_cap(const KernelVariant &v);  // before a CUDA launch: sets the variable
+void apply_register_cap(const KernelVariant &v);  // before a CUDA launch: sets the variable (jit_register_cap)
 
 }  // namespace blockfuse

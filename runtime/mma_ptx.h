@@ -46,8 +46,10 @@ bool needs_rewrite(std::string_view ptx);
 // The rewritten module; throws RewriteError.
 std::string rewrite(std::string_view ptx, Stats *stats = nullptr);
 
-// Tensor-core kernels spill below this many registers per thread (ptxas, sm_90): the JIT register cap a
-// rewritten module gets at least, whatever Halide asked for (its default is 64).
+// The widest tensor-core tilings (64 x 64 warp tiles) spill below this many registers per thread (ptxas,
+// sm_90): the least a rewritten module's default cap is (Halide's own default is 64; runtime/kernel_registry.cpp's
+// rule for a block size). A cap set on purpose (a variant's or record's max_registers, the policy, the
+// environment) is the module's as it is: a small tiling fits fewer registers and gains occupancy.
 constexpr int kMinRegisters = 168;
 inline int register_cap(int requested) { return requested >= kMinRegisters ? requested : kMinRegisters; }
 

@@ -2,6 +2,7 @@
 #include "build_info.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/dispatch.h"
+#include "runtime/mma_ptx.h"
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -29,8 +30,10 @@ bool default_flush(const TuningRecord &r) { return r.l2_flush.empty() || r.l2_fl
 
 TuningRecord parse_record(const nlohmann::json &j, const std::string &where) {
     if (!j.is_object()) throw WorkloadError(where + "not a JSON object");
-    if (j.value("version", 1) != 2)
-        throw WorkloadError(where + "not a version 2 record (records name their knobs; see runtime/tuning_records.h)");
+    const int version = j.value("version", 1);
+    if (version != 2 && version != 3)
+        throw WorkloadError(where +
+                            "not a version 2 or 3 record (records name their knobs; see runtime/tuning_records.h)");
     TuningRecord r;
     for (auto [field, dst] : {std::pair{"workload", &r.workload},
                               {"strategy", &r.strategy},
@@ -58,6 +61,11 @@ TuningRecord parse_record(const nlohmann::json &j, const std::string &where) {
     r.max_ms = j.value("max_ms", r.median_ms);
     r.samples = j.value("samples", 0);
     r.max_registers = j.value("max_registers", 0);
+    // Version 2: a tensor-core module JITted at mma_ptx::kMinRegisters whatever lower cap was asked, so that is
+    // the cap its time was measured at (version 3 keeps a cap set on purpose as it is).
+    if (version == 2 && r.max_registers > 0 && r.max_registers < mma_ptx::kMinRegisters &&
+        uses_tensor_cores(r.family, r.strategy))
+        r.max_registers = mma_ptx::kMinRegisters;
     r.commit = j.value("commit", "");
     r.variant = j.value("variant", "");
     r.check = j.value("check", "ok");
@@ -163,7 +171,7 @@ TuningRecord record_of(const KernelVariant &v, const std::string &workload, cons
 }
 
 nlohmann::json record_json(const TuningRecord &r) {
-    nlohmann::json j = {{"version", 2},
+    nlohmann::json j = {{"version", 3},
                         {"workload", r.workload},
                         {"strategy", r.strategy},
                         {"family", r.family},

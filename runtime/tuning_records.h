@@ -1,10 +1,13 @@
 // Tuning records, as TVM keeps them: append-only JSON lines, one measured kernel per line, holding all
 // it takes to rebuild that kernel and to know whether it applies here:
-//   {"version": 2, "workload": "mbconv:n=8,...", "strategy": "fused", "family": "block",
+//   {"version": 3, "workload": "mbconv:n=8,...", "strategy": "fused", "family": "block",
 //    "knobs": {...every schedule knob...}, "max_registers": 64, "target": "cuda:NVIDIA H200:sm_90",
 //    "halide_version": "21.0.0", "commit": "...", "variant": "...", "median_ms": 0.0865, "min_ms": ...,
 //    "max_ms": ..., "samples": 40, "check": "ok", "rel_l2": 1e-7, "failure": "", "tuning_seconds": 2.1,
 //    "build_seconds": 1.6, "searcher": "evolutionary", "trial": 12, "source": "..."}
+// max_registers: the cap the kernel's module was JIT-compiled at (0: the rule, KernelVariant::jit_register_cap).
+// Version 2 records are read too; in them a tensor-core kernel's cap below mma_ptx::kMinRegisters reads as that
+// floor, which the module was raised to then.
 // The dispatcher (runtime/dispatch.h) takes, per workload and strategy, the fastest record that passed its
 // check on this target with this Halide version; a record of another target or Halide version is never
 // applied, and a line says which record applied or that none did.

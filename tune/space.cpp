@@ -1,5 +1,4 @@
 #include "tune/space.h"
-#include "runtime/mma_ptx.h"
 #include "runtime/dispatch.h"
 #include "schedules/heuristics.h"
 #include <algorithm>
@@ -59,11 +58,6 @@ SearchSpace::SearchSpace(const Op &op, const std::string &strategy, Device devic
     if (device == Device::cuda && !pinned.count("max_registers")) {
         Dim d{"max_registers", kRegisterCaps};
         d.values.push_back(base_registers_);
-        // Tensor-core modules get at least mma_ptx::kMinRegisters whatever is asked: lower caps are the same kernel.
-        if (uses_tensor_cores(op.family(strategy), strategy))
-            d.values.erase(std::remove_if(d.values.begin(), d.values.end(),
-                                          [](int r) { return r != 0 && r < mma_ptx::kMinRegisters; }),
-                           d.values.end());
         std::sort(d.values.begin(), d.values.end());
         d.values.erase(std::unique(d.values.begin(), d.values.end()), d.values.end());
         dims_.push_back(d);

@@ -4,7 +4,8 @@
 The kernel's PTX, made now by the gemm generator with the kernel's params (as the kernel cache makes it: the
 CUDA target `blockfuse info` prints), goes through the load-time rewrite (tests/mma_ptx_tool, the code
 runtime/cuda_driver.cpp runs at module load), then ptxas -arch=sm_90 at the register cap the JIT gets
-(`blockfuse info`'s regs=, raised to runtime/mma_ptx.h's floor of 168), then cuobjdump. Per entry (the
+(`blockfuse info`'s regs=: a cap set on purpose as it is, the rule's raised to runtime/mma_ptx.h's floor of 168),
+then cuobjdump. Per entry (the
 whole-tile specialization and the general one) it must hold exactly the HMMA and LDSM the tiling implies
 per K step (warp_m/16 x warp_n/8 HMMA.16816.F32 and warp_m/16 + warp_n/16 LDSM.16.M88.4 per 16 of K, or
 warp_n/8 LDSM.16.M88.2 for B when warp_n/8 is odd; a grouped convolution's A once per window of the warp): whole K steps in the function and in each K loop
@@ -241,7 +242,7 @@ def gemm_kernel_ptx(cli, generator, kernel, work):
         return f"generating {kernel}: {g.stderr.strip()[-2000:]}"
     # split K: two kernels (the accumulators' and the epilogue's), each whole tiles and general
     entries = 4 if split_k(knobs) else 2
-    return (code, max(int(m.group(1)), MIN_REGISTERS),
+    return (code, int(m.group(1)),
             lambda name: None if split_epilogue(name, knobs) else gemm_expectation(knobs), entries)
 
 
@@ -266,10 +267,11 @@ def generated_kernel_ptx(cli, key, strategy, work, knobs=()):
     if g.returncode or len(ptx) != 1 or len(desc) != 1:
         return f"blockfuse generate {key} --strategy {strategy}: {(g.stderr or g.stdout).strip()[-2000:]}"
     d = json.load(open(desc[0]))
-    # runtime/kernel_registry.cpp register_cap: the variant's cap, else 64K registers over the block's warps
-    # allocated in groups of 4; runtime/mma_ptx.h raises it to its floor.
+    # runtime/kernel_registry.cpp jit_register_cap: the variant's cap set on purpose, else 64K registers over the
+    # block's warps allocated in groups of 4, raised to runtime/mma_ptx.h's floor.
     warps = max(1, (int(d["threads_per_block"]) + 31) // 32)
-    cap = int(d["max_registers"]) or min(255, max(16, 65536 // (((warps + 3) // 4 * 4) * 32) // 8 * 8))
+    cap = int(d["max_registers"]) or max(MIN_REGISTERS,
+                                         min(255, max(16, 65536 // (((warps + 3) // 4 * 4) * 32) // 8 * 8)))
     knobs = d["knobs"]
     params = dict(p.split("=", 1) for p in d.get("generator_params", []))
     n_of = block_layer_channels(params) if d["family"] == "block" else []
@@ -295,7 +297,7 @@ def generated_kernel_ptx(cli, key, strategy, work, knobs=()):
         return gemm_expectation({k[len(p):]: v for k, v in knobs.items() if k.startswith(p)},
                                 n_of[i] if i < len(n_of) else None, window_n)
 
-    return ptx[0], max(cap, MIN_REGISTERS), tiling, None
+    return ptx[0], cap, tiling, None
 
 
 def conv_window_n(params):

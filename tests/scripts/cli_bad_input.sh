@@ -30,7 +30,7 @@ bad_records=$(mktemp)
 echo '{"version": 2, "workload": "conv2d:n=1,c=8", "strategy": "direct", "family": "conv2d", "knobs": {}, "target": "cpu", "halide_version": "21.0.0", "median_ms": 1}' > "$bad_records"
 expect "line 1: invalid workload" bench --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --tuning-records "$bad_records"
 echo '{"workload": "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3", "target": "cpu", "variant": "x", "median_ms": 1}' > "$bad_records"
-expect "line 1: not a version 2 record" bench --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --tuning-records "$bad_records"
+expect "line 1: not a version 2 or 3 record" bench --workload "conv2d:n=1,c=8,h=4,w=4,k=8,r=3,s=3,pad=1" --tuning-records "$bad_records"
 rm -f "$bad_records"
 # Kernels on demand: a strategy the workload does not have, a knob the schedule does not declare, a bad device.
 expect "strategy 'depth_first' does not apply" generate "mbconv:n=1,c=8,h=9,w=9,e=2" --strategy depth_first --out /tmp

@@ -119,7 +119,8 @@ TEST_CASE("held knobs (tune --knob) leave the space and every candidate; unknown
     CHECK_THROWS_AS(SearchSpace(*op, "fused", Device::cuda, kH200, {{"tile_x", 4096}}), WorkloadError);
 }
 
-TEST_CASE("a tensor-core module's register caps below the mma.sync floor are not searched: they are one kernel") {
+TEST_CASE(
+    "a tensor-core module's register caps: the rule's is raised to the mma.sync floor, one set on purpose is kept") {
     const char *spaces[][2] = {
         {"mbconv:n=8,c=24,h=56,w=56,e=6,k=3,stride=1,dtype=f16", "fused_tc"},
         {"ffn:n=8,c=64,h=28,w=28,e=4,dtype=f16", "layer_by_layer_tc"},
@@ -132,16 +133,15 @@ TEST_CASE("a tensor-core module's register caps below the mma.sync floor are not
         const auto regs = std::find_if(space.dims().begin(), space.dims().end(),
                                        [](const SearchSpace::Dim &d) { return d.name == "max_registers"; });
         REQUIRE(regs != space.dims().end());
-        CHECK(regs->values.size() >= 2);
-        for (int r : regs->values) CHECK((r == 0 || r >= 168));
-        // A cap held below the floor is the floor's kernel, the one the tuner measures once.
-        const SearchSpace low(*op, strategy, Device::cuda, kH200, {{"max_registers", 64}});
-        const SearchSpace floor(*op, strategy, Device::cuda, kH200, {{"max_registers", 168}});
+        // Below the floor too: a small tiling gains occupancy there (bench/results/h100/packed-taps/).
+        CHECK(std::count(regs->values.begin(), regs->values.end(), 128) == 1);
+        CHECK(std::count(regs->values.begin(), regs->values.end(), 168) == 1);
+        const SearchSpace low(*op, strategy, Device::cuda, kH200, {{"max_registers", 128}});
+        const SearchSpace rule(*op, strategy, Device::cuda, kH200, {{"max_registers", 0}});
         const auto *a = low.kernel(low.default_candidate(), "test");
-        const auto *b = floor.kernel(floor.default_candidate(), "test");
-        CHECK(a->max_registers == 64);
-        CHECK(a->jit_register_cap() == 168);
-        CHECK(b->jit_register_cap() == 168);
+        const auto *b = rule.kernel(rule.default_candidate(), "test");
+        CHECK(a->jit_register_cap() == 128);
+        CHECK(b->jit_register_cap() >= 168);
     }
     // A CUDA-core kernel keeps every cap.
     const auto op = parse_op(kSpaces[0][0]);

@@ -140,6 +140,35 @@ TEST_CASE("a CUDA record says which L2 flush it was timed with, and keeps it thr
     std::remove(q.c_str());
 }
 
+TEST_CASE("a version 2 record's tensor-core cap below the mma.sync floor reads as the floor it ran at; version 3 "
+          "keeps it",
+          "[records]") {
+    const std::string cuda = "cuda:NVIDIA H200:sm_90", tc = "conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3,pad=1,dtype=f16";
+    std::string v3 = record_line(tc, "tensor_cores", "conv2d_tc", "{}", cuda, 0.4, R"(, "max_registers": 128)");
+    v3.replace(v3.find(R"("version": 2)"), 12, R"("version": 3)");
+    const std::string p =
+        write_temp("records_caps.jsonl",
+                   record_line(tc, "tensor_cores", "conv2d_tc", "{}", cuda, 0.5, R"(, "max_registers": 96)") +
+                       record_line(tc, "tensor_cores", "conv2d_tc", "{}", cuda, 0.6, R"(, "max_registers": 255)") +
+                       record_line(kConv, "direct", "conv2d", "{}", cuda, 0.7, R"(, "max_registers": 64)") + v3);
+    const TuningRecords r = TuningRecords::load({p});
+    REQUIRE(r.records.size() == 4);
+    CHECK(r.records[0].max_registers == 168);  // JITted at the floor then
+    CHECK(r.records[1].max_registers == 255);
+    CHECK(r.records[2].max_registers == 64);  // a CUDA-core kernel's cap was always its own
+    CHECK(r.records[3].max_registers == 128);
+    // written back as version 3, the caps they ran at
+    const std::string q = std::string(BLOCKFUSE_TEST_TMP) + "/records_caps_out.jsonl";
+    std::remove(q.c_str());
+    append_records(q, r.records);
+    std::ifstream in(q);
+    const std::string first((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(first.find(R"("version":3)") != std::string::npos);
+    CHECK(TuningRecords::load({q}).records[0].max_registers == 168);
+    std::remove(p.c_str());
+    std::remove(q.c_str());
+}
+
 TEST_CASE("a bad tuning-records file is one clear error naming the file and the line", "[records]") {
     CHECK_THROWS_WITH(TuningRecords::load({std::string(BLOCKFUSE_TEST_TMP) + "/no_such_records.jsonl"}),
                       Catch::Contains("no_such_records.jsonl': no such file"));
@@ -147,7 +176,7 @@ TEST_CASE("a bad tuning-records file is one clear error naming the file and the 
     const std::vector<std::pair<std::string, std::string>> bad{
         {record_line(kConv, "direct", "conv2d", "{}", cpu, 1) + "not json\n", "line 2: not a JSON object"},
         {R"({"workload": "conv2d:n=1,c=8,h=9,w=9,k=8,r=3,s=3", "target": "cpu", "variant": "a", "median_ms": 1})",
-         "line 1: not a version 2 record"},
+         "line 1: not a version 2 or 3 record"},
         {record_line(kConv, "direct", "conv2d", "{}", "", 1), "line 1: field 'target'"},
         {record_line(kConv, "direct", "conv2d", "{}", cpu, 0), "line 1: field 'median_ms'"},
         {record_line(kConv, "direct", "conv2d", R"({"chunk": 8})", cpu, 1), "'chunk' is not a knob of the conv2d"},
