@@ -267,9 +267,9 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
         if (v.device == Device::cuda && regs * threads > limits.max_registers)
             throw KernelError(what() + std::to_string(threads) + " threads (its largest kernel) x " +
                               std::to_string(regs) + " registers (the module's cap" +
-                              (v.max_registers > 0 ? ""
-                                                   : ", by default at least " + std::to_string(mma_ptx::kMinRegisters) +
-                                                         " for mma.sync") +
+                              (regs != register_cap(v) ? ", the rule's raised to " +
+                                                             std::to_string(mma_ptx::kMinRegisters) + " for mma.sync"
+                                                       : "") +
                               ") exceed the " + std::to_string(limits.max_registers) + " registers per block");
         const BlockSpec spec = w.spec();
         if (strategy == kFusedTc) {

@@ -7,6 +7,7 @@
 #include "schedules/pool_knobs.h"
 #include "schedules/stem_knobs.h"
 #include <algorithm>
+#include <optional>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
@@ -247,6 +248,24 @@ const char *user_register_setting() {
     }();
     return v.empty() ? nullptr : v.c_str();
 }
+
+// The cap set on purpose for v (the environment, the policy, then the variant's own), if any.
+std::optional<int> cap_set_on_purpose(const KernelVariant &v) {
+    if (const char *u = user_register_setting()) return std::atoi(u);
+    if (g_register_policy > 0) return g_register_policy;
+    if (v.max_registers > 0) return v.max_registers;
+    return std::nullopt;
+}
+
+// The rule's cap: the most registers v's block size allows.
+int rule_cap(const KernelVariant &v) {
+    // Registers are allocated to warps in groups of 4 (warp allocation granularity on sm_70 to
+    // sm_90): a 9-warp block holds 12 warps' registers. Counting 9 let a 288-thread variant JIT
+    // at 224 registers and fail its launch with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (H200).
+    const int warps = std::max(1, (v.threads_per_block() + 31) / 32);
+    const int allocated_warps = (warps + 3) / 4 * 4;
+    return std::clamp(65536 / (allocated_warps * 32) / 8 * 8, 16, 255);
+}
 }  // namespace
 
 void set_register_policy(int max_registers) {
@@ -262,17 +281,7 @@ std::string register_policy_description() {
            "multiple of 8, at most 255";
 }
 
-int register_cap(const KernelVariant &v) {
-    if (const char *u = user_register_setting()) return std::atoi(u);
-    if (g_register_policy > 0) return g_register_policy;
-    if (v.max_registers > 0) return v.max_registers;
-    // Registers are allocated to warps in groups of 4 (warp allocation granularity on sm_70 to
-    // sm_90): a 9-warp block holds 12 warps' registers. Counting 9 let a 288-thread variant JIT
-    // at 224 registers and fail its launch with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (H200).
-    const int warps = std::max(1, (v.threads_per_block() + 31) / 32);
-    const int allocated_warps = (warps + 3) / 4 * 4;
-    return std::clamp(65536 / (allocated_warps * 32) / 8 * 8, 16, 255);
-}
+int register_cap(const KernelVariant &v) { return cap_set_on_purpose(v).value_or(rule_cap(v)); }
 
 bool uses_tensor_cores(const std::string &family, const std::string &strategy) {
     return mma_ptx::tensor_core_family(family) || (family == "block" && tensor_core_strategy(strategy));
@@ -280,9 +289,8 @@ bool uses_tensor_cores(const std::string &family, const std::string &strategy) {
 
 int KernelVariant::jit_register_cap() const {
     if (device != Device::cuda) return 0;
-    const int cap = register_cap(*this);
-    const bool on_purpose = user_register_setting() || g_register_policy > 0 || max_registers > 0;
-    return uses_tensor_cores(family, param("strategy")) && !on_purpose ? mma_ptx::register_cap(cap) : cap;
+    if (const auto set = cap_set_on_purpose(*this)) return *set;
+    return uses_tensor_cores(family, param("strategy")) ? mma_ptx::register_cap(rule_cap(*this)) : rule_cap(*this);
 }
 
 void apply_register_cap(const KernelVariant &v) {
