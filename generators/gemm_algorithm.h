@@ -28,6 +28,10 @@ struct GemmTiling {
     int warps_m = 2, warps_n = 2;
     int k_step = 32;  // K per shared panel, a multiple of 16
     int split_k = 1;  // K split over this many blocks per output tile (partial sums added in the epilogue)
+    // Hopper's wgmma instead of mma.sync: each 4 warps along M a warpgroup whose instruction covers 64 x warp_n
+    // (warp_m = 16, one warp along N), A and B read by the tensor cores from the panels in shared memory (no ldmatrix,
+    // no fragments in registers); the panels then in core matrices, (ke, row % 8, kg, row / 8).
+    bool wgmma = false;
     int mt_count() const { return warp_m / mma::kTileM; }
     int nt_count() const { return warp_n / mma::kTileN; }
     int block_m() const { return warp_m * warps_m; }
@@ -39,11 +43,12 @@ struct GemmFuncs {
     // The panels a block stages in shared memory: A's (B's) bits, zero outside M x K (N x K), indexed by
     // (k % 8, k / 8, row), so that a row's 8-element groups are whole vectors in every schedule.
     Halide::Func a_panel;  // (ke, kg, m[, win]): win, the output columns' window where A has windows (GemmIo)
-    Halide::Func b_panel;  // (ke, kg, n)
-    Halide::Func a_frag;   // (r, lane, mt, wm, bm, kt[, win]): A register r of instruction tile (mt, wm, bm), K step kt
-    Halide::Func b_frag;   // (j, lane, np, wn, bn, kt): register j of the B fragments of n-tiles 2np, 2np+1
-                           // (j = 2 * (nt % 2) + r; one n-tile, j = r, where nt_count is odd)
-    Halide::Func acc;      // (q, lane, nt, mt, wn, wm, bn, bm[, ks]), f32: pure = 0, update over rk
+    Halide::Func b_panel;  // (ke, kg, n); with wgmma both (ke, ri, kg, ro): row 8 ro + ri (core matrices of 8 rows)
+    // Undefined with wgmma (the tensor cores read the panels):
+    Halide::Func a_frag;  // (r, lane, mt, wm, bm, kt[, win]): A register r of instruction tile (mt, wm, bm), K step kt
+    Halide::Func b_frag;  // (j, lane, np, wn, bn, kt): register j of the B fragments of n-tiles 2np, 2np+1
+                          // (j = 2 * (nt % 2) + r; one n-tile, j = r, where nt_count is odd)
+    Halide::Func acc;     // (q, lane, nt, mt, wn, wm, bn, bm[, ks]), f32: pure = 0, update over rk
     // Split K (split_k > 1): acc has a last dimension, the split ks, whose K steps are the panels ks, ks + split_k,
     // ks + 2 split_k, ... (ceil(panels / split_k) of them); `partial` is acc as a stage of its own (a global f32
     // workspace, its own kernel), which the epilogue sums over ks. Undefined without a split.
@@ -53,12 +58,13 @@ struct GemmFuncs {
     Halide::RDom rc;        // (q0, mh, nt, mt, lane, wn, wm, bn, bm): the C registers, see gemm()
     Halide::RDom rk;        // (K step of 16 within a panel, panel): ceil(K / k_step) whole panels
     Halide::Var r{"r"}, lane{"lane"}, q{"q"}, nt{"nt"}, np{"np"}, mt{"mt"}, wn{"wn"}, wm{"wm"}, bn{"bn"}, bm{"bm"},
-        kt{"kt"}, k{"k"}, m{"m"}, n{"n"}, ke{"ke"}, kg{"kg"}, ks{"ks"}, win{"win"};
+        kt{"kt"}, k{"k"}, m{"m"}, n{"n"}, ke{"ke"}, kg{"kg"}, ks{"ks"}, win{"win"}, ri{"ri"}, ro{"ro"};
     // > 0 (GemmIo::window_n): A depends on the output columns' window, the last dimension of a_panel and a_frag.
     int window_n = 0;
     Halide::Expr activation;  // the runtime activation id
     Halide::Expr exact;       // M, N and K are whole tiles: the panels need no clamps (schedules specialize on it)
     bool b_pairs = true;      // B fragments loaded two n-tiles at a time (ldmatrix.x4)
+    bool wgmma = false;       // GemmTiling::wgmma
     bool prefetch = false;    // set by the schedule: the K loop pipelined by schedules/panel_prefetch.h
     int stages = 1;           // set by the schedule: > 1, the panels a ring of that many K steps (same header)
 };
@@ -126,7 +132,8 @@ struct GemmIo {
     std::string prefix;  // of every Func's name: several GEMMs in one pipeline (a block's layers)
 };
 
-// fragment_mutation = 1 (tests only): A registers 1 and 2 swapped, a wrong layout the checks must catch.
+// fragment_mutation = 1 (tests only): A registers 1 and 2 swapped (wgmma: A's K halves), a wrong layout the checks
+// must catch.
 // On CUDA targets the instructions are the externs runtime/mma_ptx.cpp rewrites; elsewhere they are emulated.
 inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide::Func &bias, const GemmShape &s,
                       const Halide::Expr &activation, const GemmTiling &t, mma::Elem elem, const Halide::Target &target,
@@ -161,57 +168,85 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
         return args;
     };
 
-    f.a_panel = Func(io.prefix + "a_panel");
-    f.a_panel(with_window_var({f.ke, f.kg, m}, f.win)) =
-        io.a_element(f.ke, f.kg, m, f.exact, windows ? Expr(f.win) : Expr());
-    f.b_panel = Func(io.prefix + "b_panel");
-    f.b_panel(f.ke, f.kg, n) = zero_filled(B, f.ke, f.kg, n, s.N, s, f.exact);
-
-    // A: one ldmatrix.x4 per instruction tile and K step; rows mt * 16 of the warp's rows.
-    Expr a_reg = fragment_mutation == 1 ? select(r == 1, 2, r == 2, 1, r) : Expr(r);
-    f.a_frag = Func(io.prefix + "a_frag");
-    f.a_frag(with_window_var({r, lane, f.mt, f.wm, f.bm, f.kt}, f.win)) = ldmatrix(
-        4, a_reg, lane,
-        [&](const Expr &kk, const Expr &row) {
-            return f.a_panel(with_window({kk % 8, kk / 8, row}, f.win));
-        },
-        [&](const Expr &l) {
-            return std::pair{f.kt * kTileK + ldsm_a_k(l), f.bm * BM + f.wm * t.warp_m + f.mt * kTileM + ldsm_a_row(l)};
-        },
-        native);
-
-    // B: two n-tiles per ldmatrix.x4 (one with x2 where the warp has an odd number of n-tiles).
-    f.b_pairs = NT % 2 == 0;
-    const int tiles_per_load = f.b_pairs ? 2 : 1;
-    f.b_frag = Func(io.prefix + "b_frag");
-    f.b_frag(r, lane, f.np, f.wn, f.bn, f.kt) = ldmatrix(
-        2 * tiles_per_load, r, lane, [&](const Expr &kk, const Expr &col) { return f.b_panel(kk % 8, kk / 8, col); },
-        [&](const Expr &l) {
-            Expr col = f.b_pairs ? ldsm_b_col(l) : ldsm_b_col(l) % 8;
-            return std::pair{f.kt * kTileK + ldsm_b_k(l),
-                             f.bn * BN + f.wn * t.warp_n + f.np * (kTileN * tiles_per_load) + col};
-        },
-        native);
-
+    f.wgmma = t.wgmma;
+    if (t.wgmma &&
+        (windows || t.warp_m != kTileM || t.warps_m % kWgmmaWarps || t.warps_n != 1 || t.warp_n > kWgmmaMaxN))
+        throw CompileError("gemm: wgmma needs warp_m = 16, warps_m a multiple of 4, warps_n = 1, warp_n <= 256 and no "
+                           "grouped windows");
     const bool split = t.split_k > 1;
     f.rk = RDom(0, t.kt_per_step(), 0, split ? split_panels : panels, io.prefix + "rk");
     // Split ks takes every split_k-th panel from panel ks (a constant stride: bounds inference then proves each
     // fragment a single K step; a block of contiguous panels, ks x a run-time count, it could not for a run-time K).
     Expr kt = (split ? f.rk.y * t.split_k + f.ks : Expr(f.rk.y)) * t.kt_per_step() + f.rk.x;
-    // The window of n-tile (nt, wn, bn): its first column over window_n.
-    const Expr window = windows ? (f.bn * BN + f.wn * t.warp_n + f.nt * kTileN) / io.window_n : Expr();
-    auto a_at = [&](const Expr &reg, const Expr &l) {
-        return f.a_frag(with_window({reg, l, f.mt, f.wm, f.bm, kt}, window));
-    };
-    auto b_at = [&](const Expr &reg, const Expr &l) {
-        if (!f.b_pairs) return f.b_frag(reg, l, f.nt, f.wn, f.bn, kt);
-        return f.b_frag(2 * (f.nt % 2) + reg, l, f.nt / 2, f.wn, f.bn, kt);
-    };
     f.acc = Func(io.prefix + "acc");
     std::vector<Var> acc_args{f.q, lane, f.nt, f.mt, f.wn, f.wm, f.bn, f.bm};
     if (split) acc_args.push_back(f.ks);
     f.acc(acc_args) = 0.0f;
-    f.acc(acc_args) = mma::mma(elem, f.q, lane, a_at, b_at, f.acc(acc_args), native);
+    if (t.wgmma) {
+        // Core-matrix panels: element (k, row) at (k % 8, row % 8, k / 8, row / 8), each 8 rows x 16 bytes one
+        // contiguous core matrix as wgmma's descriptors read them.
+        f.a_panel = Func(io.prefix + "a_panel");
+        f.a_panel(f.ke, f.ri, f.kg, f.ro) = io.a_element(f.ke, f.kg, 8 * f.ro + f.ri, f.exact, Expr());
+        f.b_panel = Func(io.prefix + "b_panel");
+        f.b_panel(f.ke, f.ri, f.kg, f.ro) = zero_filled(B, f.ke, f.kg, 8 * f.ro + f.ri, s.N, s, f.exact);
+        auto core = [](const Func &p, const Expr &k, const Expr &row) { return p(k % 8, row % 8, k / 8, row / 8); };
+        // The warpgroup of warp wm holds rows (wm / 4) x 64 of the block's; its warp wm % 4 rows 16 (wm % 4) on.
+        Expr a_row0 = f.bm * BM + (f.wm / kWgmmaWarps) * kWgmmaM, b_col0 = f.bn * BN + f.wn * t.warp_n;
+        f.acc(acc_args) = mma::wgmma(
+            elem, t.warp_n, 4 * f.nt + f.q, lane, f.wm % kWgmmaWarps,
+            [&](const Expr &kk, const Expr &row) {
+                // fragment_mutation = 1: the K halves of A swapped (a wrong layout the checks must catch)
+                Expr ka = fragment_mutation == 1 ? (kk + 8) % kTileK : kk;
+                return core(f.a_panel, kt * kTileK + ka, a_row0 + row);
+            },
+            [&](const Expr &kk, const Expr &col) { return core(f.b_panel, kt * kTileK + kk, b_col0 + col); },
+            f.acc(acc_args), native);
+    } else {
+        f.a_panel = Func(io.prefix + "a_panel");
+        f.a_panel(with_window_var({f.ke, f.kg, m}, f.win)) =
+            io.a_element(f.ke, f.kg, m, f.exact, windows ? Expr(f.win) : Expr());
+        f.b_panel = Func(io.prefix + "b_panel");
+        f.b_panel(f.ke, f.kg, n) = zero_filled(B, f.ke, f.kg, n, s.N, s, f.exact);
+
+        // A: one ldmatrix.x4 per instruction tile and K step; rows mt * 16 of the warp's rows.
+        Expr a_reg = fragment_mutation == 1 ? select(r == 1, 2, r == 2, 1, r) : Expr(r);
+        f.a_frag = Func(io.prefix + "a_frag");
+        f.a_frag(with_window_var({r, lane, f.mt, f.wm, f.bm, f.kt}, f.win)) = ldmatrix(
+            4, a_reg, lane,
+            [&](const Expr &kk, const Expr &row) {
+                return f.a_panel(with_window({kk % 8, kk / 8, row}, f.win));
+            },
+            [&](const Expr &l) {
+                return std::pair{f.kt * kTileK + ldsm_a_k(l),
+                                 f.bm * BM + f.wm * t.warp_m + f.mt * kTileM + ldsm_a_row(l)};
+            },
+            native);
+
+        // B: two n-tiles per ldmatrix.x4 (one with x2 where the warp has an odd number of n-tiles).
+        f.b_pairs = NT % 2 == 0;
+        const int tiles_per_load = f.b_pairs ? 2 : 1;
+        f.b_frag = Func(io.prefix + "b_frag");
+        f.b_frag(r, lane, f.np, f.wn, f.bn, f.kt) = ldmatrix(
+            2 * tiles_per_load, r, lane,
+            [&](const Expr &kk, const Expr &col) { return f.b_panel(kk % 8, kk / 8, col); },
+            [&](const Expr &l) {
+                Expr col = f.b_pairs ? ldsm_b_col(l) : ldsm_b_col(l) % 8;
+                return std::pair{f.kt * kTileK + ldsm_b_k(l),
+                                 f.bn * BN + f.wn * t.warp_n + f.np * (kTileN * tiles_per_load) + col};
+            },
+            native);
+
+        // The window of n-tile (nt, wn, bn): its first column over window_n.
+        const Expr window = windows ? (f.bn * BN + f.wn * t.warp_n + f.nt * kTileN) / io.window_n : Expr();
+        auto a_at = [&](const Expr &reg, const Expr &l) {
+            return f.a_frag(with_window({reg, l, f.mt, f.wm, f.bm, kt}, window));
+        };
+        auto b_at = [&](const Expr &reg, const Expr &l) {
+            if (!f.b_pairs) return f.b_frag(reg, l, f.nt, f.wn, f.bn, kt);
+            return f.b_frag(2 * (f.nt % 2) + reg, l, f.nt / 2, f.wn, f.bn, kt);
+        };
+        f.acc(acc_args) = mma::mma(elem, f.q, lane, a_at, b_at, f.acc(acc_args), native);
+    }
     if (split) {
         f.partial = Func(io.prefix + "partial");
         f.partial(acc_args) = f.acc(acc_args);

@@ -96,4 +96,27 @@ inline Halide::Expr mma(Elem e, const Halide::Expr &q, const Halide::Expr &lane,
     return d;
 }
 
+// Register i (of n / 2) of wgmma.m64n{n}k16's D for lane `lane` of warp `warp` (0-3) of the warpgroup, c that lane's
+// register i of C; a(k, row) is the bits of the warpgroup's 64 x 16 A tile (row 0-63, k 0-15) in a core-matrix panel,
+// b(k, col) those of the n x 16 B tile. Native: an impure extern (never moved across a barrier) carrying, for each
+// operand, its panel elements at (k, row) = (0, 0), (0, 1), (8, 0), (0, 8) and its last: the kernel's lowering pass
+// turns them into the tile's shared byte address and the byte offsets between core matrices along K and along the
+// rows, having checked that a core matrix's rows are 16 contiguous bytes each (schedules/mma_lowering.h); the last
+// tells bounds inference the whole tile is read. Emulated: the 16-term dot
+// product of the register's row and column, read from the panels.
+inline Halide::Expr wgmma(Elem e, int n, const Halide::Expr &i, const Halide::Expr &lane, const Halide::Expr &warp,
+                          const PanelAt &a, const PanelAt &b, const Halide::Expr &c, bool native) {
+    using namespace Halide;
+    if (native) {
+        return Internal::Call::make(Float(32), e == Elem::f16 ? kWgmmaF16 : kWgmmaBf16,
+                                    {i, n, a(0, 0), a(0, 1), a(8, 0), a(0, 8), a(15, kWgmmaM - 1), b(0, 0), b(0, 1),
+                                     b(8, 0), b(0, 8), b(15, n - 1), c},
+                                    Internal::Call::Extern);
+    }
+    Expr q = i % 4, row = kTileM * warp + c_row(q, lane), col = kTileN * (i / 4) + c_col(q, lane);
+    Expr d = c;
+    for (int k = 0; k < kTileK; ++k) d = d + b16_to_f32(a(k, row), e) * b16_to_f32(b(k, col), e);
+    return d;
+}
+
 }  // namespace blockfuse::mma

@@ -30,6 +30,7 @@ LaunchLimits launch_limits(Device device) {
         // with opt-in: Halide's launches get it through runtime/cuda_driver.cpp's cuLaunchKernel
         l.max_shared = cuda::device().max_shared_per_block_optin;
         if (cuda::device().max_registers_per_block > 0) l.max_registers = cuda::device().max_registers_per_block;
+        l.compute_capability = 10 * cuda::device().cc_major + cuda::device().cc_minor;
         return l;
     }
     // No GPU here: the GPU the kernels are for (BLOCKFUSE_GPU "NAME:sm_XY"), by the opt-in shared memory
@@ -39,6 +40,7 @@ LaunchLimits launch_limits(Device device) {
     const size_t at = g.rfind(":sm_");
     if (at == std::string::npos) return l;
     const int sm = std::atoi(g.c_str() + at + 4);
+    l.compute_capability = sm;
     l.max_shared = sm == 80 || sm == 87    ? 163 * 1024
                    : sm == 90 || sm == 100 ? 227 * 1024
                    : sm >= 80              ? 99 * 1024

@@ -62,6 +62,7 @@ struct LaunchLimits {
     int max_threads = 1024;
     long long max_shared = 48 * 1024;
     long long max_registers = 65536;
+    int compute_capability = 0;  // 10 major + minor (90: Hopper); 0 unknown (no GPU, BLOCKFUSE_GPU unset)
 };
 LaunchLimits launch_limits(Device device);
 

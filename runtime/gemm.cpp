@@ -175,6 +175,9 @@ std::string tensor_core_launch_error(const KernelVariant &v, long long m, long l
                            "rows of them), not {}",
                            kn.stages, channels);
     if (v.device == Device::cpu) return "";
+    if (kn.wgmma && limits.compute_capability && limits.compute_capability != 90)
+        return fmt::format("wgmma = 1 needs a GPU of compute capability 9.0 (its sm_90a instructions), not {}.{}",
+                           limits.compute_capability / 10, limits.compute_capability % 10);
     const GemmLaunch l = tensor_core_launch(v, m, n, a_windows);
     std::string why = launch_limit_violation(l.shape, limits);
     if (why.empty() && 1LL * l.registers * l.shape.threads > limits.max_registers)

@@ -12,14 +12,30 @@
 namespace blockfuse::mma_ptx {
 namespace {
 
-enum class Op { mma_f16, mma_bf16, ldmatrix_x4, ldmatrix_x2, cp_async_16, cp_async_commit, cp_async_wait };
+enum class Op {
+    mma_f16,
+    mma_bf16,
+    ldmatrix_x4,
+    ldmatrix_x2,
+    cp_async_16,
+    cp_async_commit,
+    cp_async_wait,
+    wgmma_f16,
+    wgmma_bf16,
+    fence_proxy_async
+};
 
 // The externs the rewrite knows, once: their names and what each stands for.
-constexpr std::pair<const char *, Op> kExterns[] = {
-    {mma::kMmaF16, Op::mma_f16},           {mma::kMmaBf16, Op::mma_bf16},
-    {mma::kLdmatrixX4, Op::ldmatrix_x4},   {mma::kLdmatrixX2, Op::ldmatrix_x2},
-    {mma::kCpAsync16, Op::cp_async_16},    {mma::kCpAsyncCommit, Op::cp_async_commit},
-    {mma::kCpAsyncWait, Op::cp_async_wait}};
+constexpr std::pair<const char *, Op> kExterns[] = {{mma::kMmaF16, Op::mma_f16},
+                                                    {mma::kMmaBf16, Op::mma_bf16},
+                                                    {mma::kLdmatrixX4, Op::ldmatrix_x4},
+                                                    {mma::kLdmatrixX2, Op::ldmatrix_x2},
+                                                    {mma::kCpAsync16, Op::cp_async_16},
+                                                    {mma::kCpAsyncCommit, Op::cp_async_commit},
+                                                    {mma::kCpAsyncWait, Op::cp_async_wait},
+                                                    {mma::kWgmmaF16, Op::wgmma_f16},
+                                                    {mma::kWgmmaBf16, Op::wgmma_bf16},
+                                                    {mma::kFenceProxyAsync, Op::fence_proxy_async}};
 
 std::optional<Op> known_extern(const std::string &name) {
     for (const auto &[n, op] : kExterns)
@@ -32,15 +48,20 @@ std::string known_externs() {
     return out;
 }
 bool is_mma(Op op) { return op == Op::mma_f16 || op == Op::mma_bf16; }
-// The asynchronous copies: one call, one instruction (no group).
-bool is_single(Op op) { return op == Op::cp_async_16 || op == Op::cp_async_commit || op == Op::cp_async_wait; }
-int members_of(Op op) { return op == Op::ldmatrix_x2 ? 2 : 4; }
+bool is_wgmma(Op op) { return op == Op::wgmma_f16 || op == Op::wgmma_bf16; }
+// The asynchronous copies and the proxy fence: one call, one instruction (no group).
+bool is_single(Op op) {
+    return op == Op::cp_async_16 || op == Op::cp_async_commit || op == Op::cp_async_wait || op == Op::fence_proxy_async;
+}
 size_t params_of(Op op) {
     switch (op) {
     case Op::mma_f16:
     case Op::mma_bf16: return 8;
+    case Op::wgmma_f16:
+    case Op::wgmma_bf16: return 9;
     case Op::cp_async_16: return 3;
-    case Op::cp_async_commit: return 0;
+    case Op::cp_async_commit:
+    case Op::fence_proxy_async: return 0;
     case Op::cp_async_wait: return 1;
     default: return 2;
     }
@@ -82,15 +103,21 @@ struct ScopedTemps {
     }
 };
 
-std::set<std::string> registers_in(const std::string &text) {
-    std::set<std::string> out;
+// f(start, end) for each register name (%name) in text.
+template <class F>
+void scan_registers(const std::string &text, F f) {
     for (size_t i = 0; i < text.size(); ++i) {
         if (text[i] != '%') continue;
         size_t j = i + 1;
         while (j < text.size() && (std::isalnum((unsigned char)text[j]) || text[j] == '_')) ++j;
-        if (j > i + 1) out.insert(text.substr(i, j - i));
+        if (j > i + 1) f(i, j);
         i = j - 1;
     }
+}
+
+std::set<std::string> registers_in(const std::string &text) {
+    std::set<std::string> out;
+    scan_registers(text, [&](size_t a, size_t b) { out.insert(text.substr(a, b - a)); });
     return out;
 }
 
@@ -101,13 +128,16 @@ struct Instr {
     std::set<std::string> defs, uses;
     // members
     Op op{};
-    int index = -1;                     // q or r
-    std::vector<std::string> operands;  // the extern's arguments, in order
+    int members = 0;                      // calls in the group: 4 (mma, ldmatrix.x4), 2 (x2), n / 2 (wgmma)
+    bool wgmma = false;                   // a fused wgmma (committed, its wait placed by wait_for_wgmma)
+    std::vector<std::string> wg_c, wg_d;  // a fused wgmma's C and D registers, as the call blocks named them
+    int index = -1;                       // q, r or i
+    std::vector<std::string> operands;    // the extern's arguments, in order
     std::string result;
     std::string key;  // what the members of one group share: the extern and every operand but the index and c
     void set_key() {
         key = std::to_string(int(op));
-        const size_t shared = is_mma(op) ? 7 : operands.size();
+        const size_t shared = is_mma(op) || is_wgmma(op) ? operands.size() - 1 : operands.size();
         for (size_t i = 1; i < shared; ++i) key += "|" + operands[i];
     }
 };
@@ -142,6 +172,8 @@ public:
         }
         return out.str();
     }
+
+    bool hopper = false;  // an instruction of sm_90a was written (wgmma, the async proxy's fence)
 
 private:
     Stats *stats;
@@ -197,13 +229,16 @@ private:
             body.push_back(statement(lines[i]));
         }
         if (i == lines.size()) fail("function body not closed");
-        const int before = stats ? stats->mma + stats->ldmatrix_x4 + stats->ldmatrix_x2 : 0;
+        const int before = stats ? stats->mma + stats->ldmatrix_x4 + stats->ldmatrix_x2 + stats->wgmma : 0;
         fuse_all(body);
+        chain_wgmma(body);
+        wait_for_wgmma(body);
         for (const Instr &in : body) {
             if (in.kind == Instr::member) fail("member left unfused (internal error)");
             for (const auto &l : in.lines) out << l << "\n";
         }
-        if (stats && stats->mma + stats->ldmatrix_x4 + stats->ldmatrix_x2 > before) stats->kernels.push_back(kernel);
+        if (stats && stats->mma + stats->ldmatrix_x4 + stats->ldmatrix_x2 + stats->wgmma > before)
+            stats->kernels.push_back(kernel);
         out << lines[i] << "\n";
         kernel = "(module)";
         return i + 1;
@@ -317,8 +352,19 @@ private:
         const std::string &idx = in.operands[0];
         if (!is_constant(idx)) fail(callee + " register index '" + idx + "' is not a constant");
         in.index = std::stoi(idx);
-        if (in.index >= members_of(*op))
-            fail(callee + " register index " + idx + " out of range 0.." + std::to_string(members_of(*op) - 1));
+        in.members = *op == Op::ldmatrix_x2 ? 2 : 4;
+        if (is_wgmma(*op)) {  // n / 2 registers, n a constant multiple of 8 up to 256
+            const std::string &n = in.operands[1];
+            if (!is_constant(n) || std::stoi(n) % 8 || std::stoi(n) < 8 || std::stoi(n) > mma::kWgmmaMaxN)
+                fail(callee + " with n '" + n + "', not a constant multiple of 8 from 8 to 256");
+            for (size_t k : {4, 7})
+                if (!is_constant(in.operands[k - 1]) || !is_constant(in.operands[k]))
+                    fail(callee + " with core-matrix offsets '" + in.operands[k - 1] + "', '" + in.operands[k] +
+                         "', not constants");
+            in.members = std::stoi(n) / 2;
+        }
+        if (in.index >= in.members)
+            fail(callee + " register index " + idx + " out of range 0.." + std::to_string(in.members - 1));
         in.kind = Instr::member;
         in.op = *op;
         in.set_key();
@@ -348,6 +394,10 @@ private:
         } else if (op == Op::cp_async_commit) {
             text.push_back("\tcp.async.commit_group;");
             in.kind = Instr::split;
+        } else if (op == Op::fence_proxy_async) {
+            text.push_back("\tfence.proxy.async.shared::cta;");
+            in.kind = Instr::split;
+            hopper = true;
         } else {
             const std::string &n = call.operands[0];
             if (!is_constant(n)) fail(std::string(mma::kCpAsyncWait) + " with '" + n + "', not a constant group count");
@@ -363,11 +413,158 @@ private:
     }
 
     std::string group_text(const Instr &m) const {
+        if (is_wgmma(m.op))
+            return std::string(m.op == Op::wgmma_f16 ? mma::kWgmmaF16 : mma::kWgmmaBf16) + "(n " + m.operands[1] +
+                   ", a " + m.operands[2] + ", b " + m.operands[5] + ")";
         return std::string(m.op == Op::mma_f16       ? mma::kMmaF16
                            : m.op == Op::mma_bf16    ? mma::kMmaBf16
                            : m.op == Op::ldmatrix_x4 ? mma::kLdmatrixX4
                                                      : mma::kLdmatrixX2) +
                "(" + (is_mma(m.op) ? "a/b " + m.operands[1] + ".." + m.operands[6] : "address " + m.operands[1]) + ")";
+    }
+
+    // A wgmma group: the matrix descriptors (no swizzle: (address >> 4) & 0x3fff, the leading byte offset >> 4 at bit
+    // 16, the stride byte offset >> 4 at bit 32), C moved into D (wgmma accumulates in place), then the instruction
+    // after a fence on the accumulator registers, committed; wait_for_wgmma places the wait.
+    std::vector<std::string> wgmma_instruction(const std::vector<Instr> &body, const std::vector<int> &g,
+                                               const std::vector<std::string> &d, ScopedTemps &temps) {
+        const Instr &m0 = body[g[0]];
+        std::vector<std::string> text;
+        auto descriptor = [&](size_t at) {
+            const std::string address = temps.reg(m0.operands[at]), desc = temps.fresh64();
+            const uint64_t offsets = (uint64_t(std::stoll(m0.operands[at + 1])) >> 4 << 16) |
+                                     (uint64_t(std::stoll(m0.operands[at + 2])) >> 4 << 32);
+            text.push_back("\tcvt.u64.u32 \t" + desc + ", " + address + ";");
+            text.push_back("\tshr.u64 \t" + desc + ", " + desc + ", 4;");
+            text.push_back("\tand.b64 \t" + desc + ", " + desc + ", 16383;");
+            text.push_back("\tor.b64 \t" + desc + ", " + desc + ", " + std::to_string(offsets) + ";");
+            return desc;
+        };
+        const std::string a = descriptor(2), b = descriptor(5);
+        const std::set<std::string> results(d.begin(), d.end());
+        for (size_t k = 0; k < g.size(); ++k) {
+            const std::string &c = body[g[k]].operands[8];
+            if (c == d[k]) continue;
+            if (results.count(c))
+                fail("group " + group_text(m0) + ": accumulator " + c + " is another register's result");
+            text.push_back("\tmov.b32 \t" + d[k] + ", " + c + ";");
+        }
+        std::string list;
+        for (size_t k = 0; k < d.size(); ++k) list += (k ? ", " : "") + d[k];
+        const char *types = m0.op == Op::wgmma_f16 ? "f16.f16" : "bf16.bf16";
+        text.push_back("\t.reg .pred \t%bf_p;");
+        text.push_back("\tsetp.eq.u32 \t%bf_p, 1, 1;");
+        text.push_back("\twgmma.fence.sync.aligned;");
+        text.push_back("\twgmma.mma_async.sync.aligned.m64n" + m0.operands[1] + "k16.f32." + types + " \t{" + list +
+                       "}, " + a + ", " + b + ", %bf_p, 1, 1, 0, 0;");
+        text.push_back("\twgmma.commit_group.sync.aligned;");
+        hopper = true;
+        if (stats) stats->wgmma++;
+        return temps.scoped(text);
+    }
+
+    // A chain of wgmma, each one's C the D of the one before and nothing else reading those (a K step's instructions on
+    // one accumulator, with no barrier, store or branch between them), accumulates in one set of registers: the
+    // chain's last D (which, in a loop, is where its first C comes from), so the copies C -> D between its members
+    // go. Without this, ptxas waits for each wgmma before the copy reads its result (C7517) and the chain runs one
+    // instruction at a time. A chain whose registers are read elsewhere is left with its copies (correct, slower).
+    void chain_wgmma(std::vector<Instr> &body) {
+        std::map<std::string, int> total;
+        std::vector<std::map<std::string, int>> per(body.size());
+        for (size_t i = 0; i < body.size(); ++i)
+            for (const std::string &l : body[i].lines)
+                scan_registers(l, [&](size_t a, size_t b) {
+                    const std::string r = l.substr(a, b - a);
+                    total[r]++, per[i][r]++;
+                });
+        auto is_wgmma_at = [&](size_t i) { return body[i].kind == Instr::fused && body[i].wgmma; };
+        for (size_t first = 0; first < body.size(); ++first) {
+            if (!is_wgmma_at(first)) continue;
+            std::vector<size_t> chain{first};
+            for (size_t j = first + 1; j < body.size() && body[j].kind != Instr::split; ++j)
+                if (is_wgmma_at(j)) {
+                    if (body[j].wg_c != body[chain.back()].wg_d) break;
+                    chain.push_back(j);
+                }
+            first = chain.back();
+            if (chain.size() < 2) continue;
+            const std::vector<std::string> &result = body[chain.back()].wg_d, &start = body[chain.front()].wg_c;
+            bool ok = true;
+            for (size_t j = 0; j + 1 < chain.size() && ok; ++j)
+                for (const std::string &d : body[chain[j]].wg_d)  // read by the next member only
+                    ok = ok && total[d] == per[chain[j]][d] + per[chain[j + 1]][d];
+            // The result registers take the whole chain's values: nowhere between its first and last member if
+            // the first reads them (a loop's accumulator, carried over from the last), else nowhere before its last.
+            for (size_t k = 0; k < result.size() && ok; ++k) {
+                const size_t from = start[k] == result[k] ? chain.front() + 1 : 0;
+                for (size_t i = from; i < chain.back() && ok; ++i) ok = per[i].count(result[k]) == 0;
+            }
+            if (!ok) continue;
+            for (size_t j = 0; j < chain.size(); ++j) {
+                Instr &in = body[chain[j]];
+                std::map<std::string, std::string> rename;
+                for (size_t k = 0; k < result.size(); ++k) {
+                    rename[in.wg_d[k]] = result[k];
+                    if (j > 0) rename[in.wg_c[k]] = result[k];
+                }
+                rename_registers(in, rename);
+                in.lines.erase(std::remove_if(in.lines.begin(), in.lines.end(),
+                                              [&](const std::string &l) {
+                                                  for (const std::string &r : result)
+                                                      if (l == "\tmov.b32 \t" + r + ", " + r + ";") return true;
+                                                  return false;
+                                              }),
+                               in.lines.end());
+                in.wg_d = result;
+                if (j > 0) in.wg_c = result;
+            }
+        }
+    }
+
+    static std::string renamed(const std::string &text, const std::map<std::string, std::string> &rename) {
+        std::string out;
+        size_t done = 0;
+        scan_registers(text, [&](size_t a, size_t b) {
+            auto it = rename.find(text.substr(a, b - a));
+            if (it == rename.end()) return;
+            out += text.substr(done, a - done) + it->second;
+            done = b;
+        });
+        return done ? out + text.substr(done) : text;
+    }
+    static void rename_registers(Instr &in, const std::map<std::string, std::string> &rename) {
+        for (std::string &l : in.lines) l = renamed(l, rename);
+        for (auto *set : {&in.defs, &in.uses}) {
+            std::set<std::string> out;
+            for (const std::string &r : *set) out.insert(rename.count(r) ? rename.at(r) : r);
+            *set = out;
+        }
+    }
+
+    // wgmma.wait_group 0 before the first statement after a wgmma that is not the next wgmma of the chain and touches
+    // its accumulators, or may touch what it reads (a store, a barrier, a call, a label or branch: the panels are
+    // rewritten after the next barrier), and at the end: consecutive wgmma on the same accumulators (a K step's) run
+    // back to back in the tensor cores, and nothing reads a register or overwrites a panel an unfinished one uses.
+    void wait_for_wgmma(std::vector<Instr> &body) {
+        std::set<std::string> pending;  // results of wgmma not yet waited for
+        const Instr wait{Instr::split, {"\twgmma.wait_group.sync.aligned \t0;"}};
+        auto meets = [&](const std::set<std::string> &regs) {
+            return std::any_of(regs.begin(), regs.end(), [&](const std::string &r) { return pending.count(r) > 0; });
+        };
+        for (size_t i = 0; i < body.size(); ++i) {
+            Instr &in = body[i];
+            if (in.kind == Instr::fused && in.wgmma) {
+                pending.insert(in.defs.begin(), in.defs.end());
+                continue;
+            }
+            if (pending.empty() || in.kind == Instr::text) continue;  // a directive, a comment, a blank
+            if (in.kind == Instr::split || in.kind == Instr::fused || meets(in.uses) || meets(in.defs)) {
+                body.insert(body.begin() + long(i), wait);
+                ++i;
+                pending.clear();
+            }
+        }
+        if (!pending.empty()) body.push_back(wait);
     }
 
     void fuse_all(std::vector<Instr> &body) {
@@ -385,7 +582,7 @@ private:
                 }
                 if (in.kind != Instr::member) continue;
                 auto &g = open[in.key];
-                if (g.empty()) g.assign(members_of(in.op), -1);
+                if (g.empty()) g.assign(in.members, -1);
                 if (g[in.index] >= 0)
                     fail("group " + group_text(in) + " has register " + std::to_string(in.index) +
                          " twice before its other members");
@@ -473,6 +670,9 @@ private:
                 fail("an instruction between the members of " + group_text(m0) +
                      " must run both before and after the fused instruction: '" + trim(body[x].lines[0]) + "'");
         f.lines = instruction(body, g);
+        f.wgmma = is_wgmma(m0.op);
+        for (int i : g)
+            if (f.wgmma) f.wg_c.push_back(body[i].operands[8]), f.wg_d.push_back(body[i].result);
         std::vector<Instr> span;
         for (int x : others)
             if (before[x]) span.push_back(std::move(body[x]));
@@ -498,6 +698,7 @@ private:
         std::vector<std::string> d;
         for (int idx : g) d.push_back(body[idx].result);
         std::string text;
+        if (is_wgmma(m0.op)) return wgmma_instruction(body, g, d, temps);
         if (is_mma(m0.op)) {
             std::vector<std::string> a, b, c;
             for (int k = 1; k <= 4; ++k) a.push_back(reg(m0.operands[k]));
@@ -519,11 +720,28 @@ private:
 
 }  // namespace
 
+namespace {
+// wgmma and the async proxy need PTX ISA 8.0 and the sm_90a target (Hopper's arch-specific instructions; such a
+// module loads on compute capability 9.0 only).
+std::string for_sm90a(const std::string &ptx) {
+    static const std::regex version(R"(^\.version (\d+)\.(\d+))", std::regex::multiline),
+        target(R"(^\.target sm_\d+a?)", std::regex::multiline);
+    std::smatch m;
+    std::string out = ptx;
+    if (!std::regex_search(out, m, target)) throw RewriteError("(module)", "no .target line to raise to sm_90a");
+    out = std::regex_replace(out, target, ".target sm_90a", std::regex_constants::format_first_only);
+    if (std::regex_search(out, m, version) && std::stoi(m[1].str()) < 8)
+        out = std::regex_replace(out, version, ".version 8.0", std::regex_constants::format_first_only);
+    return out;
+}
+}  // namespace
+
 bool needs_rewrite(std::string_view ptx) { return ptx.find(mma::kExternPrefix) != std::string_view::npos; }
 
 std::string rewrite(std::string_view ptx, Stats *stats) {
     Rewriter r(stats);
     std::string out = r.run(ptx);
+    if (r.hopper) out = for_sm90a(out);
     if (out.find(mma::kExternPrefix) != std::string::npos) {
         const size_t at = out.find(mma::kExternPrefix);
         throw RewriteError("(module)", "a blockfuse extern is still referenced after the rewrite: '" +

@@ -10,9 +10,13 @@
 //   blockfuse_cp_async_16(shared_address, global_address, src_bytes)
 //     => cp.async.cg.shared.global [shared_address], [global_address], 16, src_bytes;
 //   blockfuse_cp_async_commit() => cp.async.commit_group;   blockfuse_cp_async_wait(n) => cp.async.wait_group n;
+//   n / 2 x blockfuse_wgmma_m64k16_f32_{f16,bf16}(i, n, a_address, a_lbo, a_sbo, b_address, b_lbo, b_sbo, c_i) -> d_i
+//     => the matrix descriptors, D = C, then wgmma.fence; wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16.f16|
+//        bf16.bf16} {d0..}, a_desc, b_desc, 1, 1, 1, 0, 0; wgmma.commit_group; wgmma.wait_group 0;
+//   blockfuse_fence_proxy_async() => fence.proxy.async.shared::cta;
 //
-// (the copies of schedules/panel_prefetch.h's multi-stage pipeline, one instruction each; their results, if read,
-// are 0), and drops the externs' declarations. It is strict: a group split by a label, branch, barrier or store,
+// (the copies of schedules/panel_prefetch.h's multi-stage pipeline and the fence, one instruction each; their
+// results, if read, are 0; a module with wgmma or the fence is raised to PTX ISA 8.0 and .target sm_90a), and drops the externs' declarations. It is strict: a group split by a label, branch, barrier or store,
 // a missing or duplicated member, a non-constant register index, operands it cannot order around the
 // fused instruction, any other blockfuse_ extern, or a call left over is an error naming the kernel (the
 // PTX .entry), never a module loaded with calls ptxas would reject or a silent fallback. Members need
@@ -36,7 +40,7 @@ struct RewriteError : std::runtime_error {
 };
 
 struct Stats {
-    int mma = 0, ldmatrix_x4 = 0, ldmatrix_x2 = 0, cp_async = 0;
+    int mma = 0, ldmatrix_x4 = 0, ldmatrix_x2 = 0, cp_async = 0, wgmma = 0;
     std::vector<std::string> kernels;  // entries that had at least one group
 };
 

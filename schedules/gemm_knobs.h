@@ -8,9 +8,9 @@
 
 // name, default, the values the search may take, meaning
 #define BLOCKFUSE_GEMM_KNOBS(X)                                                                                        \
-    X(warp_m, 64, (32, 64), "rows of C per warp, a multiple of 16 (16-row instruction tiles)")                         \
-    X(warp_n, 64, (32, 64), "columns of C per warp, a multiple of 8 (8-column instruction tiles)")                     \
-    X(warps_m, 2, (1, 2, 4), "warps per thread block along M")                                                         \
+    X(warp_m, 64, (16, 32, 64), "rows of C per warp, a multiple of 16 (16-row instruction tiles)")                     \
+    X(warp_n, 64, (32, 64, 128, 256), "columns of C per warp, a multiple of 8 (8-column instruction tiles)")           \
+    X(warps_m, 2, (1, 2, 4, 8), "warps per thread block along M")                                                      \
     X(warps_n, 2, (1, 2, 4), "warps per thread block along N")                                                         \
     X(k_step, 32, (16, 32, 64), "K per shared-memory panel (one barrier-separated step), a multiple of 16")            \
     X(pad, 8, (0, 8), "b16 elements of padding per panel row: 8 makes ldmatrix rows conflict-free")                    \
@@ -21,7 +21,11 @@
       "ahead (schedules/panel_prefetch.h)")                                                                            \
     X(split_k, 1, (1, 2, 4, 8),                                                                                        \
       "K split over this many blocks per output tile: f32 partial sums in a workspace, added by the epilogue's "       \
-      "kernel")
+      "kernel")                                                                                                        \
+    X(wgmma, 0, (0, 1),                                                                                                \
+      "1: Hopper's wgmma.mma_async (sm_90a) instead of mma.sync: each 4 warps along M one warpgroup instruction of "   \
+      "64 x warp_n x 16, A and B read by the tensor cores from core-matrix panels in shared memory (warp_m = 16, "     \
+      "warps_m a multiple of 4, warps_n = 1, warp_n <= 256, pad = 0)")
 
 namespace blockfuse {
 struct GemmKnobs {
@@ -51,6 +55,15 @@ inline std::string gemm_knobs_error(const GemmKnobs &kn) {
     if (kn.stages > 1 && kn.prefetch)
         return bad("stages", kn.stages, "with prefetch = 1: the cp.async ring replaces the register prefetch");
     if (kn.split_k < 1 || kn.split_k > 64) return bad("split_k", kn.split_k, "must be 1 to 64");
+    if (kn.wgmma != 0 && kn.wgmma != 1) return bad("wgmma", kn.wgmma, "must be 0 or 1");
+    if (kn.wgmma) {  // one warpgroup instruction covers 4 warps' rows (16 each) and the warp's columns
+        const std::string with = "with wgmma = 1";
+        if (kn.warp_m != 16) return bad("warp_m", kn.warp_m, "must be 16 " + with + " (a warp's rows of the m64 tile)");
+        if (kn.warps_m % 4) return bad("warps_m", kn.warps_m, "must be a multiple of 4 " + with + " (warpgroups)");
+        if (kn.warps_n != 1) return bad("warps_n", kn.warps_n, "must be 1 " + with);
+        if (kn.warp_n > 256) return bad("warp_n", kn.warp_n, "must be at most 256 " + with + " (m64n256k16)");
+        if (kn.pad) return bad("pad", kn.pad, "must be 0 " + with + " (core-matrix panels have no row padding)");
+    }
     return "";
 }
 // Why the tiling cannot serve a GEMM whose A has windows of `window_n` output columns (a grouped convolution,
@@ -58,6 +71,7 @@ inline std::string gemm_knobs_error(const GemmKnobs &kn) {
 // each cover whole windows or lie within one.
 inline std::string gemm_windows_error(const GemmKnobs &kn, int window_n) {
     if (window_n <= 0) return "";
+    if (kn.wgmma) return "gemm: wgmma = 1 serves no grouped convolution (its A differs per window of output channels)";
     const int block_n = kn.warp_n * kn.warps_n;
     for (auto [name, cols] : {std::pair<const char *, int>{"warp_n", kn.warp_n}, {"warp_n * warps_n", block_n}})
         if (cols % window_n && window_n % cols)

@@ -17,17 +17,25 @@ namespace {
 enum class Mapping { cuda, opencl, cpu };
 
 // A panel's (ke, kg, row[, win]) spread over every thread of the block: one 8-element group (16 bytes) per thread
-// and step of the returned loop, which runs inside the thread loops.
-Var spread_over_block(Func panel, const GemmKnobs &kn) {
-    Var ke = panel.args()[0], kg = panel.args()[1], row = panel.args()[2], tt("tt"), tx("tx"), ty("ty"), tz("tz");
-    // The windows' panels in turn (fused into the row first: the loops keep the names compute_with matches).
-    if (panel.dimensions() == 4) {
-        const Var rows("row_win");
-        panel.fuse(row, panel.args()[3], rows);
-        row = rows;
+// and step of the returned loop, which runs inside the thread loops. wgmma's core-matrix panels (ke, ri, kg, ro): the
+// 8 rows of a core matrix on 8 consecutive threads (128 contiguous bytes of shared memory, no bank conflict), then
+// the K groups (a warp reads 8 rows x 4 groups: whole 32-byte sectors of A and B).
+Var spread_over_block(Func panel, const GemmKnobs &kn, bool core_matrices) {
+    Var ke = panel.args()[0], tt("tt"), tx("tx"), ty("ty"), tz("tz");
+    if (core_matrices) {
+        const Var ri = panel.args()[1], kg = panel.args()[2], ro = panel.args()[3], rk("ri_kg");
+        panel.fuse(ri, kg, rk).fuse(rk, ro, tt);
+    } else {
+        Var kg = panel.args()[1], row = panel.args()[2];
+        // The windows' panels in turn (fused into the row first: the loops keep the names compute_with matches).
+        if (panel.dimensions() == 4) {
+            const Var rows("row_win");
+            panel.fuse(row, panel.args()[3], rows);
+            row = rows;
+        }
+        panel.fuse(kg, row, tt);
     }
-    panel.fuse(kg, row, tt)
-        .split(tt, tt, tx, 32)
+    panel.split(tt, tt, tx, 32)
         .split(tt, tt, ty, kn.warps_n)
         .split(tt, tt, tz, kn.warps_m)
         .reorder(ke, tt, tx, ty, tz)
@@ -109,13 +117,14 @@ void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn) {
 
     // Panels: each K step's A and B rows in shared memory, 16-byte vectors spread over all threads, rows
     // padded by `pad` elements (8: the 8 row addresses of an ldmatrix phase fall in distinct banks).
+    // wgmma's core-matrix panels are dense (8 x 8-element core matrices; no padding: the tensor cores read each
+    // core matrix's 128 contiguous bytes at once).
     for (Func panel : {f.a_panel, f.b_panel}) {
-        panel.compute_at(acc, rko)
-            .store_in(MemoryType::GPUShared)
-            .bound(panel.args()[0], 0, 8)
-            .align_storage(panel.args()[1], (kn.k_step + kn.pad) / 8)
-            .vectorize(panel.args()[0]);
-        panel.unroll(spread_over_block(panel, kn));
+        panel.compute_at(acc, rko).store_in(MemoryType::GPUShared).bound(panel.args()[0], 0, 8);
+        if (f.wgmma) panel.bound(panel.args()[1], 0, 8);
+        else panel.align_storage(panel.args()[1], (kn.k_step + kn.pad) / 8);
+        panel.vectorize(panel.args()[0]);
+        panel.unroll(spread_over_block(panel, kn, f.wgmma));
     }
     // One loop nest for both panels: a barrier only after both (Halide puts one between any two stages at
     // block level, which made B's loads wait for A's stores: two load latencies per K step instead of one).
@@ -127,6 +136,10 @@ void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn) {
     epi.compute_at(f.output, f.rc[3]);
     for (Var v : epi.args()) epi.unroll(v);
     if (!Internal::as_const_int(f.activation)) epi.specialize(smooth_activation(f.activation));
+    // wgmma: no fragments, the tensor cores read the panels. ptxas -arch=sm_90a (CUDA 13.0), gemm_wg_f16_cuda (a
+    // 128 x 128 block of two warpgroups, K steps of 64): 138 registers, no spill, a K loop of 93 instructions a step
+    // (whole tiles): 4 HGMMA.64x128x16 back to back, one WARPGROUP.DEPBAR, 16 LDG, 8 STS. Not yet timed on a GPU.
+    if (f.wgmma) return;
     // Fragments: per lane, in registers, loaded at each K step of 16.
     f.a_frag.compute_at(acc, rki).unroll(f.r).unroll(f.mt);
     if (f.window_n > 0) f.a_frag.unroll(f.win);
@@ -160,18 +173,20 @@ void schedule_emulated(GemmFuncs &f, const GemmKnobs &kn, bool gpu) {
                            "fragments per panel)");
     for (Func panel : {f.a_panel, f.b_panel}) {
         panel.compute_at(acc, rko).store_in(block_memory).bound(panel.args()[0], 0, 8);
+        if (f.wgmma) panel.bound(panel.args()[1], 0, 8);
         // Prefetching (schedules/panel_prefetch.h) stores the next K step's panels after this step has read its
         // own: storage that outlives the step (here the whole K of the block's rows: Halide does not fold it).
         if (f.prefetch) panel.store_at(tile);
         // A ring of stages keeps one K step's panels per copy, as on CUDA: the panel allocated inside the K loop,
         // the pass lifts it out and makes the copies.
-        if (gpu) spread_over_block(panel, kn);
+        if (gpu) spread_over_block(panel, kn, f.wgmma);
     }
     // Fragments of the whole panel at once: with one K step of 16 at a time, Halide 21 (FuseGPUThreadLoops,
     // shared-allocation liveness by barrier stage, blind to the K-step loop's second iteration) gave the
     // B fragments the A panel's shared memory while the A panel was still to be read. Pipelining (CPU only)
     // needs both panels' loads ahead of every fragment, so there they are per K step of 16, as on CUDA.
     for (Func frag : {f.a_frag, f.b_frag}) {
+        if (f.wgmma) break;  // none: the emulated wgmma reads the panels
         frag.compute_at(acc, pipelined ? rki : rko).store_in(block_memory);
         if (gpu) {
             Var r = frag.args()[0], l = frag.args()[1], t3 = frag.args()[2], w = frag.args()[3], kt = frag.args()[5];

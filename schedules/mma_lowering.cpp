@@ -11,7 +11,38 @@ using namespace Halide;
 using namespace Halide::Internal;
 
 bool is_ldmatrix(const std::string &n) { return n == mma::kLdmatrixX4 || n == mma::kLdmatrixX2; }
-bool is_warp_instruction(const std::string &n) { return is_ldmatrix(n) || n == mma::kMmaF16 || n == mma::kMmaBf16; }
+bool is_wgmma(const std::string &n) { return n == mma::kWgmmaF16 || n == mma::kWgmmaBf16; }
+bool is_warp_instruction(const std::string &n) {
+    return is_ldmatrix(n) || is_wgmma(n) || n == mma::kMmaF16 || n == mma::kMmaBf16;
+}
+
+// Does a statement hold a wgmma?
+bool has_wgmma(const Stmt &s) {
+    struct Find : IRVisitor {
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            found = found || is_wgmma(op->name);
+            IRVisitor::visit(op);
+        }
+    } f;
+    s.accept(&f);
+    return f.found;
+}
+
+// Before every barrier of a kernel with wgmma: fence.proxy.async, so that the shared memory its threads stored
+// (the panels) is what the tensor cores read through the async proxy after the barrier.
+Stmt fence_barriers(const Stmt &s) {
+    struct Fence : IRMutator {
+        using IRMutator::visit;
+        Stmt visit(const Evaluate *op) override {
+            const Call *c = op->value.as<Call>();
+            if (!c || !c->is_intrinsic(Call::gpu_thread_barrier)) return op;
+            return Block::make(Evaluate::make(Call::make(Int(32), mma::kFenceProxyAsync, {}, Call::Extern)), op);
+        }
+    } f;
+    return f.mutate(s);
+}
 
 // An expression with the let-bound variables in `lets` replaced by their values, recursively: indices
 // in terms of loop variables and constants only.
@@ -170,7 +201,8 @@ private:
         return z;
     }
 
-    bool top = true;  // the whole statement: Halide hands the pass its root once
+    bool top = true;         // the whole statement: Halide hands the pass its root once
+    bool in_kernel = false;  // inside a kernel's outermost block loop
 
     Stmt mutate(const Stmt &s) override {
         if (!top) return IRMutator::mutate(s);
@@ -183,6 +215,13 @@ private:
     using IRMutator::visit;
 
     Stmt visit(const For *op) override {
+        // A kernel (its outermost block loop) with wgmma: the panels' barriers fenced for the async proxy.
+        if (op->for_type == ForType::GPUBlock && !in_kernel) {
+            in_kernel = true;
+            Stmt s = IRMutator::visit(op);
+            in_kernel = false;
+            return has_wgmma(s) ? fence_barriers(s) : s;
+        }
         std::optional<ThreadLoop> t;
         if (op->for_type == ForType::GPUThread || op->for_type == ForType::GPULane) {
             auto e = as_const_int(op->extent);
@@ -311,9 +350,55 @@ private:
         }
     }
 
+    // A wgmma operand's tile from its panel elements at (k, row) = (0, 0), (0, 1), (8, 0), (0, 8) and its last
+    // (generators/mma.h): {shared byte address, bytes between core matrices along K (the descriptor's leading
+    // offset), along the rows (its stride offset)}, having checked the core-matrix layout the descriptor describes.
+    std::vector<Expr> wgmma_operand(const Call *op, size_t at, const std::string &which, int rows) const {
+        const Load *l[5];
+        for (int j = 0; j < 5; ++j) l[j] = shared_load(op->args[at + j], "wgmma " + which + " tile");
+        for (int j = 1; j < 5; ++j)
+            if (l[j]->name != l[0]->name) fail("wgmma " + which + " tile spans two allocations");
+        const Expr start = expand(l[0]->index, lets);
+        int64_t step[4];
+        for (int j = 1; j < 5; ++j) {
+            const Expr d = simplify(expand(l[j]->index, lets) - start);
+            auto c = as_const_int(d);
+            if (!c) fail("wgmma " + which + " tile in " + l[0]->name + ": element offset " + text(d) + " not constant");
+            step[j - 1] = *c;
+        }
+        const int64_t row = step[0], lbo = step[1], sbo = step[2], last = step[3];
+        if (row != 8)
+            fail("wgmma " + which + " tile in " + l[0]->name + ": rows " + std::to_string(row) +
+                 " elements apart, not 8 (a core matrix is 8 rows of 16 contiguous bytes)");
+        const int64_t want_last = 7 + 8 * 7 + lbo + sbo * (rows / 8 - 1);
+        if (lbo <= 0 || sbo <= 0 || lbo % 8 || sbo % 8 || last != want_last || lbo * 2 >= (1 << 18) ||
+            sbo * 2 >= (1 << 18))
+            fail("wgmma " + which + " tile in " + l[0]->name + " is not in core matrices (core matrices " +
+                 std::to_string(lbo) + " elements apart along K, " + std::to_string(sbo) +
+                 " along the rows, the last element at " + std::to_string(last) + ", expected " +
+                 std::to_string(want_last) + ")");
+        ModulusRemainder mr = modulus_remainder(start);
+        if (mr.modulus % 8 != 0 || mr.remainder % 8 != 0)
+            fail("wgmma " + which + " tile start " + text(start) + " in " + l[0]->name +
+                 " is not provably 16-byte aligned");
+        const int bytes = l[0]->type.bytes();
+        return {cast(Int(32), l[0]->index) * bytes, Expr(int(lbo * bytes)), Expr(int(sbo * bytes))};
+    }
+
     Expr visit(const Call *op) override {
         if (!is_warp_instruction(op->name)) return IRMutator::visit(op);
         check_converged(op->name);
+        if (is_wgmma(op->name)) {
+            if (op->args.size() != 13)
+                fail(op->name + " with " + std::to_string(op->args.size()) + " arguments (expected 13)");
+            auto n = as_const_int(op->args[1]);
+            if (!n || *n < 8 || *n > mma::kWgmmaMaxN || *n % 8) fail(op->name + " with n = " + text(op->args[1]));
+            std::vector<Expr> args{mutate(op->args[0]), op->args[1]};
+            for (const Expr &e : wgmma_operand(op, 2, "A", mma::kWgmmaM)) args.push_back(mutate(e));
+            for (const Expr &e : wgmma_operand(op, 7, "B", int(*n))) args.push_back(mutate(e));
+            args.push_back(mutate(op->args[12]));
+            return Call::make(op->type, op->name, args, op->call_type);
+        }
         if (!is_ldmatrix(op->name)) return IRMutator::visit(op);
         if (op->args.size() != 3)
             fail(op->name + " with " + std::to_string(op->args.size()) + " arguments (expected 3)");

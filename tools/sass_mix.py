@@ -43,9 +43,14 @@ def embedded_ptx_in_object(data):
 
 
 def parse_ptxas_verbose(stderr):
-    """ptxas -v output -> {entry: {"regs": N, "spill": (store B, load B), "stack": B}}."""
+    """ptxas -v output -> {entry: {"regs": N, "spill": (store B, load B), "stack": B[, "wgmma_notes": [lines]]}}."""
     usage, current = {}, None
     for line in stderr.splitlines():
+        # ptxas waiting for or serializing wgmma where the code did not (C7510-C7520 notes): "wgmma_notes"
+        m = re.search(r"\((C75\d\d)\).*in function '(\w+)'", line)
+        if m:
+            usage.setdefault(m.group(2), {}).setdefault("wgmma_notes", []).append(line.strip())
+            continue
         m = re.search(r"Compiling entry function '(\w+)'", line)
         if m:
             current = m.group(1)

@@ -91,6 +91,8 @@ def expected_counts(knobs, n=None, window_n=0):
     drops their HMMA and the B ldmatrix that feed only them (their results are dead). window_n: a grouped
     convolution's window of output channels (generators/conv_windows.h), each window of a warp its own A fragments."""
     mt, nt, kt = int(knobs["warp_m"]) // 16, int(knobs["warp_n"]) // 8, int(knobs["k_step"]) // 16
+    if int(knobs.get("wgmma", 0)):  # one HGMMA (counted as HMMA) a 16 of K for the warpgroup, no ldmatrix
+        return (kt, 0, 0), int(knobs["k_step"])
     live = nt
     if n is not None and int(knobs["warps_n"]) == 1 and n <= int(knobs["warp_n"]):
         live = -(-n // 8)
@@ -164,7 +166,7 @@ def check_entry(name, func, usage, cap, expect):
     u = usage.get(name, {})
     spill = u.get("spill", (0, 0))
     ops = [op for _, op, _ in sass_mix.instructions(func)]
-    hmma = sum(op.startswith("HMMA.16816.F32") for op in ops)
+    hmma = sum(op.startswith("HMMA.16816.F32") or op.startswith("HGMMA.") for op in ops)
     x4 = sum(op.startswith("LDSM.16.M88.4") for op in ops)
     x2 = sum(op.startswith("LDSM.16.M88.2") for op in ops)
     calls = sum(op.startswith("CALL") for op in ops)
@@ -179,11 +181,18 @@ def check_entry(name, func, usage, cap, expect):
     # iteration of its own loop, which holds whole iterations
     prologue = expect[4] if len(expect) > 4 else None
     bad = []
-    k_loops = [(s, e, o) for s, e, o in sass_mix.loops(func) if any(x.startswith("HMMA") for x in o)]
+    k_loops = [(s, e, o) for s, e, o in sass_mix.loops(func) if any(x.startswith(("HMMA", "HGMMA")) for x in o)]
+    # wgmma: ptxas must not have waited for or serialized any (the rewrite chains a K step's on one accumulator), and
+    # every HGMMA in a K loop accumulates (!UPT: D = A B, the accumulator dropped)
+    bad_wgmma = list(u.get("wgmma_notes", []))
+    for s, e, _ in k_loops:
+        for addr, op, rest in sass_mix.instructions(func):
+            if s <= addr <= e and op.startswith("HGMMA") and "!UPT" in rest:
+                bad_wgmma.append(f"HGMMA at 0x{addr:04x} in a K loop does not accumulate: {op}{rest}")
     prologue_counts = [0, 0, 0]
     for s, e, o in k_loops:
         c, mix = sass_mix.opcode_mix(o, 12)
-        cnt = [sum(x.startswith(p) for x in o) for p in ("HMMA.16816.F32", "LDSM.16.M88.4", "LDSM.16.M88.2")]
+        cnt = [sum(x.startswith(p) for x in o) for p in (("HMMA.16816.F32", "HGMMA."), "LDSM.16.M88.4", "LDSM.16.M88.2")]
         if prologue and steps_of(cnt, prologue):
             print(f"  grouped-layer loop 0x{s:04x}-0x{e:04x}: {len(o)} instructions for {steps_of(cnt, prologue)} "
                   f"group(s): {mix}")
@@ -209,6 +218,7 @@ def check_entry(name, func, usage, cap, expect):
             bad.append("a CALL in the K loop")
     if spill != (0, 0) or u.get("stack", 0):
         bad.append("spills")
+    bad += bad_wgmma
     if prologue and not prologue_counts[0]:
         bad.append(f"no loop of the grouped layer's groups ({prologue} HMMA/LDSM.x4/LDSM.x2 each)")
     hmma, x4, x2 = hmma - prologue_counts[0], x4 - prologue_counts[1], x2 - prologue_counts[2]
@@ -347,7 +357,9 @@ def main(argv):
         return 1
     ptx = os.path.join(work, "module0.ptx")
     try:
-        usage = sass_mix.ptxas_usage(ptxas, ptx, "sm_90", cap, os.path.join(work, "k.cubin"))
+        # a module with wgmma targets sm_90a (runtime/mma_ptx.cpp raises it)
+        arch = "sm_90a" if re.search(r"^\.target sm_90a", open(ptx).read(), re.M) else "sm_90"
+        usage = sass_mix.ptxas_usage(ptxas, ptx, arch, cap, os.path.join(work, "k.cubin"))
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -7,6 +7,8 @@
 #include "schedules/heuristics.h"
 #include "tests/common/conv2d_tc_cases.h"
 #include "tune/space.h"
+#include <regex>
+#include <tuple>
 
 using namespace blockfuse;
 
@@ -21,6 +23,13 @@ const KernelVariant *check_with_knobs(const std::string &key, const std::string 
     INFO(c.summary());
     CHECK(c.ok());
     return v;
+}
+// The conv2d shapes and a conv3d of odd sizes (stride 2 and dilation 2 in depth, a 3 x 2 x 3 window).
+std::vector<std::string> conv2d_and_conv3d_shapes() {
+    std::vector<std::string> keys = test::conv2d_tc_shapes();
+    keys.push_back("conv3d:n=2,c=5,d=5,h=6,w=7,k=12,kernel_d=3,kernel_h=2,kernel_w=3,stride_d=2,pad=1,dil_d=2,bias=1,"
+                   "dtype=bf16");
+    return keys;
 }
 }  // namespace
 
@@ -88,9 +97,7 @@ TEST_CASE("split K on the emulated implicit GEMMs: conv2d and conv3d shapes and 
           "[conv2d_tc][blocks][cpu]") {
     install_halide_error_handler();
     const uint64_t seed = std::random_device{}();
-    std::vector<std::string> keys = test::conv2d_tc_shapes();
-    keys.push_back("conv3d:n=2,c=5,d=5,h=6,w=7,k=12,kernel_d=3,kernel_h=2,kernel_w=3,stride_d=2,pad=1,dil_d=2,bias=1,"
-                   "dtype=bf16");
+    const std::vector<std::string> keys = conv2d_and_conv3d_shapes();
     for (const auto &key : keys)
         for (const auto &[split, prefetch] : {std::pair{2, 0}, std::pair{3, 1}})
             REQUIRE(check_with_knobs(key, kTensorCores, {{"split_k", split}, {"prefetch", prefetch}}, seed)
@@ -98,6 +105,50 @@ TEST_CASE("split K on the emulated implicit GEMMs: conv2d and conv3d shapes and 
     for (const std::string key : {"ffn:n=3,c=12,h=1,w=9,e=4,act=relu,dtype=f16",
                                   "convfirst:n=1,c=64,h=5,w=7,e=4,k=3,stride=1,act=relu,dtype=f16"})
         check_with_knobs(key, kLayerByLayerTc, {{"tc0_split_k", 2}, {"tc1_split_k", 3}, {"tc2_split_k", 2}}, seed);
+}
+
+// Hopper's wgmma (knob wgmma): the implicit GEMM's A gathered into core-matrix panels (8 rows of 16 bytes each,
+// the layout wgmma's descriptors read), the warpgroup's 64 x warp_n instruction emulated from the panels; every
+// conv2d shape, a conv3d, 64 x 40 (five n-tiles), 128 x 64 with split K and the register prefetch, 64 x 64 on a
+// 3-stage ring, and the block layers. A grouped convolution is refused (wgmma has no windows).
+TEST_CASE("wgmma on the emulated implicit GEMMs: conv2d and conv3d shapes and blocks match the float64 reference",
+          "[conv2d_tc][blocks][cpu]") {
+    install_halide_error_handler();
+    const uint64_t seed = std::random_device{}();
+    const std::vector<std::string> keys = conv2d_and_conv3d_shapes();
+    const std::map<std::string, int> wg{{"wgmma", 1}, {"warp_m", 16},  {"warps_n", 1},
+                                        {"pad", 0},   {"prefetch", 0}, {"stages", 1}};
+    for (const auto &key : keys) {
+        std::smatch groups;
+        if (std::regex_search(key, groups, std::regex("groups=([0-9]+)")) && std::stoi(groups[1].str()) > 1) {
+            auto knobs = wg;
+            knobs.insert({{"warps_m", 4}, {"warp_n", 64}});
+            const KernelVariant *v = kernel_with_knobs(key, kTensorCores, Device::cpu, knobs, 0, "test");
+            CHECK_THAT(conv2d_tc_launch_error(*v, parse_conv2d(key), launch_limits(Device::cpu)),
+                       Catch::Contains("wgmma = 1 serves no grouped convolution"));
+            continue;
+        }
+        // (warps_m, warp_n, split_k, stages, prefetch); the ring where the channels are whole 16-byte vectors
+        std::smatch channels;
+        REQUIRE(std::regex_search(key, channels, std::regex(",c=([0-9]+)")));
+        for (const auto &[warps_m, warp_n, split, stages, prefetch] :
+             {std::tuple{4, 40, 1, 1, 0}, std::tuple{8, 64, 2, 1, 1}, std::tuple{4, 64, 1, 3, 0}}) {
+            if (stages > 1 && std::stoi(channels[1].str()) % 8) continue;
+            auto knobs = wg;
+            knobs["stages"] = stages;
+            knobs["prefetch"] = prefetch;
+            knobs.insert({{"warps_m", warps_m}, {"warp_n", warp_n}, {"split_k", split}, {"k_step", 32}});
+            REQUIRE(check_with_knobs(key, kTensorCores, knobs, seed)->knob("wgmma") == 1);
+        }
+    }
+    for (const std::string key : {"ffn:n=3,c=12,h=1,w=9,e=4,act=relu,dtype=f16",
+                                  "mbconv:n=2,c=24,h=7,w=13,e=6,k=3,stride=1,act=relu6,dtype=bf16"}) {
+        std::map<std::string, int> knobs;
+        for (int i = 0; i < 3; ++i)
+            for (const auto &[k, v] : wg) knobs["tc" + std::to_string(i) + "_" + k] = v;
+        for (int i = 0; i < 3; ++i) knobs["tc" + std::to_string(i) + "_warps_m"] = 4;
+        check_with_knobs(key, kLayerByLayerTc, knobs, seed);
+    }
 }
 
 // Knob tc_grouped: ConvFirst's grouped layer (group width 8: windows of one group; c=16 e=2: two groups) as the

@@ -240,3 +240,73 @@ TEST_CASE("malformed groups are refused with an error naming the kernel", "[mma_
                         "a blockfuse extern used outside a call block");
     }
 }
+
+namespace {
+// The number of the first call block of `callee`, and the number of call blocks of it.
+std::pair<int, int> call_blocks(const std::string &ptx, const std::string &callee) {
+    static const std::regex re(R"(\t\{ // callseq ([0-9]+), 0\n[\s\S]*?\} // callseq \1\n)");
+    int first = -1, count = 0;
+    for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), re); it != std::sregex_iterator(); ++it)
+        if (it->str().find(callee + ",") != std::string::npos) {
+            if (first < 0) first = std::stoi((*it)[1].str());
+            ++count;
+        }
+    return {first, count};
+}
+size_t occurrences(const std::string &s, const std::string &what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+}
+}  // namespace
+
+TEST_CASE("wgmma groups become one wgmma.mma_async each, a K step's chained on one accumulator, for sm_90a",
+          "[mma_ptx]") {
+    // gemm_wg_f16_cuda: 8 warps (two warpgroups) of 16 x 128, K steps of 64: 4 wgmma of m64n128k16 a K step, each
+    // the 64 calls of a thread's registers; two entries (whole tiles and the general one).
+    const std::string ptx = emitted_ptx("gemm_wg_f16_cuda");
+    CHECK(call_blocks(ptx, "blockfuse_wgmma_m64k16_f32_f16").second == 2 * 4 * 64);
+    mma_ptx::Stats st;
+    const std::string out = mma_ptx::rewrite(ptx, &st);
+    CHECK(st.wgmma == 2 * 4);
+    CHECK(st.mma == 0);
+    CHECK(st.ldmatrix_x4 + st.ldmatrix_x2 == 0);
+    CHECK(out.find("blockfuse_") == std::string::npos);
+    CHECK(out.find("\n.target sm_90a\n") != std::string::npos);
+    CHECK(out.find("\n.version 8.0\n") != std::string::npos);
+    CHECK(occurrences(out, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 \t{") == 8);
+    CHECK(occurrences(out, "wgmma.fence.sync.aligned;") == 8);
+    CHECK(occurrences(out, "wgmma.commit_group.sync.aligned;") == 8);
+    // One wait a K step (after its four), not one a wgmma: the chain accumulates in one set of registers.
+    CHECK(occurrences(out, "wgmma.wait_group.sync.aligned \t0;") == 2);
+    // The panels' barriers fenced for the async proxy.
+    CHECK(occurrences(out, "fence.proxy.async.shared::cta;") >= 2);
+    // Descriptors: A and B K-major core matrices 128 bytes apart along K (LBO 128 >> 4 = 8 at bit 16); B's 8-row
+    // groups 8 core matrices apart (SBO 1024 >> 4 = 64 at bit 32): (64 << 32) | (8 << 16).
+    CHECK(out.find("or.b64 \t%bf_d1, %bf_d1, " + std::to_string((uint64_t(64) << 32) | (8 << 16)) + ";") !=
+          std::string::npos);
+}
+
+TEST_CASE("malformed wgmma groups are refused with an error naming the kernel", "[mma_ptx]") {
+    const std::string ptx = emitted_ptx("gemm_wgk_f16_cuda");
+    auto [first, count] = call_blocks(ptx, "blockfuse_wgmma_m64k16_f32_f16");
+    REQUIRE(count > 0);
+    SECTION("n not a constant") {
+        require_refused(replace_in_block(ptx, first, "[param1], 40", "[param1], %r1"),
+                        "with n '%r1', not a constant multiple of 8 from 8 to 256");
+    }
+    SECTION("n not a multiple of 8") {
+        require_refused(replace_all(ptx, "[param1], 40", "[param1], 36"), "with n '36', not a constant multiple of 8");
+    }
+    SECTION("core-matrix offsets not constants") {
+        require_refused(replace_in_block(ptx, first, "[param3], 128", "[param3], %r1"),
+                        "with core-matrix offsets '%r1'");
+    }
+    SECTION("a missing member") {
+        auto [a, b] = block(ptx, first + 5);
+        require_refused(std::string(ptx).erase(a, b - a), "lacks register");
+    }
+    SECTION("a barrier inside a group") {
+        require_refused(insert_after_block(ptx, first + 3, "\tbar.sync \t0;"), "is split by 'bar.sync");
+    }
+}
