@@ -179,6 +179,12 @@ std::string tensor_core_launch_error(const KernelVariant &v, long long m, long l
         return fmt::format("wgmma = 1 needs a GPU of compute capability 9.0 (its sm_90a instructions), not {}.{}",
                            limits.compute_capability / 10, limits.compute_capability % 10);
     const GemmLaunch l = tensor_core_launch(v, m, n, a_windows);
+    // One wgmma names all warp_n / 2 accumulators of a thread: ptxas refuses a cap below them plus its addresses
+    // (C7602: an m64n128k16 needed 90, an m64n256k16 154, CUDA 13.0).
+    if (const int need = kn.warp_n / 2 + 32; kn.wgmma && l.registers < need)
+        return fmt::format("a register cap of {} is below the {} a wgmma of m64n{}k16 needs ({} accumulators a thread "
+                           "in one instruction)",
+                           l.registers, need, kn.warp_n, kn.warp_n / 2);
     std::string why = launch_limit_violation(l.shape, limits);
     if (why.empty() && 1LL * l.registers * l.shape.threads > limits.max_registers)
         why = std::to_string(l.registers) + " registers x " + std::to_string(l.shape.threads) +

@@ -153,6 +153,18 @@ TEST_CASE("gemm launch checks reject what the device cannot run, naming the kern
     } catch (const KernelError &e) {
         CHECK(std::string(e.what()).find("grid dimension y = 65537 exceeds the limit of 65535") != std::string::npos);
     }
+    // wgmma: a cap below the accumulators one instruction names (ptxas would refuse the module), and a GPU other than
+    // compute capability 9.0 (sm_90a instructions), refused before anything is built or loaded.
+    const KernelVariant *wg = find_data_variant("gemm_wg_bf16_cuda");  // 64 x 256: 128 accumulators a thread
+    REQUIRE(wg != nullptr);
+    LaunchLimits hopper{1024, 227 * 1024, 65536, 90}, ampere{1024, 163 * 1024, 65536, 80};
+    CHECK(tensor_core_launch_error(*wg, w.m, w.n, hopper).empty());
+    KernelVariant capped = *wg;
+    capped.max_registers = 128;
+    CHECK_THAT(tensor_core_launch_error(capped, w.m, w.n, hopper),
+               Catch::Contains("a register cap of 128 is below the 160 a wgmma of m64n256k16 needs"));
+    CHECK_THAT(tensor_core_launch_error(*wg, w.m, w.n, ampere),
+               Catch::Contains("wgmma = 1 needs a GPU of compute capability 9.0 (its sm_90a instructions), not 8.0"));
     KernelVariant wide = *a;
     wide.knobs["k_step"] = 512;  // (128 + 128) x (512 + 8) x 2 bytes of panels
     try {
