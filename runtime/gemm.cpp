@@ -181,7 +181,7 @@ std::string tensor_core_launch_error(const KernelVariant &v, long long m, long l
     const GemmLaunch l = tensor_core_launch(v, m, n, a_windows);
     // One wgmma names all warp_n / 2 accumulators of a thread: ptxas refuses a cap below them plus its addresses
     // (C7602: an m64n128k16 needed 90, an m64n256k16 154, CUDA 13.0).
-    if (const int need = kn.warp_n / 2 + 32; kn.wgmma && l.registers < need)
+    if (const int need = kn.warp_n / 2 + 32; kn.wgmma && v.device == Device::cuda && l.registers < need)
         return fmt::format("a register cap of {} is below the {} a wgmma of m64n{}k16 needs ({} accumulators a thread "
                            "in one instruction)",
                            l.registers, need, kn.warp_n, kn.warp_n / 2);
