@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 // name, default, the values the search may take, meaning
 #define BLOCKFUSE_GEMM_KNOBS(X)                                                                                        \
@@ -83,6 +84,23 @@ inline std::string gemm_windows_error(const GemmKnobs &kn, int window_n) {
 // The windows `cols` output columns hold (a block's: its A panels; a warp's: its A fragments): whole windows, or
 // one where the columns lie within a window (gemm_windows_error). 1 without windows (a dense GEMM).
 inline int gemm_windows_in(int cols, int window_n) { return window_n > 0 ? std::max(1, cols / window_n) : 1; }
+// A knob set (one GEMM's, or a block's with each layer's GEMM knobs under its prefix "tc<i>_") in which every GEMM with
+// wgmma = 1 is given the tiling wgmma requires: warp_m = 16, warps_n = 1, pad = 0, warps_m rounded up to a multiple of
+// 4. The tuner draws knobs independently; this maps a wgmma point onto the kernel it can only mean.
+inline void conform_wgmma_knobs(std::map<std::string, int> &knobs) {
+    const std::string name = "wgmma";
+    std::vector<std::string> prefixes;
+    for (const auto &[k, v] : knobs)
+        if (v == 1 && k.size() >= name.size() && k.compare(k.size() - name.size(), name.size(), name) == 0)
+            prefixes.push_back(k.substr(0, k.size() - name.size()));
+    for (const std::string &p : prefixes) {
+        knobs[p + "warp_m"] = 16;
+        knobs[p + "warps_n"] = 1;
+        knobs[p + "pad"] = 0;
+        const int warps_m = knobs.count(p + "warps_m") ? knobs[p + "warps_m"] : 4;
+        knobs[p + "warps_m"] = std::max(4, (warps_m + 3) / 4 * 4);
+    }
+}
 // A knob struct from a knob set (missing names keep their defaults); `prefix` as conv2d_gpu_knobs_from.
 BLOCKFUSE_DEFINE_KNOBS_FROM(gemm_knobs_from, GemmKnobs, BLOCKFUSE_GEMM_KNOBS)
 }  // namespace blockfuse

@@ -1,5 +1,6 @@
 #include "tune/space.h"
 #include "runtime/dispatch.h"
+#include "schedules/gemm_knobs.h"
 #include "schedules/heuristics.h"
 #include <algorithm>
 #include <cmath>
@@ -83,6 +84,7 @@ int SearchSpace::value_of(const Candidate &c, const Dim &d) const {
 const KernelVariant *SearchSpace::kernel(const Candidate &c, const std::string &why) const {
     std::map<std::string, int> knobs = base_;
     for (const auto &[k, v] : c.knobs) knobs[k] = v;
+    conform_wgmma_knobs(knobs);  // a wgmma point's tiling (warp_m, warps_n, pad, warps_m) is the one wgmma allows
     return kernel_with_knobs(op_.key(), strategy_, device_, knobs, c.max_registers, why);
 }
 

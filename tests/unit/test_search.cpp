@@ -181,3 +181,33 @@ TEST_CASE("evolutionary search beats random search at equal trials") {
         CHECK(evo_wins > rand_wins);
     }
 }
+
+TEST_CASE("a wgmma point takes the tiling wgmma allows; --knob wgmma=1 alone makes a space; not off compute 9.0") {
+    const LaunchLimits hopper{1024, 227 * 1024, 65536, 90}, ampere{1024, 163 * 1024, 65536, 80};
+    // (key, strategy, the wgmma knob's prefix): a convolution's GEMM, and a block layer's (layer 0's)
+    const char *spaces[][3] = {{"conv2d:n=8,c=64,h=28,w=28,k=64,r=3,s=3,pad=1,dtype=f16", "tensor_cores", ""},
+                               {"ffn:n=8,c=64,h=28,w=28,e=4,dtype=f16", "layer_by_layer_tc", "tc0_"}};
+    for (const auto &[key, strategy, prefix] : spaces) {
+        INFO(key << " " << strategy);
+        const std::string p = prefix;
+        const auto op = parse_op(key);
+        const SearchSpace space(*op, strategy, Device::cuda, hopper, {{p + "wgmma", 1}});
+        auto s = make_search("random", space, 5);
+        int valid = 0;
+        for (const Candidate &c : s->propose(16)) {
+            const auto k = space.kernel(c, "test")->schedule_knobs();
+            CHECK(k.at(p + "wgmma") == 1);
+            CHECK(k.at(p + "warp_m") == 16);
+            CHECK(k.at(p + "warps_n") == 1);
+            CHECK(k.at(p + "pad") == 0);
+            CHECK(k.at(p + "warps_m") % 4 == 0);
+            valid += space.invalid(c).empty();
+        }
+        CHECK(valid > 0);
+        // The same point on an Ampere GPU: refused before anything is built.
+        const SearchSpace off(*op, strategy, Device::cuda, ampere);
+        Candidate c = off.default_candidate();
+        c.knobs[p + "wgmma"] = 1;
+        CHECK_THAT(off.invalid(c), Catch::Contains("needs a GPU of compute capability 9.0"));
+    }
+}
