@@ -469,6 +469,10 @@ private:
     // go. Without this, ptxas waits for each wgmma before the copy reads its result (C7517) and the chain runs one
     // instruction at a time. A chain whose registers are read elsewhere is left with its copies (correct, slower).
     void chain_wgmma(std::vector<Instr> &body) {
+        auto is_wgmma_at = [&](size_t i) { return body[i].kind == Instr::fused && body[i].wgmma; };
+        bool any = false;  // the register counts below only for a function with wgmma (module load stays as it was)
+        for (size_t i = 0; i < body.size() && !any; ++i) any = is_wgmma_at(i);
+        if (!any) return;
         std::map<std::string, int> total;
         std::vector<std::map<std::string, int>> per(body.size());
         for (size_t i = 0; i < body.size(); ++i)
@@ -477,7 +481,6 @@ private:
                     const std::string r = l.substr(a, b - a);
                     total[r]++, per[i][r]++;
                 });
-        auto is_wgmma_at = [&](size_t i) { return body[i].kind == Instr::fused && body[i].wgmma; };
         for (size_t first = 0; first < body.size(); ++first) {
             if (!is_wgmma_at(first)) continue;
             std::vector<size_t> chain{first};

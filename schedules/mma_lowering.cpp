@@ -350,6 +350,15 @@ private:
         }
     }
 
+    // A 16-bit element index into a shared allocation, proved a multiple of 8 (16 bytes), as ldmatrix rows and wgmma
+    // tiles must start.
+    void require_16_byte_aligned(const Expr &start, const std::string &what, const std::string &alloc,
+                                 const std::string &hint) const {
+        ModulusRemainder mr = modulus_remainder(start);
+        if (mr.modulus % 8 != 0 || mr.remainder % 8 != 0)
+            fail(what + " " + text(start) + " in " + alloc + " is not provably 16-byte aligned" + hint);
+    }
+
     // A wgmma operand's tile from its panel elements at (k, row) = (0, 0), (0, 1), (8, 0), (0, 8) and its last
     // (generators/mma.h): {shared byte address, bytes between core matrices along K (the descriptor's leading
     // offset), along the rows (its stride offset)}, having checked the core-matrix layout the descriptor describes.
@@ -371,17 +380,14 @@ private:
             fail("wgmma " + which + " tile in " + l[0]->name + ": rows " + std::to_string(row) +
                  " elements apart, not 8 (a core matrix is 8 rows of 16 contiguous bytes)");
         const int64_t want_last = 7 + 8 * 7 + lbo + sbo * (rows / 8 - 1);
-        if (lbo <= 0 || sbo <= 0 || lbo % 8 || sbo % 8 || last != want_last || lbo * 2 >= (1 << 18) ||
-            sbo * 2 >= (1 << 18))
+        const int bytes = l[0]->type.bytes();  // the descriptor holds each offset in 14 bits of 16 bytes
+        if (lbo <= 0 || sbo <= 0 || lbo % 8 || sbo % 8 || last != want_last || lbo * bytes >= (1 << 18) ||
+            sbo * bytes >= (1 << 18))
             fail("wgmma " + which + " tile in " + l[0]->name + " is not in core matrices (core matrices " +
                  std::to_string(lbo) + " elements apart along K, " + std::to_string(sbo) +
                  " along the rows, the last element at " + std::to_string(last) + ", expected " +
                  std::to_string(want_last) + ")");
-        ModulusRemainder mr = modulus_remainder(start);
-        if (mr.modulus % 8 != 0 || mr.remainder % 8 != 0)
-            fail("wgmma " + which + " tile start " + text(start) + " in " + l[0]->name +
-                 " is not provably 16-byte aligned");
-        const int bytes = l[0]->type.bytes();
+        require_16_byte_aligned(start, "wgmma " + which + " tile start", l[0]->name, "");
         return {cast(Int(32), l[0]->index) * bytes, Expr(int(lbo * bytes)), Expr(int(sbo * bytes))};
     }
 
@@ -409,10 +415,8 @@ private:
         if (!is_const(span, 7))
             fail("ldmatrix row in " + first->name + " is not 8 contiguous elements (last - first = " + text(span) +
                  "): the panel's k must be its innermost storage dimension");
-        ModulusRemainder mr = modulus_remainder(start);
-        if (mr.modulus % 8 != 0 || mr.remainder % 8 != 0)
-            fail("ldmatrix row start " + text(start) + " in " + first->name +
-                 " is not provably 16-byte aligned (pad panel rows to a multiple of 8 elements)");
+        require_16_byte_aligned(start, "ldmatrix row start", first->name,
+                                " (pad panel rows to a multiple of 8 elements)");
         Expr address = cast(Int(32), first->index) * first->type.bytes();
         return Call::make(op->type, op->name, {mutate(op->args[0]), mutate(address)}, op->call_type);
     }
