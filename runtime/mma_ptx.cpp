@@ -511,8 +511,14 @@ private:
                     if (j > 0) rename[in.wg_c[k]] = result[k];
                 }
                 rename_registers(in, rename);
+                // One fence before the chain and one commit after it: wgmma of one shape accumulating in the same
+                // registers are ordered without a fence between them (PTX ISA, wgmma.fence), and a fence or commit
+                // per member makes ptxas put a WARPGROUP.ARRIVE before each HGMMA and wait on each.
+                const bool first = j == 0, last = j + 1 == chain.size();
                 in.lines.erase(std::remove_if(in.lines.begin(), in.lines.end(),
                                               [&](const std::string &l) {
+                                                  if (!first && l == "\twgmma.fence.sync.aligned;") return true;
+                                                  if (!last && l == "\twgmma.commit_group.sync.aligned;") return true;
                                                   for (const std::string &r : result)
                                                       if (l == "\tmov.b32 \t" + r + ", " + r + ";") return true;
                                                   return false;

@@ -202,6 +202,10 @@ def check_entry(name, func, usage, cap, expect):
         print(f"  K loop 0x{s:04x}-0x{e:04x}: {len(o)} instructions for {steps} {step_name}: {mix}")
         if not steps:
             bad.append(f"K loop HMMA/LDSM.x4/LDSM.x2 {cnt}, not whole {step_name} of {want}")
+        # wgmma: one WARPGROUP.ARRIVE (wgmma.fence) a K step's chain, not one an HGMMA (each then waits its turn)
+        arrives = sum(x.startswith("WARPGROUP.ARRIVE") for x in o)
+        if steps and cnt[0] and any(x.startswith("HGMMA") for x in o) and arrives > steps:
+            bad.append(f"K loop: {arrives} WARPGROUP.ARRIVE for {steps} K step(s) of wgmma (one fence a chain)")
         copies = sum(x.startswith("LDGSTS") for x in o)
         if stages is not None and stages > 1:
             # The cp.async ring (schedules/panel_prefetch.h): each step's copies without registers, one wait and
