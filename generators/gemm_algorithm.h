@@ -32,6 +32,9 @@ struct GemmTiling {
     // (warp_m = 16, one warp along N), A and B read by the tensor cores from the panels in shared memory (no ldmatrix,
     // no fragments in registers); the panels then in core matrices, (ke, row % 8, kg, row / 8).
     bool wgmma = false;
+    // wgmma with K steps of 64: each panel row one 128-byte line, its 16-byte chunks swizzled (mma_abi.h
+    // kWgmmaSwizzle128): the tensor cores read 8 rows' chunk c from 8 banks, not one.
+    bool wgmma_swizzled() const { return wgmma && k_step == 64; }
     int mt_count() const { return warp_m / mma::kTileM; }
     int nt_count() const { return warp_n / mma::kTileN; }
     int block_m() const { return warp_m * warps_m; }
@@ -43,7 +46,9 @@ struct GemmFuncs {
     // The panels a block stages in shared memory: A's (B's) bits, zero outside M x K (N x K), indexed by
     // (k % 8, k / 8, row), so that a row's 8-element groups are whole vectors in every schedule.
     Halide::Func a_panel;  // (ke, kg, m[, win]): win, the output columns' window where A has windows (GemmIo)
-    Halide::Func b_panel;  // (ke, kg, n); with wgmma both (ke, ri, kg, ro): row 8 ro + ri (core matrices of 8 rows)
+    Halide::Func b_panel;  // (ke, kg, n); with wgmma both (ke, ri, kg, ro): row 8 ro + ri (core matrices of 8 rows);
+                           // swizzled (GemmTiling::wgmma_swizzled), kg the stored chunk: K group kg ^ ri of the K
+                           // step's 8, stored (ke, kg, ri, ro)
     // Undefined with wgmma (the tensor cores read the panels):
     Halide::Func a_frag;  // (r, lane, mt, wm, bm, kt[, win]): A register r of instruction tile (mt, wm, bm), K step kt
     Halide::Func b_frag;  // (j, lane, np, wn, bn, kt): register j of the B fragments of n-tiles 2np, 2np+1
@@ -65,6 +70,7 @@ struct GemmFuncs {
     Halide::Expr exact;       // M, N and K are whole tiles: the panels need no clamps (schedules specialize on it)
     bool b_pairs = true;      // B fragments loaded two n-tiles at a time (ldmatrix.x4)
     bool wgmma = false;       // GemmTiling::wgmma
+    bool swizzled = false;    // GemmTiling::wgmma_swizzled
     bool prefetch = false;    // set by the schedule: the K loop pipelined by schedules/panel_prefetch.h
     int stages = 1;           // set by the schedule: > 1, the panels a ring of that many K steps (same header)
 };
@@ -184,12 +190,25 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     f.acc(acc_args) = 0.0f;
     if (t.wgmma) {
         // Core-matrix panels: element (k, row) at (k % 8, row % 8, k / 8, row / 8), each 8 rows x 16 bytes one
-        // contiguous core matrix as wgmma's descriptors read them.
+        // contiguous core matrix as wgmma's descriptors read them. Swizzled: K group g of the step's 8 at chunk
+        // g ^ (row % 8) (an involution: the chunk's K group is chunk ^ (row % 8)), the schedule storing each row's
+        // 8 chunks together.
+        f.swizzled = t.wgmma_swizzled();
+        auto chunk = [&](const Expr &group, const Expr &row_in_8) {
+            if (!f.swizzled) return group;
+            // x ^ r of two 3-bit values, bit by bit in arithmetic: Halide 21's bounds inference takes a bitwise xor
+            // as unbounded (and its simplifier drops a clamp around one), so the panels would have no bounds.
+            Expr x = group % 8, swapped = 0;
+            for (int bit = 1; bit < 8; bit *= 2) swapped += bit * ((x / bit + row_in_8 / bit) % 2);
+            return 8 * (group / 8) + swapped;
+        };
         f.a_panel = Func(io.prefix + "a_panel");
-        f.a_panel(f.ke, f.ri, f.kg, f.ro) = io.a_element(f.ke, f.kg, 8 * f.ro + f.ri, f.exact, Expr());
+        f.a_panel(f.ke, f.ri, f.kg, f.ro) = io.a_element(f.ke, chunk(f.kg, f.ri), 8 * f.ro + f.ri, f.exact, Expr());
         f.b_panel = Func(io.prefix + "b_panel");
-        f.b_panel(f.ke, f.ri, f.kg, f.ro) = zero_filled(B, f.ke, f.kg, 8 * f.ro + f.ri, s.N, s, f.exact);
-        auto core = [](const Func &p, const Expr &k, const Expr &row) { return p(k % 8, row % 8, k / 8, row / 8); };
+        f.b_panel(f.ke, f.ri, f.kg, f.ro) = zero_filled(B, f.ke, chunk(f.kg, f.ri), 8 * f.ro + f.ri, s.N, s, f.exact);
+        auto core = [&](const Func &p, const Expr &k, const Expr &row) {
+            return p(k % 8, row % 8, chunk(k / 8, row % 8), row / 8);
+        };
         // The warpgroup of warp wm holds rows (wm / 4) x 64 of the block's; its warp wm % 4 rows 16 (wm % 4) on.
         Expr a_row0 = f.bm * BM + (f.wm / kWgmmaWarps) * kWgmmaM, b_col0 = f.bn * BN + f.wn * t.warp_n;
         f.acc(acc_args) = mma::wgmma(

@@ -25,17 +25,22 @@ constexpr const char *kLdmatrixX2 = "blockfuse_ldmatrix_x2";
 constexpr const char *kCpAsync16 = "blockfuse_cp_async_16";
 constexpr const char *kCpAsyncCommit = "blockfuse_cp_async_commit";
 constexpr const char *kCpAsyncWait = "blockfuse_cp_async_wait";
-// Hopper's warpgroup mma (sm_90a), operands from shared memory. wgmma(i, n, a_address, a_lbo, a_sbo, b_address, b_lbo,
-// b_sbo, c_i) -> d_i: register i (of n / 2) of D = A * B + C of wgmma.mma_async.m64n{n}k16.f32, A the 64 x 16 K-major
-// tile at a_address (a shared byte address), B the n x 16 K-major tile at b_address, each in core matrices of 8 rows x
-// 16 bytes (128 contiguous bytes), *_lbo the bytes between core matrices adjacent along K, *_sbo along the rows (the
-// matrix descriptor's "leading" and "stride" byte offsets, no swizzle). One call per register, like mma; the n / 2
+// Hopper's warpgroup mma (sm_90a), operands from shared memory. wgmma(i, n, a_address, a_lbo, a_sbo, a_swizzle,
+// b_address, b_lbo, b_sbo, b_swizzle, c_i) -> d_i: register i (of n / 2) of D = A * B + C of
+// wgmma.mma_async.m64n{n}k16.f32, A the 64 x 16 K-major tile at a_address (a shared byte address), B the n x 16 K-major
+// tile at b_address. Each operand is laid out as its matrix descriptor says: *_swizzle kWgmmaInterleave, core matrices
+// of 8 rows x 16 bytes (128 contiguous bytes), *_lbo the bytes between core matrices adjacent along K, *_sbo along the
+// rows; or kWgmmaSwizzle128, rows of 128 bytes (64 elements of K) in atoms of 8 rows, the 16-byte chunk c of row r
+// stored at chunk c ^ r (the atom 1024-byte aligned), *_sbo the bytes between atoms along the rows, *_lbo unused (the
+// descriptor's "leading" and "stride" byte offsets and its layout type). One call per register, like mma; the n / 2
 // calls of one instruction share every operand but i and c. D's layout: warp w of the warpgroup holds rows 16 w to
 // 16 w + 15, register i = 4 nt + q the C/D register q (c_row, c_col below) of the n-tile nt of 8 columns. The
 // generator's calls carry panel elements instead of the addresses (see schedules/mma_lowering.h).
 constexpr const char *kWgmmaF16 = "blockfuse_wgmma_m64k16_f32_f16";
 constexpr const char *kWgmmaBf16 = "blockfuse_wgmma_m64k16_f32_bf16";
 constexpr int kWgmmaM = 64, kWgmmaWarps = 4, kWgmmaMaxN = 256;
+// The descriptor's layout type (bits 62-63): no swizzle, and the 128-byte swizzle of K steps of 64 16-bit elements.
+constexpr int kWgmmaInterleave = 0, kWgmmaSwizzle128 = 1;
 // fence_proxy_async() -> 0 is fence.proxy.async.shared::cta: shared memory written by ordinary stores made visible to
 // wgmma, which reads it through the async proxy (before the barrier that hands the panels to the warpgroups).
 constexpr const char *kFenceProxyAsync = "blockfuse_fence_proxy_async";

@@ -58,7 +58,7 @@ size_t params_of(Op op) {
     case Op::mma_f16:
     case Op::mma_bf16: return 8;
     case Op::wgmma_f16:
-    case Op::wgmma_bf16: return 9;
+    case Op::wgmma_bf16: return 11;
     case Op::cp_async_16: return 3;
     case Op::cp_async_commit:
     case Op::fence_proxy_async: return 0;
@@ -357,10 +357,16 @@ private:
             const std::string &n = in.operands[1];
             if (!is_constant(n) || std::stoi(n) % 8 || std::stoi(n) < 8 || std::stoi(n) > mma::kWgmmaMaxN)
                 fail(callee + " with n '" + n + "', not a constant multiple of 8 from 8 to 256");
-            for (size_t k : {4, 7})
+            for (size_t k : {4, 8}) {
                 if (!is_constant(in.operands[k - 1]) || !is_constant(in.operands[k]))
                     fail(callee + " with core-matrix offsets '" + in.operands[k - 1] + "', '" + in.operands[k] +
                          "', not constants");
+                const std::string &layout = in.operands[k + 1];
+                if (layout != std::to_string(mma::kWgmmaInterleave) && layout != std::to_string(mma::kWgmmaSwizzle128))
+                    fail(callee + " with layout type '" + layout +
+                         "' (known: " + std::to_string(mma::kWgmmaInterleave) + ", no swizzle; " +
+                         std::to_string(mma::kWgmmaSwizzle128) + ", the 128-byte swizzle)");
+            }
             in.members = std::stoi(n) / 2;
         }
         if (in.index >= in.members)
@@ -415,7 +421,7 @@ private:
     std::string group_text(const Instr &m) const {
         if (is_wgmma(m.op))
             return std::string(m.op == Op::wgmma_f16 ? mma::kWgmmaF16 : mma::kWgmmaBf16) + "(n " + m.operands[1] +
-                   ", a " + m.operands[2] + ", b " + m.operands[5] + ")";
+                   ", a " + m.operands[2] + ", b " + m.operands[6] + ")";
         return std::string(m.op == Op::mma_f16       ? mma::kMmaF16
                            : m.op == Op::mma_bf16    ? mma::kMmaBf16
                            : m.op == Op::ldmatrix_x4 ? mma::kLdmatrixX4
@@ -423,8 +429,9 @@ private:
                "(" + (is_mma(m.op) ? "a/b " + m.operands[1] + ".." + m.operands[6] : "address " + m.operands[1]) + ")";
     }
 
-    // A wgmma group: the matrix descriptors (no swizzle: (address >> 4) & 0x3fff, the leading byte offset >> 4 at bit
-    // 16, the stride byte offset >> 4 at bit 32), C moved into D (wgmma accumulates in place), then the instruction
+    // A wgmma group: the matrix descriptors ((address >> 4) & 0x3fff, the leading byte offset >> 4 at bit 16, the stride
+    // byte offset >> 4 at bit 32, the layout type at bit 62; the base offset 0: the lowering proved swizzled atoms
+    // 1024-byte aligned), C moved into D (wgmma accumulates in place), then the instruction
     // after a fence on the accumulator registers, committed; wait_for_wgmma places the wait.
     std::vector<std::string> wgmma_instruction(const std::vector<Instr> &body, const std::vector<int> &g,
                                                const std::vector<std::string> &d, ScopedTemps &temps) {
@@ -433,17 +440,18 @@ private:
         auto descriptor = [&](size_t at) {
             const std::string address = temps.reg(m0.operands[at]), desc = temps.fresh64();
             const uint64_t offsets = (uint64_t(std::stoll(m0.operands[at + 1])) >> 4 << 16) |
-                                     (uint64_t(std::stoll(m0.operands[at + 2])) >> 4 << 32);
+                                     (uint64_t(std::stoll(m0.operands[at + 2])) >> 4 << 32) |
+                                     (uint64_t(std::stoll(m0.operands[at + 3])) << 62);
             text.push_back("\tcvt.u64.u32 \t" + desc + ", " + address + ";");
             text.push_back("\tshr.u64 \t" + desc + ", " + desc + ", 4;");
             text.push_back("\tand.b64 \t" + desc + ", " + desc + ", 16383;");
             text.push_back("\tor.b64 \t" + desc + ", " + desc + ", " + std::to_string(offsets) + ";");
             return desc;
         };
-        const std::string a = descriptor(2), b = descriptor(5);
+        const std::string a = descriptor(2), b = descriptor(6);
         const std::set<std::string> results(d.begin(), d.end());
         for (size_t k = 0; k < g.size(); ++k) {
-            const std::string &c = body[g[k]].operands[8];
+            const std::string &c = body[g[k]].operands[10];
             if (c == d[k]) continue;
             if (results.count(c))
                 fail("group " + group_text(m0) + ": accumulator " + c + " is another register's result");
@@ -681,7 +689,7 @@ private:
         f.lines = instruction(body, g);
         f.wgmma = is_wgmma(m0.op);
         for (int i : g)
-            if (f.wgmma) f.wg_c.push_back(body[i].operands[8]), f.wg_d.push_back(body[i].result);
+            if (f.wgmma) f.wg_c.push_back(body[i].operands[10]), f.wg_d.push_back(body[i].result);
         std::vector<Instr> span;
         for (int x : others)
             if (before[x]) span.push_back(std::move(body[x]));

@@ -19,12 +19,15 @@ enum class Mapping { cuda, opencl, cpu };
 // A panel's (ke, kg, row[, win]) spread over every thread of the block: one 8-element group (16 bytes) per thread
 // and step of the returned loop, which runs inside the thread loops. wgmma's core-matrix panels (ke, ri, kg, ro): the
 // 8 rows of a core matrix on 8 consecutive threads (128 contiguous bytes of shared memory, no bank conflict), then
-// the K groups (a warp reads 8 rows x 4 groups: whole 32-byte sectors of A and B).
-Var spread_over_block(Func panel, const GemmKnobs &kn, bool core_matrices) {
+// the K groups; swizzled, a row's 8 chunks on 8 consecutive threads (its 128 bytes, contiguous in shared memory and
+// in A and B: a warp reads 4 whole 128-byte lines).
+enum class Panel { rows, core_matrices, swizzled };
+Var spread_over_block(Func panel, const GemmKnobs &kn, Panel layout) {
     Var ke = panel.args()[0], tt("tt"), tx("tx"), ty("ty"), tz("tz");
-    if (core_matrices) {
+    if (layout != Panel::rows) {
         const Var ri = panel.args()[1], kg = panel.args()[2], ro = panel.args()[3], rk("ri_kg");
-        panel.fuse(ri, kg, rk).fuse(rk, ro, tt);
+        if (layout == Panel::swizzled) panel.fuse(kg, ri, rk).fuse(rk, ro, tt);
+        else panel.fuse(ri, kg, rk).fuse(rk, ro, tt);
     } else {
         Var kg = panel.args()[1], row = panel.args()[2];
         // The windows' panels in turn (fused into the row first: the loops keep the names compute_with matches).
@@ -41,6 +44,17 @@ Var spread_over_block(Func panel, const GemmKnobs &kn, bool core_matrices) {
         .reorder(ke, tt, tx, ty, tz)
         .gpu_threads(tx, ty, tz);
     return tt;
+}
+Panel panel_layout(const GemmFuncs &f) {
+    return f.swizzled ? Panel::swizzled : f.wgmma ? Panel::core_matrices : Panel::rows;
+}
+// wgmma's panels: 8 rows a core matrix; swizzled, each row's 8 chunks stored together (one 128-byte line) and the
+// step's 8 chunks exactly (the atom the swizzle permutes within).
+void bound_core_matrices(Func panel, const GemmFuncs &f) {
+    panel.bound(panel.args()[1], 0, 8);
+    if (!f.swizzled) return;
+    panel.align_bounds(panel.args()[2], 8);
+    panel.reorder_storage(panel.args()[0], panel.args()[2], panel.args()[1], panel.args()[3]);
 }
 void map_output(GemmFuncs &f, Mapping mapping) {
     RDom rc = f.rc;
@@ -121,10 +135,10 @@ void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn) {
     // core matrix's 128 contiguous bytes at once).
     for (Func panel : {f.a_panel, f.b_panel}) {
         panel.compute_at(acc, rko).store_in(MemoryType::GPUShared).bound(panel.args()[0], 0, 8);
-        if (f.wgmma) panel.bound(panel.args()[1], 0, 8);
+        if (f.wgmma) bound_core_matrices(panel, f);
         else panel.align_storage(panel.args()[1], (kn.k_step + kn.pad) / 8);
         panel.vectorize(panel.args()[0]);
-        panel.unroll(spread_over_block(panel, kn, f.wgmma));
+        panel.unroll(spread_over_block(panel, kn, panel_layout(f)));
     }
     // One loop nest for both panels: a barrier only after both (Halide puts one between any two stages at
     // block level, which made B's loads wait for A's stores: two load latencies per K step instead of one).
@@ -137,8 +151,10 @@ void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn) {
     for (Var v : epi.args()) epi.unroll(v);
     if (!Internal::as_const_int(f.activation)) epi.specialize(smooth_activation(f.activation));
     // wgmma: no fragments, the tensor cores read the panels. ptxas -arch=sm_90a (CUDA 13.0), gemm_wg_f16_cuda (a
-    // 128 x 128 block of two warpgroups, K steps of 64): 138 registers, no spill, a K loop of 93 instructions a step
-    // (whole tiles): 4 HGMMA.64x128x16 back to back, one WARPGROUP.DEPBAR, 16 LDG, 8 STS. Not yet timed on a GPU.
+    // 128 x 128 block of two warpgroups, K steps of 64, swizzled): 138 registers, no spill, a K loop of 90
+    // instructions a step (whole tiles): one WARPGROUP.ARRIVE, 4 HGMMA.64x128x16 back to back, one DEPBAR, 16 LDG,
+    // 8 STS. On the H200 with plain core matrices it ran 1.13 ms at 4096^3 f16, 2.6x mma.sync's gemm_u
+    // (bench/results/h200/wgmma); the swizzled panels are not yet timed.
     if (f.wgmma) return;
     // Fragments: per lane, in registers, loaded at each K step of 16.
     f.a_frag.compute_at(acc, rki).unroll(f.r).unroll(f.mt);
@@ -173,13 +189,13 @@ void schedule_emulated(GemmFuncs &f, const GemmKnobs &kn, bool gpu) {
                            "fragments per panel)");
     for (Func panel : {f.a_panel, f.b_panel}) {
         panel.compute_at(acc, rko).store_in(block_memory).bound(panel.args()[0], 0, 8);
-        if (f.wgmma) panel.bound(panel.args()[1], 0, 8);
+        if (f.wgmma) bound_core_matrices(panel, f);
         // Prefetching (schedules/panel_prefetch.h) stores the next K step's panels after this step has read its
         // own: storage that outlives the step (here the whole K of the block's rows: Halide does not fold it).
         if (f.prefetch) panel.store_at(tile);
         // A ring of stages keeps one K step's panels per copy, as on CUDA: the panel allocated inside the K loop,
         // the pass lifts it out and makes the copies.
-        if (gpu) spread_over_block(panel, kn, f.wgmma);
+        if (gpu) spread_over_block(panel, kn, panel_layout(f));
     }
     // Fragments of the whole panel at once: with one K step of 16 at a time, Halide 21 (FuseGPUThreadLoops,
     // shared-allocation liveness by barrier stage, blind to the K-step loop's second iteration) gave the

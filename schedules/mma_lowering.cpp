@@ -360,8 +360,10 @@ private:
     }
 
     // A wgmma operand's tile from its panel elements at (k, row) = (0, 0), (0, 1), (8, 0), (0, 8) and its last
-    // (generators/mma.h): {shared byte address, bytes between core matrices along K (the descriptor's leading
-    // offset), along the rows (its stride offset)}, having checked the core-matrix layout the descriptor describes.
+    // (generators/mma.h): {shared byte address, the descriptor's leading and stride byte offsets, its layout type
+    // (generators/mma_abi.h)}, having checked the layout the descriptor describes: core matrices (row (0, 1) 8 elements
+    // on), or the 128-byte swizzle (row (0, 1) a 64-element line and one chunk on: chunk 1 ^ 1 of the tile's first two,
+    // which start at an even chunk of a 1024-byte aligned atom).
     std::vector<Expr> wgmma_operand(const Call *op, size_t at, const std::string &which, int rows) const {
         const Load *l[5];
         for (int j = 0; j < 5; ++j) l[j] = shared_load(op->args[at + j], "wgmma " + which + " tile");
@@ -376,19 +378,34 @@ private:
             step[j - 1] = *c;
         }
         const int64_t row = step[0], lbo = step[1], sbo = step[2], last = step[3];
-        if (row != 8)
-            fail("wgmma " + which + " tile in " + l[0]->name + ": rows " + std::to_string(row) +
-                 " elements apart, not 8 (a core matrix is 8 rows of 16 contiguous bytes)");
-        const int64_t want_last = 7 + 8 * 7 + lbo + sbo * (rows / 8 - 1);
+        const std::string tile = "wgmma " + which + " tile in " + l[0]->name;
         const int bytes = l[0]->type.bytes();  // the descriptor holds each offset in 14 bits of 16 bytes
+        require_16_byte_aligned(start, "wgmma " + which + " tile start", l[0]->name, "");
+        if (row == 8 + 64) {
+            // 128-byte swizzle: 64 elements a row, the tile's chunks c0, c0 + 1 (c0 even) of the atom's 8
+            const ModulusRemainder mr = modulus_remainder(start);
+            const int64_t atom = 8 * 64, c0 = mr.remainder % atom / 8;
+            if (mr.modulus % atom != 0 || mr.remainder % 16 != 0 || c0 > 6)
+                fail(tile + ": the 128-byte swizzle's atom is not provably 1024-byte aligned (tile start " +
+                     text(start) + ")");
+            const int64_t want_last = atom * (rows / 8 - 1) + 7 * 64 + 8 * (((c0 + 1) ^ 7) - c0) + 7;
+            if (lbo != 8 || sbo != atom || last != want_last)
+                fail(tile + " is not in 128-byte swizzled rows (K chunk " + std::to_string(lbo) +
+                     " elements on, row 8 " + std::to_string(sbo) + ", the last element at " + std::to_string(last) +
+                     ", expected 8, " + std::to_string(atom) + ", " + std::to_string(want_last) + ")");
+            return {cast(Int(32), l[0]->index) * bytes, Expr(16), Expr(int(atom * bytes)), Expr(mma::kWgmmaSwizzle128)};
+        }
+        if (row != 8)
+            fail(tile + ": rows " + std::to_string(row) +
+                 " elements apart, not 8 (a core matrix is 8 rows of 16 contiguous bytes) nor 72 (128-byte swizzle)");
+        const int64_t want_last = 7 + 8 * 7 + lbo + sbo * (rows / 8 - 1);
         if (lbo <= 0 || sbo <= 0 || lbo % 8 || sbo % 8 || last != want_last || lbo * bytes >= (1 << 18) ||
             sbo * bytes >= (1 << 18))
-            fail("wgmma " + which + " tile in " + l[0]->name + " is not in core matrices (core matrices " +
-                 std::to_string(lbo) + " elements apart along K, " + std::to_string(sbo) +
-                 " along the rows, the last element at " + std::to_string(last) + ", expected " +
+            fail(tile + " is not in core matrices (core matrices " + std::to_string(lbo) + " elements apart along K, " +
+                 std::to_string(sbo) + " along the rows, the last element at " + std::to_string(last) + ", expected " +
                  std::to_string(want_last) + ")");
-        require_16_byte_aligned(start, "wgmma " + which + " tile start", l[0]->name, "");
-        return {cast(Int(32), l[0]->index) * bytes, Expr(int(lbo * bytes)), Expr(int(sbo * bytes))};
+        return {cast(Int(32), l[0]->index) * bytes, Expr(int(lbo * bytes)), Expr(int(sbo * bytes)),
+                Expr(mma::kWgmmaInterleave)};
     }
 
     Expr visit(const Call *op) override {

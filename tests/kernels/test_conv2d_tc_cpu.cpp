@@ -108,7 +108,7 @@ TEST_CASE("split K on the emulated implicit GEMMs: conv2d and conv3d shapes and 
 }
 
 // Hopper's wgmma (knob wgmma): the implicit GEMM's A gathered into core-matrix panels (8 rows of 16 bytes each,
-// the layout wgmma's descriptors read), the warpgroup's 64 x warp_n instruction emulated from the panels; every
+// the layout wgmma's descriptors read; K steps of 64 in the 128-byte swizzle), the warpgroup's 64 x warp_n instruction emulated from the panels; every
 // conv2d shape, a conv3d, 64 x 40 (five n-tiles), 128 x 64 with split K and the register prefetch, 64 x 64 on a
 // 3-stage ring, and the block layers. A grouped convolution is refused (wgmma has no windows).
 TEST_CASE("wgmma on the emulated implicit GEMMs: conv2d and conv3d shapes and blocks match the float64 reference",
@@ -128,16 +128,17 @@ TEST_CASE("wgmma on the emulated implicit GEMMs: conv2d and conv3d shapes and bl
                        Catch::Contains("wgmma = 1 serves no grouped convolution"));
             continue;
         }
-        // (warps_m, warp_n, split_k, stages, prefetch); the ring where the channels are whole 16-byte vectors
+        // (warps_m, warp_n, split_k, stages, prefetch, k_step); the ring where the channels are whole 16-byte
+        // vectors; K steps of 64: the panels' rows in the 128-byte swizzle
         std::smatch channels;
         REQUIRE(std::regex_search(key, channels, std::regex(",c=([0-9]+)")));
-        for (const auto &[warps_m, warp_n, split, stages, prefetch] :
-             {std::tuple{4, 40, 1, 1, 0}, std::tuple{8, 64, 2, 1, 1}, std::tuple{4, 64, 1, 3, 0}}) {
+        for (const auto &[warps_m, warp_n, split, stages, prefetch, k_step] :
+             {std::tuple{4, 40, 1, 1, 0, 32}, std::tuple{8, 64, 2, 1, 1, 64}, std::tuple{4, 64, 1, 3, 0, 64}}) {
             if (stages > 1 && std::stoi(channels[1].str()) % 8) continue;
             auto knobs = wg;
             knobs["stages"] = stages;
             knobs["prefetch"] = prefetch;
-            knobs.insert({{"warps_m", warps_m}, {"warp_n", warp_n}, {"split_k", split}, {"k_step", 32}});
+            knobs.insert({{"warps_m", warps_m}, {"warp_n", warp_n}, {"split_k", split}, {"k_step", k_step}});
             REQUIRE(check_with_knobs(key, kTensorCores, knobs, seed)->knob("wgmma") == 1);
         }
     }

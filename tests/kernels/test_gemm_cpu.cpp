@@ -12,14 +12,18 @@ TEST_CASE("every CPU gemm variant (emulated mma.sync or wgmma) matches the float
     const auto kernels = test::gemm_test_kernels(Device::cpu, {DType::f16, DType::bf16}, true);
     CHECK(std::count_if(kernels.begin(), kernels.end(), [](const KernelVariant *v) { return v->knob("wgmma") == 1; }) >=
           2);
+    // K steps of 64: the 128-byte swizzled panels
+    CHECK(std::count_if(kernels.begin(), kernels.end(),
+                        [](const KernelVariant *v) { return v->knob("wgmma") == 1 && v->knob("k_step") == 64; }) >= 2);
     test::check_gemm_kernels(kernels);
 }
 
 TEST_CASE("a fragment layout with A registers 1 and 2 swapped (wgmma: A's K halves) fails the reference check",
           "[gemm][cpu]") {
     // The mutant is a CPU tiling generated with fragment_mutation=1 (a generator param, never in the variant data);
-    // the same tiling unmutated passes. gemm_wg: the emulated wgmma, its panels in core matrices.
-    const std::string tiling = GENERATE("gemm_a_f16_cpu", "gemm_wg_f16_cpu");
+    // the same tiling unmutated passes. gemm_wg: the emulated wgmma, its panels in core matrices; gemm_wgs: in
+    // 128-byte swizzled rows.
+    const std::string tiling = GENERATE("gemm_a_f16_cpu", "gemm_wg_f16_cpu", "gemm_wgs_f16_cpu");
     const KernelVariant *good = find_data_variant(tiling);
     REQUIRE(good != nullptr);
     const KernelVariant mutant = make_variant("gemm", "gemm_mutant_f16_cpu", Device::cpu, DType::f16,

@@ -283,9 +283,17 @@ TEST_CASE("wgmma groups become one wgmma.mma_async each, a K step's chained on o
     CHECK(occurrences(out, "wgmma.wait_group.sync.aligned \t0;") == 2);
     // The panels' barriers fenced for the async proxy.
     CHECK(occurrences(out, "fence.proxy.async.shared::cta;") >= 2);
-    // Descriptors: A and B K-major core matrices 128 bytes apart along K (LBO 128 >> 4 = 8 at bit 16); B's 8-row
-    // groups 8 core matrices apart (SBO 1024 >> 4 = 64 at bit 32): (64 << 32) | (8 << 16).
-    CHECK(out.find("or.b64 \t%bf_d1, %bf_d1, " + std::to_string((uint64_t(64) << 32) | (8 << 16)) + ";") !=
+    // Descriptors (K steps of 64: the 128-byte swizzle): layout type 1 at bit 62, B's 8-row atoms 1024 bytes apart
+    // (SBO 1024 >> 4 = 64 at bit 32), the unused LBO 16 bytes (1 at bit 16); each wgmma of the step 32 bytes (two
+    // chunks) further into the atom.
+    CHECK(out.find("or.b64 \t%bf_d1, %bf_d1, " +
+                   std::to_string((uint64_t(1) << 62) | (uint64_t(64) << 32) | (1 << 16)) + ";") != std::string::npos);
+    for (int k16 = 1; k16 < 4; ++k16)
+        CHECK(out.find("mov.b32 \t%bf_s0, " + std::to_string(32 * k16) + ";") != std::string::npos);
+    // K steps of 32 (gemm_wg_bf16_cuda): no swizzle, core matrices 128 bytes apart along K (LBO 128 >> 4 = 8), B's
+    // 8-row groups 4 core matrices apart (SBO 512 >> 4 = 32).
+    const std::string plain = mma_ptx::rewrite(emitted_ptx("gemm_wg_bf16_cuda"), nullptr);
+    CHECK(plain.find("or.b64 \t%bf_d1, %bf_d1, " + std::to_string((uint64_t(32) << 32) | (8 << 16)) + ";") !=
           std::string::npos);
 }
 
@@ -301,8 +309,11 @@ TEST_CASE("malformed wgmma groups are refused with an error naming the kernel", 
         require_refused(replace_all(ptx, "[param1], 40", "[param1], 36"), "with n '36', not a constant multiple of 8");
     }
     SECTION("core-matrix offsets not constants") {
-        require_refused(replace_in_block(ptx, first, "[param3], 128", "[param3], %r1"),
+        require_refused(replace_in_block(ptx, first, "[param3], 16", "[param3], %r1"),
                         "with core-matrix offsets '%r1'");
+    }
+    SECTION("an unknown layout type") {
+        require_refused(replace_in_block(ptx, first, "[param5], 1", "[param5], 2"), "with layout type '2'");
     }
     SECTION("a missing member") {
         auto [a, b] = block(ptx, first + 5);
