@@ -148,6 +148,8 @@ TEST_CASE("wgmma on the emulated implicit GEMMs: conv2d and conv3d shapes and bl
         for (int i = 0; i < 3; ++i)
             for (const auto &[k, v] : wg) knobs["tc" + std::to_string(i) + "_" + k] = v;
         for (int i = 0; i < 3; ++i) knobs["tc" + std::to_string(i) + "_warps_m"] = 4;
+        // the FFN's layers in the 128-byte swizzle (K steps of 64), the MBConv's in plain core matrices
+        for (int i = 0; i < 3; ++i) knobs["tc" + std::to_string(i) + "_k_step"] = key.rfind("ffn", 0) == 0 ? 64 : 32;
         check_with_knobs(key, kLayerByLayerTc, knobs, seed);
     }
 }
