@@ -30,7 +30,8 @@ struct GemmTiling {
     int split_k = 1;  // K split over this many blocks per output tile (partial sums added in the epilogue)
     // Hopper's wgmma instead of mma.sync: each 4 warps along M a warpgroup whose instruction covers 64 x warp_n
     // (warp_m = 16, one warp along N), A and B read by the tensor cores from the panels in shared memory (no ldmatrix,
-    // no fragments in registers); the panels then in core matrices, (ke, row % 8, kg, row / 8).
+    // no fragments in registers); the panels then in core matrices, (ke, row % 8, kg, row / 8), or with K steps of 64
+    // in 128-byte swizzled rows (wgmma_swizzled).
     bool wgmma = false;
     // wgmma with K steps of 64: each panel row one 128-byte line, its 16-byte chunks swizzled (mma_abi.h
     // kWgmmaSwizzle128): the tensor cores read 8 rows' chunk c from 8 banks, not one.

@@ -429,6 +429,10 @@ private:
                "(" + (is_mma(m.op) ? "a/b " + m.operands[1] + ".." + m.operands[6] : "address " + m.operands[1]) + ")";
     }
 
+    // The lines a wgmma group is fenced and committed by (chain_wgmma keeps one of each a chain).
+    static constexpr const char *kWgmmaFenceLine = "\twgmma.fence.sync.aligned;";
+    static constexpr const char *kWgmmaCommitLine = "\twgmma.commit_group.sync.aligned;";
+
     // A wgmma group: the matrix descriptors ((address >> 4) & 0x3fff, the leading byte offset >> 4 at bit 16, the stride
     // byte offset >> 4 at bit 32, the layout type at bit 62; the base offset 0: the lowering proved swizzled atoms
     // 1024-byte aligned), C moved into D (wgmma accumulates in place), then the instruction
@@ -462,10 +466,10 @@ private:
         const char *types = m0.op == Op::wgmma_f16 ? "f16.f16" : "bf16.bf16";
         text.push_back("\t.reg .pred \t%bf_p;");
         text.push_back("\tsetp.eq.u32 \t%bf_p, 1, 1;");
-        text.push_back("\twgmma.fence.sync.aligned;");
+        text.push_back(kWgmmaFenceLine);
         text.push_back("\twgmma.mma_async.sync.aligned.m64n" + m0.operands[1] + "k16.f32." + types + " \t{" + list +
                        "}, " + a + ", " + b + ", %bf_p, 1, 1, 0, 0;");
-        text.push_back("\twgmma.commit_group.sync.aligned;");
+        text.push_back(kWgmmaCommitLine);
         hopper = true;
         if (stats) stats->wgmma++;
         return temps.scoped(text);
@@ -525,8 +529,8 @@ private:
                 const bool first = j == 0, last = j + 1 == chain.size();
                 in.lines.erase(std::remove_if(in.lines.begin(), in.lines.end(),
                                               [&](const std::string &l) {
-                                                  if (!first && l == "\twgmma.fence.sync.aligned;") return true;
-                                                  if (!last && l == "\twgmma.commit_group.sync.aligned;") return true;
+                                                  if (!first && l == kWgmmaFenceLine) return true;
+                                                  if (!last && l == kWgmmaCommitLine) return true;
                                                   for (const std::string &r : result)
                                                       if (l == "\tmov.b32 \t" + r + ", " + r + ";") return true;
                                                   return false;

@@ -154,7 +154,7 @@ void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn) {
     // 128 x 128 block of two warpgroups, K steps of 64, swizzled): 138 registers, no spill, a K loop of 90
     // instructions a step (whole tiles): one WARPGROUP.ARRIVE, 4 HGMMA.64x128x16 back to back, one DEPBAR, 16 LDG,
     // 8 STS. On the H100 at 4096^3 f16 it runs 0.696 ms, and on a 3-stage ring (gemm_wgt_f16) 0.318 ms, 1.38x
-    // mma.sync's best tiling (bench/results/h100/wgmma: plain core matrices had taken 1.12 and 1.03 ms).
+    // mma.sync's best tiling (bench/results/h100/wgmma).
     if (f.wgmma) return;
     // Fragments: per lane, in registers, loaded at each K step of 16.
     f.a_frag.compute_at(acc, rki).unroll(f.r).unroll(f.mt);
