@@ -239,11 +239,18 @@ std::vector<BenchCandidate> build_candidates(const SuiteEntry &entry, const std:
 
 namespace {
 
-// A row with a kernel on the tensor cores: its roof is the mma.sync ceiling of its dtype, measured in this run.
+// A row with a kernel on the tensor cores: its roof is the ceiling of its dtype and instruction measured in this run,
+// wgmma's for a kernel built with the knob `wgmma` (mma.sync's is no lower bound for those), else mma.sync's.
 bool uses_tensor_cores(const Row &r) {
     return std::any_of(r.kernels.begin(), r.kernels.end(), [](const KernelCost &k) { return k.tensor_cores; });
 }
+bool uses_wgmma(const Row &r) {
+    auto it = r.knobs.find("wgmma");
+    return it != r.knobs.end() && it->second != 0;
+}
+const char *tensor_instruction(const Row &r) { return uses_wgmma(r) ? "wgmma" : "mma.sync"; }
 double mma_ceiling_tflops(const Row &r, const Ceilings &ceil) {
+    if (uses_wgmma(r)) return r.dtype == "bf16" ? ceil.wgmma_bf16_tflops : ceil.wgmma_f16_tflops;
     return r.dtype == "bf16" ? ceil.mma_bf16_tflops : ceil.mma_f16_tflops;
 }
 // A tensor-core row's FLOP rate as a share of that ceiling (0 where none was measured).
@@ -338,7 +345,10 @@ nlohmann::json results_document(const nlohmann::json &ctx, const std::vector<Row
         // Measured memory (runtime/call_memory.h); null where it was not counted.
         for (auto [field, v] : {std::pair{"workspace_bytes", r.workspace_bytes}, {"peak_bytes", r.peak_bytes}})
             arr.back()[field] = v >= 0 ? nlohmann::json(v) : nlohmann::json();
-        if (uses_tensor_cores(r) && ceil.measured && r.ok) arr.back()["pct_mma"] = pct_of_mma_ceiling(r, ceil);
+        if (uses_tensor_cores(r) && ceil.measured && r.ok) {
+            arr.back()["pct_mma"] = pct_of_mma_ceiling(r, ceil);  // of the roof named in tensor_roof
+            arr.back()["tensor_roof"] = tensor_instruction(r);
+        }
     }
     return {{"schema_version", kResultsSchemaVersion}, {"context", ctx}, {"results", arr}};
 }
@@ -421,7 +431,8 @@ void print_table(const std::vector<Row> &rows, const Ceilings &ceil, Device dev,
     if (ceil.measured)
         std::cout << fmt::format(
             "(floor ms = the waterline of the row's kernels, Eq. 12: the sum over its kernels of max(ops / "
-            "{:.4g} TFLOP/s (tensor-core kernels: the mma.sync ceiling of their dtype), compulsory bytes / {:.0f} "
+            "{:.4g} TFLOP/s (tensor-core kernels: the mma.sync or wgmma ceiling of their dtype), compulsory bytes / "
+            "{:.0f} "
             "GB/s), "
             "the {} measured now; x floor = median over it)\n",
             ceil.ffma_f32_tflops, ceil.copy_gbps,
@@ -429,11 +440,11 @@ void print_table(const std::vector<Row> &rows, const Ceilings &ceil, Device dev,
     if (ceil.measured && ceil.mma_f16_tflops > 0)
         for (const auto &r : rows)
             if (uses_tensor_cores(r) && r.ok)
-                std::cout << fmt::format(
-                    "tensor cores: {} {}: {:.1f} TFLOP/s = {:.1f}% of the mma.sync {} ceiling ({:.1f}); "
-                    "its floor counts the tensor-core kernels against that roof\n",
-                    r.workload, r.strategy, r.flops / (r.median_ms * 1e-3) / 1e12, pct_of_mma_ceiling(r, ceil), r.dtype,
-                    mma_ceiling_tflops(r, ceil));
+                std::cout << fmt::format("tensor cores: {} {}: {:.1f} TFLOP/s = {:.1f}% of the {} {} ceiling ({:.1f}); "
+                                         "its floor counts the tensor-core kernels against that roof\n",
+                                         r.workload, r.strategy, r.flops / (r.median_ms * 1e-3) / 1e12,
+                                         pct_of_mma_ceiling(r, ceil), tensor_instruction(r), r.dtype,
+                                         mma_ceiling_tflops(r, ceil));
     std::cout << "(* = the variant the dispatcher picks by default; model MB = modelled compulsory DRAM bytes, GB/s = "
                  "those over the median time; vs LBL = the workload's fastest passing layer-by-layer time over this "
                  "row's (> 1: faster); ws MB = the bytes the call itself allocated, live at once, measured (hidden "
@@ -505,16 +516,23 @@ int run_bench(const BenchOptions &opt) {
                           : fmt::format("GPU: {} ({})\n", gpu.value("name", ""), gpu.value("nvml", "")));
         if (opt.ceilings) {
             ceil = measure_ceilings();
-            std::cout << fmt::format("ceilings (measured now): copy {:.0f} GB/s, FFMA f32 {:.1f} TFLOP/s, HFMA2 f16 "
-                                     "{:.1f} TFLOP/s (CUDA cores); mma.sync m16n8k16 f16 {:.1f}, bf16 {:.1f} TFLOP/s "
-                                     "(tensor cores, the roof of the kernels on them)\n",
-                                     ceil.copy_gbps, ceil.ffma_f32_tflops, ceil.hfma2_f16_tflops, ceil.mma_f16_tflops,
-                                     ceil.mma_bf16_tflops);
+            std::cout << fmt::format(
+                "ceilings (measured now): copy {:.0f} GB/s, FFMA f32 {:.1f} TFLOP/s, HFMA2 f16 "
+                "{:.1f} TFLOP/s (CUDA cores); mma.sync m16n8k16 f16 {:.1f}, bf16 {:.1f} TFLOP/s{} "
+                "(tensor cores, the roof of the kernels on them)\n",
+                ceil.copy_gbps, ceil.ffma_f32_tflops, ceil.hfma2_f16_tflops, ceil.mma_f16_tflops, ceil.mma_bf16_tflops,
+                ceil.wgmma_f16_tflops > 0 ? fmt::format("; wgmma m64n256k16 f16 {:.1f}, bf16 {:.1f} TFLOP/s",
+                                                        ceil.wgmma_f16_tflops, ceil.wgmma_bf16_tflops)
+                                          : "");
             ctx["ceilings"] = {{"copy_gbps", ceil.copy_gbps},
                                {"ffma_f32_tflops", ceil.ffma_f32_tflops},
                                {"hfma2_f16_tflops", ceil.hfma2_f16_tflops},
                                {"mma_f16_tflops", ceil.mma_f16_tflops},
                                {"mma_bf16_tflops", ceil.mma_bf16_tflops}};
+            if (ceil.wgmma_f16_tflops > 0) {
+                ctx["ceilings"]["wgmma_f16_tflops"] = ceil.wgmma_f16_tflops;
+                ctx["ceilings"]["wgmma_bf16_tflops"] = ceil.wgmma_bf16_tflops;
+            }
         }
     }
 

@@ -42,6 +42,7 @@ except ImportError:
 PLOTS = ("waterline", "roofline", "efficiency_gap")
 MMA_DTYPES = ("f16", "bf16")  # the mma.sync ceilings the harness measures (context.ceilings.mma_<dtype>_tflops)
 NO_MMA = "FFMA (no mma.sync ceiling)"  # the roof of a tensor-core kernel in results without the mma ceilings
+TENSOR_ROOFS = ("mma.sync", "wgmma")  # a tensor-core kernel's roof names its instruction, then its dtype
 ROW_FIELDS = {"workload": str, "strategy": str, "flops": float, "bytes": float, "runtime_ms": float, "check_ok": bool}
 KERNEL_FIELDS = {"name": str, "flops": float, "bytes": float}
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9})  # SVG text stays text
@@ -137,11 +138,13 @@ def load_torch(path):
 @dataclass(frozen=True)
 class Peaks:
     """The ceilings measured in the run, in ops/s and bytes/s: FFMA f32 R, copy bandwidth B, HFMA2 f16 (None where
-    not measured) and the mma.sync ceilings by dtype ({'f16': ..., 'bf16': ...}, those measured)."""
+    not measured), the mma.sync ceilings by dtype ({'f16': ..., 'bf16': ...}, those measured) and wgmma's (compute
+    capability 9.0 only)."""
     R: float
     B: float
     R16: float = None
     mma: dict = field(default_factory=dict)
+    wgmma: dict = field(default_factory=dict)
 
 
 def ceilings(ctx):
@@ -150,12 +153,13 @@ def ceilings(ctx):
     if not isinstance(c, dict):
         return None, "results.json has no context.ceilings (no GPU ceilings were measured, e.g. a CPU run)"
     vals = {k: _num(c.get(k)) for k in ("ffma_f32_tflops", "copy_gbps", "hfma2_f16_tflops", "mma_f16_tflops",
-                                        "mma_bf16_tflops")}
+                                        "mma_bf16_tflops", "wgmma_f16_tflops", "wgmma_bf16_tflops")}
     if vals["ffma_f32_tflops"] is None or vals["copy_gbps"] is None:
         return None, "context.ceilings lacks a positive ffma_f32_tflops or copy_gbps"
     hf = vals["hfma2_f16_tflops"]
     mma = {d: vals[f"mma_{d}_tflops"] * 1e12 for d in MMA_DTYPES if vals[f"mma_{d}_tflops"]}
-    return Peaks(vals["ffma_f32_tflops"] * 1e12, vals["copy_gbps"] * 1e9, hf * 1e12 if hf else None, mma), None
+    wgmma = {d: vals[f"wgmma_{d}_tflops"] * 1e12 for d in MMA_DTYPES if vals[f"wgmma_{d}_tflops"]}
+    return Peaks(vals["ffma_f32_tflops"] * 1e12, vals["copy_gbps"] * 1e9, hf * 1e12 if hf else None, mma, wgmma), None
 
 
 # ---------------------------------------------------------------- analysis
@@ -167,7 +171,7 @@ class Kernel(NamedTuple):
     b: float  # compulsory DRAM bytes
     t: float  # measured seconds, None where the row does not time its kernels one by one
     R: float  # its peak R_k in ops/s (None without ceilings)
-    roof: str  # "FFMA", "mma.sync f16", "mma.sync bf16", or NO_MMA
+    roof: str  # "FFMA", "mma.sync f16", "mma.sync bf16", "wgmma f16", "wgmma bf16", or NO_MMA
     tc: bool  # marked tensor_cores by the harness
 
 
@@ -178,15 +182,17 @@ def mma_dtype(dtype):
 
 def row_kernels(r, p):
     """A row's modelled kernels (the row itself where it lists none), each with its peak R_k of Peaks p (None
-    without ceilings): the mma.sync ceiling of the row's dtype for a tensor-core kernel, else FFMA; a tensor-core
-    kernel in results without that ceiling falls back to FFMA (roof NO_MMA)."""
+    without ceilings): the tensor-core ceiling of the row's dtype for a tensor-core kernel (wgmma's where the row's
+    knob `wgmma` is set and that ceiling was measured, as bench/harness.cpp; else mma.sync's), else FFMA; a
+    tensor-core kernel in results without that ceiling falls back to FFMA (roof NO_MMA)."""
     if "kernels" not in r:
         return [Kernel(r["strategy"], r["flops"], r["bytes"], r["runtime_ms"] * 1e-3, p and p.R, "FFMA", False)]
     out = []
     for k in r["kernels"]:
         tc, d = k.get("tensor_cores", False), mma_dtype(r.get("dtype"))
-        roof = ("FFMA" if not tc else f"mma.sync {d}" if p is None or d in p.mma else NO_MMA)
-        Rk = None if p is None else p.mma[d] if roof.startswith("mma") else p.R
+        wg = tc and (r.get("knobs") or {}).get("wgmma", 0) and p is not None and d in p.wgmma
+        roof = ("FFMA" if not tc else f"wgmma {d}" if wg else f"mma.sync {d}" if p is None or d in p.mma else NO_MMA)
+        Rk = None if p is None else p.wgmma[d] if wg else p.mma[d] if roof.startswith(TENSOR_ROOFS) else p.R
         out.append(Kernel(k["name"], k["flops"], k["bytes"], k["runtime_ms"] * 1e-3 if "runtime_ms" in k else None,
                           Rk, roof, tc))
     return out
@@ -204,8 +210,9 @@ def model_quantities(ks, t_a, p):
     mem = [k for k in ks if model.is_memory_bound(k.n, k.b, k.R, p.B)]
     mem_t = sum(model.min_latency(k.n, k.b, k.R, p.B) for k in mem)
     T = model.waterline_latency(seq, p.R, p.B)
-    on_mma = {k.roof.startswith("mma") for k in ks if k not in mem and k.n > 0}  # of the compute-bound kernels
-    compute = "compute" + (" on mma.sync" if on_mma == {True} else " (FFMA and mma.sync)" if len(on_mma) == 2 else "")
+    on_mma = {k.roof.startswith(TENSOR_ROOFS) for k in ks if k not in mem and k.n > 0}  # of the compute-bound kernels
+    tc = "/".join(sorted({k.roof.split()[0] for k in ks if k.roof.startswith(TENSOR_ROOFS)})) or "mma.sync"
+    compute = "compute" + (f" on {tc}" if on_mma == {True} else f" (FFMA and {tc})" if len(on_mma) == 2 else "")
     return dict(t_i=model.sequence_ideal_latency(seq, p.R), T_min=T, C=model.sequence_efficiency(seq, t_a, p.R),
                 C_max=model.max_efficiency(seq, p.R, p.B) if T > 0 else math.nan,
                 floor="memory" if mem_t == T else compute if mem_t == 0 else
@@ -332,8 +339,8 @@ def _save(fig, outdir, name):
 
 
 def used_roofs(kernels, p):
-    """[(roof, R_k)] of the peaks kernels are counted against: FFMA first, then each mma.sync ceiling in use."""
-    mma = sorted({(k.roof, k.R) for k in kernels if k.roof.startswith("mma")})
+    """[(roof, R_k)] of the peaks kernels are counted against: FFMA first, then each tensor-core ceiling in use."""
+    mma = sorted({(k.roof, k.R) for k in kernels if k.roof.startswith(TENSOR_ROOFS)})
     return [("FFMA", p.R)] + mma
 
 
@@ -440,7 +447,7 @@ def plot_roofline(rows, units, p, outdir):
         ax.annotate(str(u.index), (x, y), xytext=(0, 8 if u.index % 2 else -14), textcoords="offset points",
                     ha="center", fontsize=7.5, zorder=5)
     xi = np.array([r["flops"] / r["bytes"] for r in ok])
-    top = max([R] + list(p.mma.values()))
+    top = max([R] + list(p.mma.values()) + list(p.wgmma.values()))
     xs = np.logspace(np.log10(min(xi.min(), R / B) / 3), np.log10(max(xi.max(), top / B) * 3), 200)
     ax.plot(xs, np.minimum(R, B * xs) / 1e9, "k-", lw=1.5,
             label=f"roof: FFMA f32 {R / 1e12:.1f} TFLOP/s, copy bandwidth slope {B / 1e9:.0f} GB/s")
@@ -454,6 +461,11 @@ def plot_roofline(rows, units, p, outdir):
     for (d, Rm, rates), ls in zip(mma, ("-.", ":")):
         ax.plot(xs, np.minimum(Rm, B * xs) / 1e9, ls, color="tab:purple", lw=1.4,
                 label=f"mma.sync {d} roof {rates} TFLOP/s (ridge {Rm / B:.1f} FLOP/byte)")
+    if any(k.roof.startswith("wgmma") for u in units for k in u.kernels):  # drawn where a wgmma kernel is counted
+        Rw = max(p.wgmma.values())
+        ax.plot(xs, np.minimum(Rw, B * xs) / 1e9, "--", color="tab:red", lw=1.4,
+                label=f"wgmma roof {' / '.join(f'{d} {v / 1e12:.1f}' for d, v in sorted(p.wgmma.items()))} TFLOP/s "
+                      f"(ridge {Rw / B:.1f} FLOP/byte)")
     ax.axvline(R / B, color="grey", ls=":", lw=1, label=f"ridge R/B = {R / B:.1f} FLOP/byte (FFMA)")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -724,9 +736,11 @@ def summary(ctx, tctx, units, failed, notes, p, skip_reason, skipped, src, have_
         L.append(f"- ceilings (measured in the same run): copy B = {cB / 1e9:.1f} GB/s, FFMA f32 R = {cR / 1e12:.2f} "
                  "TFLOP/s" + (f", HFMA2 f16 {cR16 / 1e12:.2f} TFLOP/s" if cR16 else ", HFMA2 f16 n/a")
                  + "".join(f", mma.sync {d} {cp.mma[d] / 1e12:.2f} TFLOP/s" if d in cp.mma else f", mma.sync {d} n/a"
-                           for d in MMA_DTYPES))
+                           for d in MMA_DTYPES)
+                 + "".join(f", wgmma {d} {cp.wgmma[d] / 1e12:.2f} TFLOP/s" for d in MMA_DTYPES if d in cp.wgmma))
         L.append("- peak R_k per kernel: CUDA-core kernels are bounded by FFMA, kernels marked tensor_cores by the "
-                 "mma.sync ceiling of their row's dtype (bf16, else f16), both measured in the same run"
+                 "mma.sync ceiling of their row's dtype (bf16, else f16), or wgmma's where the row's knob `wgmma` is "
+                 "set and that ceiling was measured (compute capability 9.0), all measured in the same run"
                  + ("" if cp.mma else " (no mma.sync ceiling measured here: a tensor-core kernel falls back to FFMA)")
                  + f". op:byte R/B = {cR / cB:.2f} FLOP/byte for FFMA" + (
                      f" (with HFMA2 as R: {cR16 / cB:.2f}; packed f16 FMA, {cR16 / cR:.2f}x the FFMA rate here)"

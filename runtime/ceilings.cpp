@@ -7,6 +7,9 @@ namespace {
 const char *kCeilingPtx =
 #include "ceiling_kernels.ptx.inc"
     ;
+const char *kWgmmaCeilingPtx =
+#include "ceiling_wgmma.ptx.inc"
+    ;
 }  // namespace
 
 Ceilings measure_ceilings() {
@@ -44,6 +47,20 @@ Ceilings measure_ceilings() {
     auto mb16 = time_interleaved({[&] { mod.launch("mma_bf16", grid, block, mma_args); }}, true, opt);
     c.mma_f16_tflops = mma_flops / (m16[0].median_ms * 1e-3) / 1e12;
     c.mma_bf16_tflops = mma_flops / (mb16[0].median_ms * 1e-3) / 1e12;
+    if (cuda::device().cc_major == 9 && cuda::device().cc_minor == 0) {  // sm_90a PTX loads nowhere else
+        cuda::Module wg(kWgmmaCeilingPtx);
+        // One warpgroup a block, 3 blocks an SM (154 registers a thread), 8 waves; ~0.03 s a launch at 800 TFLOP/s.
+        const unsigned wg_grid = unsigned(cuda::device().sm_count) * 3 * 8;
+        const int wg_iters = 2048;
+        uintptr_t wg_out = cuda::mem_alloc(size_t(wg_grid) * 128 * sizeof(float));
+        void *wg_args[] = {&wg_out, &b, &cc, const_cast<int *>(&wg_iters)};
+        const double wg_flops = double(wg_grid) * wg_iters * 4 * (64.0 * 256 * 16 * 2);  // 4 m64n256k16 an iteration
+        auto w16 = time_interleaved({[&] { wg.launch("wgmma_f16", wg_grid, 128, wg_args); }}, true, opt);
+        auto wb16 = time_interleaved({[&] { wg.launch("wgmma_bf16", wg_grid, 128, wg_args); }}, true, opt);
+        c.wgmma_f16_tflops = wg_flops / (w16[0].median_ms * 1e-3) / 1e12;
+        c.wgmma_bf16_tflops = wg_flops / (wb16[0].median_ms * 1e-3) / 1e12;
+        cuda::mem_free(wg_out);
+    }
     cuda::mem_free(out);
     c.measured = true;
     return c;

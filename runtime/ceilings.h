@@ -1,6 +1,7 @@
 // The device's ceilings, measured at the start of a run: device-to-device copy bandwidth
 // (bytes read + written), the CUDA-core FMA rates (FFMA fp32, HFMA2 fp16) and the tensor-core rate of
-// mma.sync.m16n8k16 with f32 accumulation (f16 and bf16 inputs), the roof of the GEMM family.
+// mma.sync.m16n8k16 with f32 accumulation (f16 and bf16 inputs), the roof of the GEMM family; on compute
+// capability 9.0 also wgmma.mma_async.m64n256k16's (runtime/ceiling_wgmma.cu), the roof of kernels built with wgmma.
 #pragma once
 #include <memory>
 
@@ -11,6 +12,7 @@ struct Ceilings {
     double ffma_f32_tflops = 0;
     double hfma2_f16_tflops = 0;
     double mma_f16_tflops = 0, mma_bf16_tflops = 0;
+    double wgmma_f16_tflops = 0, wgmma_bf16_tflops = 0;  // 0: not a compute capability 9.0 device
     bool measured = false;
 };
 

@@ -332,6 +332,23 @@ class ReportTest(unittest.TestCase):
         md = read(os.path.join(out, "summary.md"))
         self.assertIn("no mma.sync ceiling for bf16 (context.ceilings.mma_bf16_tflops", md)
         self.assertIn("the tensor-core kernels of 1 passing rows", md)
+        # A wgmma row (knob wgmma=1) counts against the wgmma ceiling where one was measured, mma.sync's otherwise.
+        # mb fused_tc at 800 TFLOP/s: T_min = 600e9/800e12 = 750 µs, t_a/T_min = 1.60, C = 750/1200 = 62.5%.
+        wg_rows = json.loads(json.dumps(rows[:1]))
+        wg_rows[0]["knobs"] = {"wgmma": 1}
+        write_json(self.dir, {"context": {"device": "cuda", "ceilings": dict(
+            CEIL, mma_f16_tflops=600.0, mma_bf16_tflops=500.0, wgmma_f16_tflops=800.0, wgmma_bf16_tflops=790.0)},
+            "results": wg_rows + rows[1:2]})
+        p = run_report(self.dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        md = read(os.path.join(out, "summary.md"))
+        self.assertIn("| mb | `fused_tc` | 1 (1 on wgmma f16) | 750 | 1200 | 1.60 | no, 1.6x | 62.5% | compute on wgmma |",
+                      md)
+        self.assertIn(", wgmma f16 800.00 TFLOP/s, wgmma bf16 790.00 TFLOP/s", md)
+        self.assertIn("wgmma roof bf16 790.0 / f16 800.0 TFLOP/s", read(os.path.join(out, "roofline.svg")))
+        write_json(self.dir, {"context": {"device": "cuda", "ceilings": ceil}, "results": wg_rows})
+        self.assertEqual(run_report(self.dir).returncode, 0)
+        self.assertIn("| mb | `fused_tc` | 1 (1 on mma.sync f16) | 1000 | 1200 |", read(os.path.join(out, "summary.md")))
         # tensor_cores must be a boolean
         bad = json.loads(json.dumps(rows))
         bad[0]["kernels"][0]["tensor_cores"] = "yes"
