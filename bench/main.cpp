@@ -237,7 +237,8 @@ int main(int argc, char **argv) {
                            "as bench: also each workload's kernel of this Halide autoscheduler (repeatable)");
     cache_fill->add_option("--gpu", fill_gpu,
                            "the GPU the kernels are for, as records name it (e.g. \"NVIDIA H200:sm_90\"), so that its "
-                           "tuning records apply on a machine without it");
+                           "tuning records, launch limits and compute capability's heuristics apply on a machine "
+                           "without it");
     cache_fill->add_flag("--prebuilt", fill_prebuilt, "the variant data's prebuilt kernels (the build does this)");
     cache_fill->add_option("--into", fill_into, "build into this folder instead of the cache");
     cache_fill->add_option("--jobs", fill_jobs, "generators run at once (default: the cores)");

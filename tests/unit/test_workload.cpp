@@ -7,6 +7,9 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/dispatch.h"
+#include "runtime/gemm.h"
+#include "schedules/gemm_knobs.h"
+#include "schedules/heuristics.h"
 
 using namespace blockfuse;
 
@@ -183,4 +186,29 @@ TEST_CASE("flat-mapped depthwise variants: launch shape, block size, and only im
     CHECK(big.source == "heuristic");
     CHECK(big.variant->knob("flat_threads") > 0);
     CHECK(big.variant->knob("static_channels") == 144);
+}
+
+TEST_CASE("GEMMs on Hopper take the swizzled wgmma ring where it was measured faster, mma.sync elsewhere",
+          "[heuristics]") {
+    auto wgmma = [](const std::string &key, const char *gpu) {
+        setenv("BLOCKFUSE_GPU", gpu, 1);  // this machine has no GPU: the heuristics read the one named
+        const ScheduleChoice s = gemm_heuristic(parse_gemm(key), Device::cuda);
+        unsetenv("BLOCKFUSE_GPU");
+        auto it = s.knobs.find("wgmma");
+        return it != s.knobs.end() && it->second == 1;
+    };
+    const char *h200 = "NVIDIA H200:sm_90", *a100 = "NVIDIA A100-SXM4-80GB:sm_80";
+    CHECK(wgmma("gemm:m=4096,n=4096,k=4096,dtype=f16", h200));
+    CHECK(wgmma("gemm:m=25088,n=256,k=1024,dtype=f16", h200));
+    CHECK_FALSE(wgmma("gemm:m=25088,n=1024,k=256,dtype=f16", h200));   // K = 256: level with mma.sync
+    CHECK_FALSE(wgmma("gemm:m=4096,n=4096,k=4096,dtype=bf16", h200));  // not measured swizzled
+    CHECK_FALSE(wgmma("gemm:m=4096,n=4096,k=4096,dtype=f16", a100));   // no wgmma before sm_90
+    CHECK_FALSE(wgmma("gemm:m=1024,n=1024,k=4096,dtype=f16", h200));   // 64 tiles: fewer than the SMs
+    const ScheduleChoice s = gemm_heuristic(parse_gemm("gemm:m=4096,n=4096,k=4096,dtype=f16"), Device::cpu);
+    CHECK(s.knobs.count("wgmma") == 0);
+    // The wgmma tiling passes the GEMM's knob check (schedules/gemm_knobs.h).
+    setenv("BLOCKFUSE_GPU", h200, 1);
+    const ScheduleChoice h = gemm_heuristic(parse_gemm("gemm:m=4096,n=4096,k=4096,dtype=f16"), Device::cuda);
+    unsetenv("BLOCKFUSE_GPU");
+    CHECK(gemm_knobs_error(gemm_knobs_from(h.knobs)).empty());
 }
