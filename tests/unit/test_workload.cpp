@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/dispatch.h"
+#include "runtime/block.h"
 #include "runtime/gemm.h"
 #include "schedules/gemm_knobs.h"
 #include "schedules/heuristics.h"
@@ -211,4 +212,21 @@ TEST_CASE("GEMMs on Hopper take the swizzled wgmma ring where it was measured fa
     const ScheduleChoice h = gemm_heuristic(parse_gemm("gemm:m=4096,n=4096,k=4096,dtype=f16"), Device::cuda);
     unsetenv("BLOCKFUSE_GPU");
     CHECK(gemm_knobs_error(gemm_knobs_from(h.knobs)).empty());
+    // A block's 1x1 layers of that shape on layer_by_layer_tc too: the FFN's project (K = 1024), not its expand
+    // (K = 256), nor a convolution's implicit GEMM (ConvFirst's grouped 3x3).
+    auto block_wgmma = [](const std::string &key, const char *gpu) {
+        setenv("BLOCKFUSE_GPU", gpu, 1);
+        const ScheduleChoice s = block_heuristic(parse_block(key), "layer_by_layer_tc", Device::cuda);
+        unsetenv("BLOCKFUSE_GPU");
+        std::set<std::string> on;
+        for (const auto &[k, v] : s.knobs)
+            if (k.size() > 6 && k.compare(k.size() - 6, 6, "_wgmma") == 0 && v) on.insert(k);
+        return on;
+    };
+    const std::string ffn = "ffn:n=128,c=256,h=14,w=14,e=4,act=relu,dtype=f16";
+    CHECK(block_wgmma(ffn, h200) == std::set<std::string>{"tc1_wgmma"});
+    CHECK(block_wgmma(ffn, a100).empty());
+    CHECK(block_wgmma("convfirst:n=128,c=256,h=14,w=14,e=4,k=3,stride=1,act=relu,dtype=f16", h200) ==
+          std::set<std::string>{"tc2_wgmma"});
+    CHECK(block_wgmma("ffn:n=8,c=64,h=14,w=14,e=4,act=relu,dtype=f16", h200).empty());  // K = 256, few tiles
 }
