@@ -239,19 +239,35 @@ std::vector<BenchCandidate> build_candidates(const SuiteEntry &entry, const std:
 
 namespace {
 
-// A row with a kernel on the tensor cores: its roof is the ceiling of its dtype and instruction measured in this run,
-// wgmma's for a kernel built with the knob `wgmma` (mma.sync's is no lower bound for those), else mma.sync's.
+// A row with a kernel on the tensor cores: each such kernel's roof is the ceiling of its instruction and the row's dtype
+// measured in this run, wgmma's for a kernel built with wgmma (mma.sync's is no lower bound there), else mma.sync's.
 bool uses_tensor_cores(const Row &r) {
     return std::any_of(r.kernels.begin(), r.kernels.end(), [](const KernelCost &k) { return k.tensor_cores; });
 }
-bool uses_wgmma(const Row &r) {
-    auto it = r.knobs.find("wgmma");
-    return it != r.knobs.end() && it->second != 0;
+double wgmma_ceiling_tflops(const Row &r, const Ceilings &ceil) {
+    return r.dtype == "bf16" ? ceil.wgmma_bf16_tflops : ceil.wgmma_f16_tflops;
 }
-const char *tensor_instruction(const Row &r) { return uses_wgmma(r) ? "wgmma" : "mma.sync"; }
-double mma_ceiling_tflops(const Row &r, const Ceilings &ceil) {
-    if (uses_wgmma(r)) return r.dtype == "bf16" ? ceil.wgmma_bf16_tflops : ceil.wgmma_f16_tflops;
+double mma_sync_ceiling_tflops(const Row &r, const Ceilings &ceil) {
     return r.dtype == "bf16" ? ceil.mma_bf16_tflops : ceil.mma_f16_tflops;
+}
+// The instruction(s) of the row's tensor-core kernels: "mma.sync", "wgmma", or both.
+std::string tensor_instruction(const Row &r) {
+    bool wg = false, sync = false;
+    for (const auto &k : r.kernels)
+        if (k.tensor_cores) (k.wgmma ? wg : sync) = true;
+    return wg && sync ? "mma.sync+wgmma" : wg ? "wgmma" : "mma.sync";
+}
+// The row's tensor-core roof: its tensor-core kernels' ops over the time they take at their own ceilings (one
+// instruction: that ceiling; both: between them, weighted by their ops); 0 where a ceiling was not measured.
+double mma_ceiling_tflops(const Row &r, const Ceilings &ceil) {
+    double ops = 0, seconds = 0;
+    for (const auto &k : r.kernels) {
+        if (!k.tensor_cores) continue;
+        const double R = k.wgmma ? wgmma_ceiling_tflops(r, ceil) : mma_sync_ceiling_tflops(r, ceil);
+        if (R <= 0) return 0;
+        ops += k.flops, seconds += k.flops / R;
+    }
+    return seconds > 0 ? ops / seconds : mma_sync_ceiling_tflops(r, ceil);
 }
 // A tensor-core row's FLOP rate as a share of that ceiling (0 where none was measured).
 double pct_of_mma_ceiling(const Row &r, const Ceilings &ceil) {
@@ -265,6 +281,7 @@ nlohmann::json kernels_json(const Row &r) {
         nlohmann::json j{{"name", k.name}, {"flops", k.flops}, {"bytes", k.bytes}, {"rereads", k.rereads}};
         if (!std::isnan(k.executed_flops)) j["executed_flops"] = k.executed();  // NaN: not modelled, left out
         if (k.tensor_cores) j["tensor_cores"] = true;
+        if (k.wgmma) j["wgmma"] = true;
         a.push_back(j);
     }
     return a;
@@ -441,7 +458,7 @@ void print_table(const std::vector<Row> &rows, const Ceilings &ceil, Device dev,
         for (const auto &r : rows)
             if (uses_tensor_cores(r) && r.ok)
                 std::cout << fmt::format("tensor cores: {} {}: {:.1f} TFLOP/s = {:.1f}% of the {} {} ceiling ({:.1f}); "
-                                         "its floor counts the tensor-core kernels against that roof\n",
+                                         "its floor counts each tensor-core kernel against its instruction's ceiling\n",
                                          r.workload, r.strategy, r.flops / (r.median_ms * 1e-3) / 1e12,
                                          pct_of_mma_ceiling(r, ceil), tensor_instruction(r), r.dtype,
                                          mma_ceiling_tflops(r, ceil));
@@ -675,8 +692,9 @@ int run_bench(const BenchOptions &opt) {
     if (dev == Device::cuda) record_gpu_state(ctx, "end");
     if (ceil.measured)
         for (Row &r : rows)
-            r.waterline_ms = 1e3 * waterline_seconds(r.kernels, ceil.ffma_f32_tflops * 1e12, ceil.copy_gbps * 1e9,
-                                                     mma_ceiling_tflops(r, ceil) * 1e12);
+            r.waterline_ms =
+                1e3 * waterline_seconds(r.kernels, ceil.ffma_f32_tflops * 1e12, ceil.copy_gbps * 1e9,
+                                        mma_sync_ceiling_tflops(r, ceil) * 1e12, wgmma_ceiling_tflops(r, ceil) * 1e12);
     print_table(rows, ceil, dev, topt.l2_flush);
     const nlohmann::json doc = results_document(ctx, rows, ceil, dev);
     if (!opt.out_dir.empty()) {

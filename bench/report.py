@@ -182,15 +182,17 @@ def mma_dtype(dtype):
 
 def row_kernels(r, p):
     """A row's modelled kernels (the row itself where it lists none), each with its peak R_k of Peaks p (None
-    without ceilings): the tensor-core ceiling of the row's dtype for a tensor-core kernel (wgmma's where the row's
-    knob `wgmma` is set and that ceiling was measured, as bench/harness.cpp; else mma.sync's), else FFMA; a
+    without ceilings): the tensor-core ceiling of the row's dtype for a tensor-core kernel (wgmma's where the kernel
+    says `wgmma` (older results: the row's knob) and that ceiling was measured, as bench/harness.cpp; else
+    mma.sync's), else FFMA; a
     tensor-core kernel in results without that ceiling falls back to FFMA (roof NO_MMA)."""
     if "kernels" not in r:
         return [Kernel(r["strategy"], r["flops"], r["bytes"], r["runtime_ms"] * 1e-3, p and p.R, "FFMA", False)]
     out = []
     for k in r["kernels"]:
         tc, d = k.get("tensor_cores", False), mma_dtype(r.get("dtype"))
-        wg = tc and (r.get("knobs") or {}).get("wgmma", 0) and p is not None and d in p.wgmma
+        on_wgmma = k.get("wgmma", (r.get("knobs") or {}).get("wgmma", 0))  # results before the kernel's field: the row's knob
+        wg = tc and on_wgmma and p is not None and d in p.wgmma
         roof = ("FFMA" if not tc else f"wgmma {d}" if wg else f"mma.sync {d}" if p is None or d in p.mma else NO_MMA)
         Rk = None if p is None else p.wgmma[d] if wg else p.mma[d] if roof.startswith(TENSOR_ROOFS) else p.R
         out.append(Kernel(k["name"], k["flops"], k["bytes"], k["runtime_ms"] * 1e-3 if "runtime_ms" in k else None,
@@ -739,8 +741,9 @@ def summary(ctx, tctx, units, failed, notes, p, skip_reason, skipped, src, have_
                            for d in MMA_DTYPES)
                  + "".join(f", wgmma {d} {cp.wgmma[d] / 1e12:.2f} TFLOP/s" for d in MMA_DTYPES if d in cp.wgmma))
         L.append("- peak R_k per kernel: CUDA-core kernels are bounded by FFMA, kernels marked tensor_cores by the "
-                 "mma.sync ceiling of their row's dtype (bf16, else f16), or wgmma's where the row's knob `wgmma` is "
-                 "set and that ceiling was measured (compute capability 9.0), all measured in the same run"
+                 "mma.sync ceiling of their row's dtype (bf16, else f16), or wgmma's where the kernel runs wgmma (marked by "
+                 "the harness; older results: the row's knob `wgmma`) and that ceiling was measured (compute "
+                 "capability 9.0), all measured in the same run"
                  + ("" if cp.mma else " (no mma.sync ceiling measured here: a tensor-core kernel falls back to FFMA)")
                  + f". op:byte R/B = {cR / cB:.2f} FLOP/byte for FFMA" + (
                      f" (with HFMA2 as R: {cR16 / cB:.2f}; packed f16 FMA, {cR16 / cR:.2f}x the FFMA rate here)"

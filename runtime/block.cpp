@@ -446,7 +446,7 @@ KernelCost se_matvec_cost(const BlockWorkload &w, const std::string &name, doubl
 // The kernels are listed as the schedules launch them (block_schedule.cpp), so that each row
 // meets one kernel of an Nsight Compute run (bench/ncu_compare.py).
 std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy, int tile_x, int tile_y,
-                                    bool tc_grouped) {
+                                    bool tc_grouped, const std::vector<bool> &wgmma_layers) {
     auto layers = w.layers();
     std::vector<KernelCost> out;
     const double e = dtype_bytes(w.dtype);
@@ -463,6 +463,7 @@ std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &s
                 BlockKnobs kn;
                 kn.tc_grouped = tc_grouped;
                 c.tensor_cores = strategy == kLayerByLayerTc && tensor_core_layer(spec.layers[i], kn);
+                c.wgmma = c.tensor_cores && i < wgmma_layers.size() && wgmma_layers[i];
                 if (prev_out > 0) c.rereads.push_back(in);
                 if (i + 1 == layers.size() && spec.residual) {
                     c.bytes += block_io;
@@ -684,7 +685,11 @@ public:
     }
     std::vector<const KernelVariant *> named_variants(Device d) const override { return block_candidates(w_, d); }
     std::vector<KernelCost> costs(const KernelVariant &v) const override {
-        return block_costs(w_, v.param("strategy"), v.knob("tile_x"), v.knob("tile_y"), v.knob("tc_grouped") != 0);
+        std::vector<bool> wgmma_layers;
+        for (size_t i = 0; i < w_.layers().size(); ++i)
+            wgmma_layers.push_back(v.knob(tensor_core_prefix(i) + "wgmma") != 0);
+        return block_costs(w_, v.param("strategy"), v.knob("tile_x"), v.knob("tile_y"), v.knob("tc_grouped") != 0,
+                           wgmma_layers);
     }
     Problem problem() const override {
         Problem p;

@@ -86,8 +86,9 @@ Comparison compare_to_reference(const BlockWorkload &w, BlockTensors &t, const B
 // stage, stage input, all weights, stage output once; its halo recompute is not counted, the
 // bench README reports it beside).
 // tile_x, tile_y: the fused variant's output tile (the SE split keeps partial sums per tile); tc_grouped:
-// layer_by_layer_tc's grouped layers on the tensor cores (knob tc_grouped).
+// layer_by_layer_tc's grouped layers on the tensor cores (knob tc_grouped); wgmma_layers: the layers (by index) whose
+// tensor-core GEMM is built with wgmma (knobs tc<i>_wgmma).
 std::vector<KernelCost> block_costs(const BlockWorkload &w, const std::string &strategy, int tile_x = 8, int tile_y = 4,
-                                    bool tc_grouped = false);
+                                    bool tc_grouped = false, const std::vector<bool> &wgmma_layers = {});
 
 }  // namespace blockfuse

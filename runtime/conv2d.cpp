@@ -282,6 +282,7 @@ public:
     std::vector<KernelCost> costs(const KernelVariant &v) const override {
         KernelCost c{v.name, conv2d_flops(w_), conv2d_bytes(w_, &v)};
         c.tensor_cores = v.family == "conv2d_tc";
+        c.wgmma = c.tensor_cores && v.knob("wgmma") != 0;
         return {c};
     }
     Problem problem() const override {

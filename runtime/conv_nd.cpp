@@ -330,6 +330,7 @@ public:
         const double out = double(w_.n) * w_.k * w_.out(0) * w_.out(1) * w_.out(2);
         KernelCost c{v.name, conv2d_flops(w_.as_conv2d()), e * (in + out) + ew * wt + (w_.bias ? 4.0 * w_.k : 0.0)};
         c.tensor_cores = v.family == "conv2d_tc";
+        c.wgmma = c.tensor_cores && v.knob("wgmma") != 0;
         return {c};
     }
     Problem problem() const override {

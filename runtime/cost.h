@@ -17,8 +17,10 @@ struct KernelCost {
     // layers on the halo the later layers need, and a split at Squeeze-Excitation recomputes the
     // layers before it.
     double executed_flops = -1;
-    // Its ops run on the tensor cores (mma.sync): its compute roof is the mma ceiling, not the FFMA one.
+    // Its ops run on the tensor cores: its compute roof is the tensor-core ceiling, not the FFMA one; wgmma's where it
+    // was built with wgmma (knob wgmma, a block layer's tc<i>_wgmma), else mma.sync's.
     bool tensor_cores = false;
+    bool wgmma = false;
     double executed() const { return executed_flops < 0 ? flops : executed_flops; }
 };
 

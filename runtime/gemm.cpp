@@ -303,6 +303,7 @@ public:
     std::vector<KernelCost> costs(const KernelVariant &v) const override {
         KernelCost c{v.name, gemm_flops(w_), gemm_bytes(w_)};
         c.tensor_cores = true;
+        c.wgmma = v.knob("wgmma") != 0;
         return {c};
     }
     // As the pointwise convolution it serves: M pixels, K input channels, N output channels.

@@ -346,6 +346,17 @@ class ReportTest(unittest.TestCase):
                       md)
         self.assertIn(", wgmma f16 800.00 TFLOP/s, wgmma bf16 790.00 TFLOP/s", md)
         self.assertIn("wgmma roof bf16 790.0 / f16 800.0 TFLOP/s", read(os.path.join(out, "roofline.svg")))
+        # Per kernel (the harness marks each): a block's layer on wgmma, the other on mma.sync, each at its own roof.
+        # mb-lbl: expand 300e9 on mma.sync (500 µs), dw memory (250 µs), project 300e9 on wgmma 800 (375 µs).
+        mixed = json.loads(json.dumps(rows[2:3]))
+        mixed[0]["kernels"][2]["wgmma"] = True
+        write_json(self.dir, {"context": {"device": "cuda", "ceilings": dict(
+            CEIL, mma_f16_tflops=600.0, mma_bf16_tflops=500.0, wgmma_f16_tflops=800.0)}, "results": mixed})
+        self.assertEqual(run_report(self.dir).returncode, 0)
+        md = read(os.path.join(out, "summary.md"))
+        self.assertIn("| 1.1 | expand | 3e+11 | 1e+09 | 300.0 | 500 | compute | mma.sync f16 |", md)
+        self.assertIn("| 1.3 | project | 3e+11 | 1e+09 | 300.0 | 375 | compute | wgmma f16 |", md)
+        self.assertIn("| 3 (2 on mma.sync f16, wgmma f16) | 1125 | 2500 |", md)
         write_json(self.dir, {"context": {"device": "cuda", "ceilings": ceil}, "results": wg_rows})
         self.assertEqual(run_report(self.dir).returncode, 0)
         self.assertIn("| mb | `fused_tc` | 1 (1 on mma.sync f16) | 1000 | 1200 |", read(os.path.join(out, "summary.md")))

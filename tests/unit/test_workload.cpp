@@ -9,6 +9,7 @@
 #include "runtime/dispatch.h"
 #include "runtime/block.h"
 #include "runtime/gemm.h"
+#include "runtime/model.h"
 #include "schedules/gemm_knobs.h"
 #include "schedules/heuristics.h"
 
@@ -229,4 +230,19 @@ TEST_CASE("GEMMs on Hopper take the swizzled wgmma ring where it was measured fa
     CHECK(block_wgmma("convfirst:n=128,c=256,h=14,w=14,e=4,k=3,stride=1,act=relu,dtype=f16", h200) ==
           std::set<std::string>{"tc2_wgmma"});
     CHECK(block_wgmma("ffn:n=8,c=64,h=14,w=14,e=4,act=relu,dtype=f16", h200).empty());  // K = 256, few tiles
+}
+
+TEST_CASE("a kernel built with wgmma counts against the wgmma ceiling in the waterline, the others as before",
+          "[model]") {
+    const BlockWorkload w = parse_block("ffn:n=128,c=256,h=14,w=14,e=4,act=relu,dtype=f16");
+    const auto ks = block_costs(w, "layer_by_layer_tc", 8, 4, false, {false, true});
+    REQUIRE(ks.size() == 2);
+    CHECK(ks[0].tensor_cores);
+    CHECK_FALSE(ks[0].wgmma);
+    CHECK(ks[1].wgmma);
+    const double R = 65e12, B = 4e12, mma = 600e12, wg = 900e12;
+    auto expect = [&](const KernelCost &k, double roof) { return std::max(k.flops / roof, k.bytes / B); };
+    CHECK(waterline_seconds(ks, R, B, mma, wg) == Approx(expect(ks[0], mma) + expect(ks[1], wg)));
+    CHECK(waterline_seconds(ks, R, B, mma) == Approx(expect(ks[0], mma) + expect(ks[1], mma)));  // no wgmma ceiling
+    CHECK(kernel_roof(KernelCost{"cuda cores", 1, 1}, R, mma, wg) == R);
 }
