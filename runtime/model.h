@@ -9,9 +9,8 @@ namespace blockfuse {
 
 // Eq. 12, the waterline: T_min = sum_i n_i / min(R, B n_i / b_i) = sum_i max(n_i / R, b_i / B) for kernels
 // run one after another (n: ops, 2 per MAC; b: compulsory DRAM bytes), R in FLOP/s, B in bytes/s; seconds.
-// A kernel's compute roof is the unit it uses: R_tensor (> 0) for those on the tensor cores.
-// A kernel's compute roof: R (FFMA), or for a tensor-core kernel R_wgmma where it runs wgmma and that ceiling is known,
-// else R_tensor (mma.sync) where known.
+// A kernel's compute roof is the unit it uses: R (FFMA), or for a tensor-core kernel R_wgmma where it runs wgmma and
+// that ceiling is known (> 0), else R_tensor (mma.sync) where known.
 inline double kernel_roof(const KernelCost &k, double R, double R_tensor, double R_wgmma) {
     if (!k.tensor_cores) return R;
     if (k.wgmma && R_wgmma > 0) return R_wgmma;
