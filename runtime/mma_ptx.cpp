@@ -49,6 +49,9 @@ std::string known_externs() {
 }
 bool is_mma(Op op) { return op == Op::mma_f16 || op == Op::mma_bf16; }
 bool is_wgmma(Op op) { return op == Op::wgmma_f16 || op == Op::wgmma_bf16; }
+// The wgmma extern's operands (generators/mma_abi.h): i, n, A's descriptor fields (shared address, leading and stride
+// byte offsets, layout type), B's, then c.
+constexpr size_t kWgmmaN = 1, kWgmmaA = 2, kWgmmaB = 6, kWgmmaC = 10;
 // The asynchronous copies and the proxy fence: one call, one instruction (no group).
 bool is_single(Op op) {
     return op == Op::cp_async_16 || op == Op::cp_async_commit || op == Op::cp_async_wait || op == Op::fence_proxy_async;
@@ -58,7 +61,7 @@ size_t params_of(Op op) {
     case Op::mma_f16:
     case Op::mma_bf16: return 8;
     case Op::wgmma_f16:
-    case Op::wgmma_bf16: return 11;
+    case Op::wgmma_bf16: return kWgmmaC + 1;
     case Op::cp_async_16: return 3;
     case Op::cp_async_commit:
     case Op::fence_proxy_async: return 0;
@@ -354,14 +357,14 @@ private:
         in.index = std::stoi(idx);
         in.members = *op == Op::ldmatrix_x2 ? 2 : 4;
         if (is_wgmma(*op)) {  // n / 2 registers, n a constant multiple of 8 up to 256
-            const std::string &n = in.operands[1];
+            const std::string &n = in.operands[kWgmmaN];
             if (!is_constant(n) || std::stoi(n) % 8 || std::stoi(n) < 8 || std::stoi(n) > mma::kWgmmaMaxN)
                 fail(callee + " with n '" + n + "', not a constant multiple of 8 from 8 to 256");
-            for (size_t k : {4, 8}) {
-                if (!is_constant(in.operands[k - 1]) || !is_constant(in.operands[k]))
-                    fail(callee + " with core-matrix offsets '" + in.operands[k - 1] + "', '" + in.operands[k] +
+            for (size_t at : {kWgmmaA, kWgmmaB}) {
+                if (!is_constant(in.operands[at + 1]) || !is_constant(in.operands[at + 2]))
+                    fail(callee + " with core-matrix offsets '" + in.operands[at + 1] + "', '" + in.operands[at + 2] +
                          "', not constants");
-                const std::string &layout = in.operands[k + 1];
+                const std::string &layout = in.operands[at + 3];
                 if (layout != std::to_string(mma::kWgmmaInterleave) && layout != std::to_string(mma::kWgmmaSwizzle128))
                     fail(callee + " with layout type '" + layout +
                          "' (known: " + std::to_string(mma::kWgmmaInterleave) + ", no swizzle; " +
@@ -420,8 +423,8 @@ private:
 
     std::string group_text(const Instr &m) const {
         if (is_wgmma(m.op))
-            return std::string(m.op == Op::wgmma_f16 ? mma::kWgmmaF16 : mma::kWgmmaBf16) + "(n " + m.operands[1] +
-                   ", a " + m.operands[2] + ", b " + m.operands[6] + ")";
+            return std::string(m.op == Op::wgmma_f16 ? mma::kWgmmaF16 : mma::kWgmmaBf16) + "(n " + m.operands[kWgmmaN] +
+                   ", a " + m.operands[kWgmmaA] + ", b " + m.operands[kWgmmaB] + ")";
         return std::string(m.op == Op::mma_f16       ? mma::kMmaF16
                            : m.op == Op::mma_bf16    ? mma::kMmaBf16
                            : m.op == Op::ldmatrix_x4 ? mma::kLdmatrixX4
@@ -452,10 +455,10 @@ private:
             text.push_back("\tor.b64 \t" + desc + ", " + desc + ", " + std::to_string(offsets) + ";");
             return desc;
         };
-        const std::string a = descriptor(2), b = descriptor(6);
+        const std::string a = descriptor(kWgmmaA), b = descriptor(kWgmmaB);
         const std::set<std::string> results(d.begin(), d.end());
         for (size_t k = 0; k < g.size(); ++k) {
-            const std::string &c = body[g[k]].operands[10];
+            const std::string &c = body[g[k]].operands[kWgmmaC];
             if (c == d[k]) continue;
             if (results.count(c))
                 fail("group " + group_text(m0) + ": accumulator " + c + " is another register's result");
@@ -467,8 +470,8 @@ private:
         text.push_back("\t.reg .pred \t%bf_p;");
         text.push_back("\tsetp.eq.u32 \t%bf_p, 1, 1;");
         text.push_back(kWgmmaFenceLine);
-        text.push_back("\twgmma.mma_async.sync.aligned.m64n" + m0.operands[1] + "k16.f32." + types + " \t{" + list +
-                       "}, " + a + ", " + b + ", %bf_p, 1, 1, 0, 0;");
+        text.push_back("\twgmma.mma_async.sync.aligned.m64n" + m0.operands[kWgmmaN] + "k16.f32." + types + " \t{" +
+                       list + "}, " + a + ", " + b + ", %bf_p, 1, 1, 0, 0;");
         text.push_back(kWgmmaCommitLine);
         hopper = true;
         if (stats) stats->wgmma++;
@@ -693,7 +696,7 @@ private:
         f.lines = instruction(body, g);
         f.wgmma = is_wgmma(m0.op);
         for (int i : g)
-            if (f.wgmma) f.wg_c.push_back(body[i].operands[10]), f.wg_d.push_back(body[i].result);
+            if (f.wgmma) f.wg_c.push_back(body[i].operands[kWgmmaC]), f.wg_d.push_back(body[i].result);
         std::vector<Instr> span;
         for (int x : others)
             if (before[x]) span.push_back(std::move(body[x]));
