@@ -209,9 +209,12 @@ public:
         cs.groups = L.groups;  // grouped (tc_grouped): the block-diagonal GEMM
         const auto elem = Type(storage) == Float(16) ? blockfuse::mma::Elem::f16 : blockfuse::mma::Elem::bf16;
         const size_t j = blk * spec.layers.size() + i;
-        return blockfuse::conv2d_tc(in, Func(*weights[j]), Func(*biases[j]), cs, input->dim(3).extent(), Expr(L.act),
-                                    blockfuse::gemm_tiling(kn.tensor_core[i]), elem, get_target(), 0, Type(storage),
-                                    residual, "b" + std::to_string(blk) + "_layer" + std::to_string(i) + "_");
+        blockfuse::GemmFuncs g =
+            blockfuse::conv2d_tc(in, Func(*weights[j]), Func(*biases[j]), cs, input->dim(3).extent(), Expr(L.act),
+                                 blockfuse::gemm_tiling(kn.tensor_core[i]), elem, get_target(), 0, Type(storage),
+                                 residual, "b" + std::to_string(blk) + "_layer" + std::to_string(i) + "_");
+        blockfuse::set_gemm_pipelining(g, kn.tensor_core[i]);  // the copy the lowering pass gets carries it
+        return g;
     }
 
     blockfuse::BlockKnobs knobs() const {

@@ -212,12 +212,16 @@ void schedule_emulated(GemmFuncs &f, const GemmKnobs &kn, bool gpu) {
 }
 }  // namespace
 
-void schedule_gemm(GemmFuncs &f, const GemmKnobs &kn, const Target &target) {
+void set_gemm_pipelining(GemmFuncs &f, const GemmKnobs &kn) {
     // A K loop of one step (a static K within one panel) has no next step: Halide drops the loop, and the
     // knobs make the same kernel as prefetch = 0, stages = 1.
     const bool one_step = is_const_one(simplify(f.rk.y.extent()));
     f.prefetch = kn.prefetch != 0 && !one_step;
     f.stages = one_step ? 1 : kn.stages;
+}
+
+void schedule_gemm(GemmFuncs &f, const GemmKnobs &kn, const Target &target) {
+    set_gemm_pipelining(f, kn);
     if (f.window_n > 0) {
         // A grouped convolution's windows: a warp's and a block's columns cover whole windows or lie in one
         // (gemm_windows_error), so the fragments' and the panels' window counts are constants (shared memory and

@@ -19,6 +19,9 @@ void check_gemm_knobs(const GemmKnobs &kn);
 // The GEMM's schedule on `target`: the mma.sync path on CUDA; on OpenCL the CUDA block and thread mapping with the
 // emulated instructions (fragments in shared memory); on the CPU the same loops with block arrays.
 void schedule_gemm(GemmFuncs &f, const GemmKnobs &kn, const Halide::Target &target);
+// The K loop's pipelining the knobs name (GemmFuncs::prefetch, stages), which add_gemm_lowering reads; schedule_gemm
+// sets it too. A caller that hands add_gemm_lowering copies taken before schedule_gemm sets it on them.
+void set_gemm_pipelining(GemmFuncs &f, const GemmKnobs &kn);
 // The GEMMs' lowering passes, once per pipeline: the panel prefetch (schedules/panel_prefetch.h) of every GEMM
 // scheduled with it, on any target; on CUDA the pass of schedules/mma_lowering.h for every GEMM (it rewrites each
 // ldmatrix it meets: a second pass would find them rewritten). `kernel` names the kernel in their errors.

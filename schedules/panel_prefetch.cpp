@@ -237,6 +237,7 @@ private:
     std::map<std::string, int> stage_elements;           // of the loop being rewritten: its panel allocations' sizes
     std::map<std::string, std::string> device_pointers;  // of the kernel being rewritten: buffer -> its variable
     bool in_kernel = false;
+    Scope<> kernel_allocations;  // made inside the kernel (shared memory, registers): no cp.async source
 
     using IRMutator::visit;
 
@@ -244,6 +245,7 @@ private:
         Stmt body;
         {
             ScopedBinding<int> b(sizes, op->name, int(op->constant_allocation_size()));
+            ScopedBinding<> k(in_kernel, kernel_allocations, op->name);
             body = mutate(op->body);
         }
         auto it = staged.find(op->name);
@@ -302,8 +304,10 @@ private:
         if (!ld || !r || !is_const_one(r->stride) || ld->type.bits() * ld->type.lanes() != 128)
             fail(where + " is not a copy of 16 contiguous bytes from global memory (" + text(st->value) +
                  "): cp.async needs whole 16-byte rows (channels a multiple of 8)");
-        if (sizes.contains(ld->name))
-            fail(where + " reads " + ld->name + ", an allocation of the kernel, not an input");
+        // A global buffer the pipeline allocates (a previous layer's output) is copied like an input; memory of the
+        // kernel itself is not global.
+        if (kernel_allocations.contains(ld->name))
+            fail(where + " reads " + ld->name + ", an allocation of the kernel, not global memory");
         if (!is_const_one(ld->predicate)) fail(where + " reads under a predicate");
         const int lanes = ld->type.lanes();
         if (ld->alignment.modulus % lanes || ld->alignment.remainder % lanes)

@@ -170,8 +170,10 @@ def check_entry(name, func, usage, cap, expect):
     x4 = sum(op.startswith("LDSM.16.M88.4") for op in ops)
     x2 = sum(op.startswith("LDSM.16.M88.2") for op in ops)
     calls = sum(op.startswith("CALL") for op in ops)
+    copies = sum(op.startswith("LDGSTS") for op in ops)
     print(f"{name}: {u.get('regs', '?')} registers (cap {cap}), spill {spill[0]}/{spill[1]} B, stack "
-          f"{u.get('stack', '?')} B; per function {len(ops)} instructions, HMMA {hmma}, LDSM.x4 {x4}, LDSM.x2 {x2}, CALL {calls} "
+          f"{u.get('stack', '?')} B; per function {len(ops)} instructions, HMMA {hmma}, LDSM.x4 {x4}, LDSM.x2 {x2}, "
+          f"LDGSTS {copies}, CALL {calls} "
           f"(ptxas' own subroutines: the epilogue's IEEE division slow path)")
     if expect is None:
         return [f"{hmma} HMMA in a kernel without tensor-core layers"] if hmma or x4 or x2 else []
@@ -232,6 +234,11 @@ def check_entry(name, func, usage, cap, expect):
         bad.append("no K loop with HMMA")
     if not steps:
         bad.append(f"HMMA/LDSM.x4/LDSM.x2 ({hmma}, {x4}, {x2}) not whole {step_name} of {want}")
+    # The ring in the whole function too (a static K unrolled whole has no K loop to look in): every step's copies.
+    if stages is not None and stages > 1 and steps and copies < steps * vectors:
+        bad.append(f"a {stages}-stage ring with {copies} LDGSTS for {steps} {step_name} (at least {vectors} a step)")
+    elif stages == 1 and copies:
+        bad.append(f"{copies} LDGSTS in a one-stage tiling")
     return bad
 
 
