@@ -1,6 +1,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/call_memory.h"
 #include "runtime/mma_ptx.h"
+#include "runtime/ptx_local_depot.h"
 #include <HalideRuntimeCuda.h>
 #include <dlfcn.h>
 #include <algorithm>
@@ -189,7 +190,8 @@ thread_local WorkspaceScope *scope_workspace = nullptr;
 // Module loads as Halide's CUDA runtime gets them: a module calling the tensor-core externs is
 // rewritten first (runtime/mma_ptx.h) and JIT-compiled at the cap HL_CUDA_JIT_MAX_REGISTERS sets (Halide passes
 // it as CU_JIT_MAX_REGISTERS; blockfuse sets it before every launch to the variant's jit_register_cap()), or,
-// where nothing set it (Halide's default of 64), at mma_ptx::kMinRegisters; every other module loads as it came.
+// where nothing set it (Halide's default of 64), at mma_ptx::kMinRegisters; every other module loads as it came but for
+// its local depots' alignment (runtime/ptx_local_depot.h).
 thread_local std::string g_rewrite_error;
 constexpr int JIT_MAX_REGISTERS = 0;         // CUjit_option CU_JIT_MAX_REGISTERS
 constexpr CUresult ERROR_INVALID_PTX = 218;  // CUDA_ERROR_INVALID_PTX
@@ -197,11 +199,15 @@ constexpr CUresult ERROR_INVALID_PTX = 218;  // CUDA_ERROR_INVALID_PTX
 CUresult load_module(CUmodule *module, const void *image, unsigned n, int *options, void **values) {
     Api &a = api();
     const char *text = static_cast<const char *>(image);
-    if (!text || !mma_ptx::needs_rewrite(text))
-        return n ? a.cuModuleLoadDataEx(module, image, n, options, values) : a.cuModuleLoadData(module, image);
-    std::string ptx;
+    std::string ptx = text ? text : "";  // a cubin reads as its text up to its first NUL: nothing matches in it
+    // Every module: local arrays aligned for the vectors Halide stores into them (runtime/ptx_local_depot.h).
+    const bool aligned = ptx::align_local_depots(ptx) > 0;
+    if (!mma_ptx::needs_rewrite(ptx)) {
+        const void *loaded = aligned ? static_cast<const void *>(ptx.c_str()) : image;
+        return n ? a.cuModuleLoadDataEx(module, loaded, n, options, values) : a.cuModuleLoadData(module, loaded);
+    }
     try {
-        ptx = mma_ptx::rewrite(text);
+        ptx = mma_ptx::rewrite(ptx);
     } catch (const mma_ptx::RewriteError &e) {
         g_rewrite_error = e.what();
         return ERROR_INVALID_PTX;

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -83,11 +84,13 @@ struct KnobCase {
     std::map<std::string, int> knobs;
 };
 
-// Each case's kernel of `strategy` on every test device but OpenCL (f16/bf16 blocks do not run there: CLHalf),
-// all built first, then each against the float64 reference on fresh data (BLOCKFUSE_TEST_FILL_ONLY: built only).
-inline void check_knob_cases(const std::vector<KnobCase> &cases, const std::string &strategy) {
+// Each case's kernel of `strategy` on every test device but OpenCL (f16/bf16 blocks do not run there: CLHalf), or
+// on `only` of them (knobs of one device's schedule), all built first, then each against the float64 reference on
+// fresh data (BLOCKFUSE_TEST_FILL_ONLY: built only).
+inline void check_knob_cases(const std::vector<KnobCase> &cases, const std::string &strategy,
+                             std::optional<Device> only = std::nullopt) {
     for (Device d : test_devices()) {
-        if (d == Device::opencl) continue;
+        if (d == Device::opencl || (only && d != *only)) continue;
         std::vector<const KernelVariant *> kernels;
         for (const KnobCase &c : cases) kernels.push_back(kernel_with_knobs(c.key, strategy, d, c.knobs, 0, "test"));
         for (const BuildOutcome &b : build_kernels(kernels)) {

@@ -122,6 +122,55 @@ TEST_CASE("fused_tc FFN blocks on random shapes and tilings match the float64 re
     test::check_knob_cases(all, kFusedTc);
 }
 
+// layer_by_layer_tc's layers with their K loops pipelined (tc<i>_stages or tc<i>_prefetch: CUDA takes one of them a
+// layer, so the other is set to 0 where the heuristic has it): a layer's panels copied from the previous layer's
+// buffer (cp.async on CUDA), K of several steps (FFN c=16: 64 and 16; ConvFirst c=64: 64 and 256; MBConv c=24 e=6: the
+// project's 144, not a whole step of 32), odd images, N = 1, a residual; and Hopper's tiling of FFN's project layer
+// (wgmma, swizzled K steps of 64, the 3-stage ring) on a partial tile of 70 pixels.
+TEST_CASE("layer_by_layer_tc blocks with their layers' panel ring and prefetch match the float64 reference",
+          "[blocks][ffn_tc]") {
+    install_halide_error_handler();
+    INFO("BLOCKFUSE_TEST_SEED=" << test::test_seed());
+    test::check_knob_cases(
+        {{"ffn:n=3,c=16,h=1,w=9,e=4,act=relu,dtype=f16", {{"tc0_stages", 2}, {"tc0_prefetch", 0}, {"tc1_prefetch", 1}}},
+         {"convfirst:n=1,c=64,h=5,w=7,e=4,k=3,stride=1,act=relu,dtype=f16",
+          {{"tc0_prefetch", 1}, {"tc1_stages", 3}, {"tc1_prefetch", 0}, {"tc2_stages", 4}, {"tc2_prefetch", 0}}},
+         {"mbconv:n=2,c=24,h=7,w=13,e=6,k=3,stride=1,act=relu6,dtype=bf16",
+          {{"tc0_stages", 3}, {"tc0_prefetch", 0}, {"tc2_stages", 2}, {"tc2_prefetch", 0}}},
+         {"ffn:n=2,c=128,h=5,w=7,e=4,act=relu,dtype=f16",
+          {{"tc1_warp_m", 16},
+           {"tc1_warp_n", 128},
+           {"tc1_warps_m", 8},
+           {"tc1_warps_n", 1},
+           {"tc1_k_step", 64},
+           {"tc1_pad", 0},
+           {"tc1_wgmma", 1},
+           {"tc1_stages", 3},
+           {"tc1_prefetch", 0}}}},
+        kLayerByLayerTc);
+}
+
+// ConvFirst's grouped 3x3 on the CUDA cores with the flat mapping of a 4 x 7 tile of 4 channels, its reduction not
+// unrolled: the accumulator tile lands in local memory, stored as 16-byte vectors into a depot LLVM aligns for 4 bytes
+// (runtime/ptx_local_depot.h). Before the loader aligned the depot it stopped with CUDA_ERROR_MISALIGNED_ADDRESS on an
+// H100 (bench/results/h100/block-ring/); the same kernel serves any N. CUDA only: the mapping's knobs are the GPU's.
+TEST_CASE("layer_by_layer_tc ConvFirst with its grouped layer's accumulator tile in local memory matches float64",
+          "[blocks][ffn_tc][gpu]") {
+    if (!test::testing_device(Device::cuda)) return;
+    install_halide_error_handler();
+    INFO("BLOCKFUSE_TEST_SEED=" << test::test_seed());
+    test::check_knob_cases({{"convfirst:n=2,c=256,h=14,w=14,e=4,k=3,stride=1,act=relu,dtype=f16",
+                             {{"layer_flat_threads", 128},
+                              {"layer_threads_k", 72},
+                              {"layer_threads_x", 1},
+                              {"layer_tile_x", 4},
+                              {"layer_tile_y", 7},
+                              {"layer_vec_k", 4},
+                              {"layer_unroll_channels", 1},
+                              {"layer_unroll_reduction", 0}}}},
+                           kLayerByLayerTc, Device::cuda);
+}
+
 TEST_CASE("fused_tc with the hidden A registers 1 and 2 swapped fails the reference check", "[blocks][ffn_tc]") {
     if (!test::testing_device(Device::cpu)) return;
     install_halide_error_handler();

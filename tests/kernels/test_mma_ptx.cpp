@@ -6,6 +6,7 @@
 #include "runtime/kernel_cache.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/mma_ptx.h"
+#include "runtime/ptx_local_depot.h"
 #include "runtime/process.h"
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -134,6 +135,32 @@ TEST_CASE("a module without tensor-core externs passes unchanged", "[mma_ptx]") 
     CHECK(mma_ptx::needs_rewrite(fixture()));
     CHECK(mma_ptx::register_cap(64) == mma_ptx::kMinRegisters);  // the default's floor
     CHECK(mma_ptx::register_cap(255) == 255);
+}
+
+// runtime/ptx_local_depot.h: the depot of a function storing 16-byte vectors into local memory raised to 16 (the
+// accumulator tile of a CUDA-core convolution that stopped with CUDA_ERROR_MISALIGNED_ADDRESS on an H100), another
+// function's depot left where its accesses fit, a function without local vectors unchanged.
+TEST_CASE("local depots are aligned for their function's widest local access, the rest of the module unchanged",
+          "[ptx]") {
+    const std::string head = ".version 8.0\n.target sm_90\n.address_size 64\n";
+    const std::string spilled =
+        ".visible .entry acc_tile()\n{\n\t.local .align 4 .b8 \t__local_depot0[448];\n"
+        "\t.reg .b64 \t%SPL;\n\tmov.b64 \t%SPL, __local_depot0;\n\tadd.u64 \t%rd4, %SPL, 0;\n"
+        "\tst.local.v2.b64 \t[%rd4], {%rd1, %rd2};\n\tld.local.f32 \t%f1, [%rd4+4];\n\tret;\n}\n";
+    const std::string fits = ".visible .entry window()\n{\n\t.local .align 8 .b8 \t__local_depot1[64];\n"
+                             "\tst.local.b64 \t[%rd4], %rd1;\n\tst.local.v2.b16 \t[%rd4+8], {%rs1, %rs2};\n\tret;\n}\n";
+    const std::string scalar = ".visible .entry plain()\n{\n\t.local .align 2 .b8 \t__local_depot2[6];\n"
+                               "\tcvta.local.u64 \t%rd2, %rd1;\n\tst.local.b16 \t[%rd1], %rs1;\n\tret;\n}\n";
+    std::string ptx = head + spilled + fits + scalar;
+    std::string expected = ptx;
+    expected.replace(expected.find(".local .align 4"), 15, ".local .align 16");
+    CHECK(ptx::align_local_depots(ptx) == 1);
+    CHECK(ptx == expected);
+    CHECK(ptx::align_local_depots(ptx) == 0);  // idempotent: a module loaded twice
+    std::string none = head + scalar;
+    const std::string before = none;
+    CHECK(ptx::align_local_depots(none) == 0);
+    CHECK(none == before);
 }
 
 TEST_CASE("the fixture has the callseq shape the current build emits", "[mma_ptx]") {
