@@ -629,11 +629,10 @@ ScheduleChoice mma_sync_gemm_choice(const GemmWorkload &w, Device device) {
 // level (0.106 against 0.109), so not there. bf16 takes the same path but is not measured swizzled: mma.sync there.
 // Not a convolution's implicit GEMM either: over 9 dense conv2d rows the best of 8 tuner points each were level (H100,
 // mma.sync / wgmma 1.03x geomean, 0.83-1.29x, highres the slower on wgmma; same page). A block's 1x1 layer is that
-// GEMM with the layer's epilogue (layer_by_layer_tc below: FFN's and ConvFirst's project, K = 4c), but without the
-// ring: its panels read the previous layer's buffer, which the cp.async pass does not copy (it takes kernel inputs
-// only), and the block hands the lowering its GEMMs before their schedule sets the ring, so a layer's stages stay one
-// (SASS: no LDGSTS). As it runs, wgmma on swizzled panels, the layer made the block 1.03-1.06x faster than on
-// mma.sync (H100, FFN c=256 and ConvFirst c=256 at N=128, two runs; blocks/ on the same page).
+// GEMM with the layer's epilogue (layer_by_layer_tc below: FFN's and ConvFirst's project, K = 4c), its ring copying
+// the previous layer's buffer: H100, N=128, the blocks 1.07-1.11x faster than with that layer's stages = 1 (FFN c=256
+// 0.198 ms, ConvFirst c=256 0.246, c=128 0.369; medians of three alternated timings, bench/results/h100/block-ring/),
+// which was 1.03-1.06x faster than the layer on mma.sync (../wgmma/README.md, blocks/).
 namespace {
 std::optional<std::map<std::string, int>> hopper_wgmma_tiling(const GemmWorkload &w, Device device) {
     const long long tiles = ceil_div(w.m, 128) * ceil_div(w.n, 128);
