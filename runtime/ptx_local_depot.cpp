@@ -41,9 +41,11 @@ int align_local_depots(std::string &ptx) {
             open = false;
         } else if (const size_t d = line.find(".local .align ");
                    d != std::string_view::npos && line.find("__local_depot") != std::string_view::npos) {
-            const size_t digits = d + 14, len = line.find(' ', digits) - digits;
-            depots.push_back({line_start + digits, len, std::atoi(std::string(line.substr(digits, len)).c_str()), 0});
-            open = true;
+            const size_t digits = d + 14, space = line.find(' ', digits);
+            open = space != std::string_view::npos;  // `.align A .b8 ...`: else not a depot this reads
+            if (open)
+                depots.push_back({line_start + digits, space - digits,
+                                  std::atoi(std::string(line.substr(digits, space - digits)).c_str()), 0});
         } else if (open) {
             for (size_t at = line.find(".local."); at != std::string_view::npos && at >= 2;
                  at = line.find(".local.", at + 1))
