@@ -92,7 +92,13 @@ Candidate EvolutionarySearch::next() {
     for (const auto &h : history_)
         if (h.second < kFailedScore) pool.push_back(&h);
     std::uniform_real_distribution<double> u(0, 1);
-    if (pool.empty() || u(rng_) < 0.1) return space_.random(rng_);  // nothing to breed from, or exploration
+    if (u(rng_) < 0.1) return space_.random(rng_);  // exploration
+    if (pool.empty()) {
+        // Nothing measured yet: the seeds' neighbours (a random point in a space of 1e20 is rarely near them: a
+        // block's first round of 12 such points ran 1.5-2.5x slower than its heuristic, bench/results/h100/block-ring).
+        if (seeds().empty()) return space_.random(rng_);
+        return space_.mutate(seeds()[std::uniform_int_distribution<size_t>(0, seeds().size() - 1)(rng_)], rng_, 2);
+    }
     std::stable_sort(pool.begin(), pool.end(), [](const auto *a, const auto *b) { return a->second < b->second; });
     if (pool.size() > size_t(kPopulation)) pool.resize(kPopulation);
     const Candidate &a = tournament(pool);

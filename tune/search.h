@@ -2,7 +2,8 @@
 //   random        uniform valid points (the baseline every search must beat at equal trials);
 //   evolutionary  seeds first (the heuristic's knobs, the hand-written variants, the nearest records), then
 //                 offspring of the fastest measured so far: tournament selection, mutation to neighbouring
-//                 values, now and then crossover or a random point.
+//                 values, now and then crossover or a random point; before anything is measured (a first round
+//                 planned here and measured on another machine), neighbours of the seeds.
 // Both are reproducible: the same seed and the same measurements give the same candidates.
 #pragma once
 #include "tune/space.h"
@@ -33,6 +34,7 @@ public:
 
 protected:
     virtual Candidate next() = 0;  // one candidate to consider (it may be invalid or seen)
+    const std::vector<Candidate> &seeds() const { return seeds_; }
     const SearchSpace &space_;
     std::mt19937_64 rng_;
     std::vector<std::pair<Candidate, double>> history_;  // in observation order

@@ -160,6 +160,30 @@ TEST_CASE("seeds come first, in order") {
     CHECK(first[0] == d);
 }
 
+TEST_CASE("before anything is measured, the evolutionary search proposes the seeds' neighbours, random search not") {
+    // A first round planned on the build machine and measured on the GPU host has no measurement to breed from.
+    const auto op = parse_op("ffn:n=128,c=256,h=14,w=14,e=4,act=relu,dtype=f16");
+    const SearchSpace space(*op, "layer_by_layer_tc", Device::cuda, kH200);
+    const Candidate seed = space.default_candidate();
+    auto differing = [&](const Candidate &c) {
+        int n = c.max_registers != seed.max_registers;
+        for (const auto &[k, v] : c.knobs) n += seed.knobs.count(k) == 0 || seed.knobs.at(k) != v;
+        return n;
+    };
+    for (const char *name : {"evolutionary", "random"}) {
+        auto s = make_search(name, space, 11);
+        s->add_seed(seed);
+        const auto batch = s->propose(41);
+        REQUIRE(batch.size() == 41);
+        CHECK(batch[0] == seed);
+        const auto near =
+            std::count_if(batch.begin() + 1, batch.end(), [&](const Candidate &c) { return differing(c) <= 2; });
+        INFO(name << ": " << near << " of 40 within two knobs of the seed");
+        if (std::string(name) == "evolutionary") CHECK(near >= 28);  // 10% are random points
+        else CHECK(near <= 4);
+    }
+}
+
 TEST_CASE("evolutionary search beats random search at equal trials") {
     // Over 24 landscapes per space, 48 trials each: the evolutionary search's best is better more often
     // and better on average (in log cost: the ratio to the landscape's optimum of 1).
