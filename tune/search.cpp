@@ -94,8 +94,8 @@ Candidate EvolutionarySearch::next() {
     std::uniform_real_distribution<double> u(0, 1);
     if (u(rng_) < 0.1) return space_.random(rng_);  // exploration
     if (pool.empty()) {
-        // Nothing measured yet: the seeds' neighbours (a random point in a space of 1e20 is rarely near them: a
-        // block's first round of 12 such points ran 1.5-2.5x slower than its heuristic, bench/results/h100/block-ring).
+        // Nothing measured yet: the seeds' neighbours. H100, layer_by_layer_tc blocks, 12 points a row
+        // (bench/results/h100/tuner-first-round/): faster than the heuristic in 4 of 5 rows, random points in none.
         if (seeds().empty()) return space_.random(rng_);
         return space_.mutate(seeds()[std::uniform_int_distribution<size_t>(0, seeds().size() - 1)(rng_)], rng_, 2);
     }
