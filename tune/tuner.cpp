@@ -203,8 +203,13 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
         if (!plan)
             throw WorkloadError("--plan-out '" + opt_.plan_out + "': cannot write to it (does its folder exist?)");
     }
+    // --plan-out: one round (nothing is measured here to breed from) of `round` distinct kernels: a candidate that
+    // builds a kernel planned already in the round is no trial, and another is proposed in its place.
+    const int round = std::min(batch, opt_.trials - done);
+    int planned = 0, written = 0;
     while (done < opt_.trials && (opt_.minutes <= 0 || since(start) < opt_.minutes * 60)) {
-        const std::vector<Candidate> proposed = search->propose(std::min(batch, opt_.trials - done));
+        const int want = opt_.plan_out.empty() ? std::min(batch, opt_.trials - done) : round - planned;
+        const std::vector<Candidate> proposed = search->propose(want);
         if (proposed.empty()) {
             rep.note = fmt::format("the space is exhausted ({} valid points)", done);
             break;
@@ -258,10 +263,14 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
                                        {"target", target_}}
                             .dump()
                      << "\n";
+                ++written;
             }
             if (!plan.flush()) throw WorkloadError("--plan-out '" + opt_.plan_out + "': writing the plan failed");
-            rep.note = fmt::format("planned {} candidates into {}", cands.size(), opt_.plan_out);
-            break;
+            rep.aliases += int(batch_aliases.size());
+            planned += int(vs.size());  // a build failure is a trial of the round (recorded above)
+            rep.note = fmt::format("planned {} candidates into {}", written, opt_.plan_out);
+            if (planned >= round) break;
+            continue;
         }
         const auto m0 = Clock::now();
         for (size_t i = 0; i < cands.size(); ++i) {
