@@ -208,18 +208,18 @@ def check_entry(name, func, usage, cap, expect):
         arrives = sum(x.startswith("WARPGROUP.ARRIVE") for x in o)
         if steps and cnt[0] and any(x.startswith("HGMMA") for x in o) and arrives > steps:
             bad.append(f"K loop: {arrives} WARPGROUP.ARRIVE for {steps} K step(s) of wgmma (one fence a chain)")
-        copies = sum(x.startswith("LDGSTS") for x in o)
+        loop_copies = sum(x.startswith("LDGSTS") for x in o)
         if stages is not None and stages > 1:
             # The cp.async ring (schedules/panel_prefetch.h): each step's copies without registers, one wait and
             # one barrier a step, no shared store.
             barriers = sum(x.startswith("BAR.SYNC") for x in o)
             waits = sum(x.startswith("DEPBAR") for x in o)
             stores = sum(x.startswith("STS") for x in o)
-            if steps and (copies != steps * vectors or barriers != steps or waits != steps or stores):
-                bad.append(f"K loop of a {stages}-stage ring: LDGSTS {copies}, BAR {barriers}, DEPBAR {waits}, STS "
+            if steps and (loop_copies != steps * vectors or barriers != steps or waits != steps or stores):
+                bad.append(f"K loop of a {stages}-stage ring: LDGSTS {loop_copies}, BAR {barriers}, DEPBAR {waits}, STS "
                            f"{stores} (expected {vectors}, 1, 1, 0 per step)")
-        elif stages is not None and copies:
-            bad.append(f"{copies} LDGSTS in the K loop of a one-stage tiling")
+        elif stages is not None and loop_copies:
+            bad.append(f"{loop_copies} LDGSTS in the K loop of a one-stage tiling")
         if c.get("CALL", 0):
             bad.append("a CALL in the K loop")
     if spill != (0, 0) or u.get("stack", 0):
@@ -234,12 +234,12 @@ def check_entry(name, func, usage, cap, expect):
         bad.append("no K loop with HMMA")
     if not steps:
         bad.append(f"HMMA/LDSM.x4/LDSM.x2 ({hmma}, {x4}, {x2}) not whole {step_name} of {want}")
-    # A static K unrolled whole has no K loop to look in for the ring: then its copies anywhere in the function (not
-    # a count: rows the simplifier proved zero, past K or in the padding, stay plain stores).
-    if stages is not None and stages > 1 and steps and not k_loops and not copies:
+    # A static K unrolled whole has no K loop to look in (the checks above): then the function's copies (not a count
+    # for a ring: rows the simplifier proved zero, past K or in the padding, stay plain stores).
+    if not k_loops and stages is not None and stages > 1 and steps and not copies:
         bad.append(f"a {stages}-stage ring without LDGSTS ({steps} {step_name}, no K loop)")
-    elif stages == 1 and copies:
-        bad.append(f"{copies} LDGSTS in a one-stage tiling")
+    elif not k_loops and stages == 1 and copies:
+        bad.append(f"{copies} LDGSTS in a one-stage tiling (no K loop)")
     return bad
 
 
