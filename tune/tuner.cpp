@@ -203,12 +203,12 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
         if (!plan)
             throw WorkloadError("--plan-out '" + opt_.plan_out + "': cannot write to it (does its folder exist?)");
     }
-    // --plan-out: one round (nothing is measured here to breed from) of `round` distinct kernels: a candidate that
-    // builds a kernel planned already in the round is no trial, and another is proposed in its place.
-    const int round = std::min(batch, opt_.trials - done);
-    int planned = 0, written = 0;
+    // --plan-out: one round (nothing is measured here to breed from) of trials up to `round_end`, each a distinct
+    // kernel: a candidate that builds a kernel planned already in the round is no trial, another takes its place.
+    const int round_end = done + std::min(batch, opt_.trials - done);
+    int written = 0;
     while (done < opt_.trials && (opt_.minutes <= 0 || since(start) < opt_.minutes * 60)) {
-        const int want = opt_.plan_out.empty() ? std::min(batch, opt_.trials - done) : round - planned;
+        const int want = opt_.plan_out.empty() ? std::min(batch, opt_.trials - done) : round_end - done;
         const std::vector<Candidate> proposed = search->propose(want);
         if (proposed.empty()) {
             rep.note = fmt::format("the space is exhausted ({} valid points)", done);
@@ -267,9 +267,8 @@ TaskReport Tuner::tune(const Task &t, const std::string &label) {
             }
             if (!plan.flush()) throw WorkloadError("--plan-out '" + opt_.plan_out + "': writing the plan failed");
             rep.aliases += int(batch_aliases.size());
-            planned += int(vs.size());  // a build failure is a trial of the round (recorded above)
             rep.note = fmt::format("planned {} candidates into {}", written, opt_.plan_out);
-            if (planned >= round) break;
+            if (done >= round_end) break;  // build failures count as the round's trials (recorded above)
             continue;
         }
         const auto m0 = Clock::now();
