@@ -152,7 +152,7 @@ TEST_CASE("layer_by_layer_tc blocks with their layers' panel ring and prefetch m
 
 // ConvFirst's grouped 3x3 on the CUDA cores with the flat mapping of a 4 x 7 tile of 4 channels, its reduction not
 // unrolled: the accumulator tile lands in local memory, stored as 16-byte vectors into a depot LLVM aligns for 4 bytes
-// (runtime/ptx_local_depot.h). Before the loader aligned the depot it stopped with CUDA_ERROR_MISALIGNED_ADDRESS on an
+// (runtime/ptx_local_depot.h): loaded without the loader's alignment it stops with CUDA_ERROR_MISALIGNED_ADDRESS on an
 // H100 (bench/results/h100/block-ring/); the same kernel serves any N. CUDA only: the mapping's knobs are the GPU's.
 TEST_CASE("layer_by_layer_tc ConvFirst with its grouped layer's accumulator tile in local memory matches float64",
           "[blocks][ffn_tc][gpu]") {
