@@ -84,17 +84,24 @@ struct ThreadLoop {
     int extent;
 };
 
-// Every index of `alloc` in a statement, expanded (lets inside it are tracked; those outside come from `outer`).
+// Every access of `alloc` in a statement: its index expanded (lets inside it are tracked; those outside come from
+// `outer`), the conditions it runs under and the constant ranges of the loops around it inside the statement.
 class CollectAccesses : public IRVisitor {
 public:
     CollectAccesses(const std::string &alloc, const Scope<Expr> &outer) : alloc(alloc) {
         lets.set_containing_scope(&outer);
     }
-    std::vector<Expr> indices;
+    struct Access {
+        Expr index, guard;
+        std::map<std::string, Interval> loops;
+    };
+    std::vector<Access> accesses;
 
 private:
     const std::string &alloc;
     Scope<Expr> lets;
+    std::vector<Expr> guards;
+    std::map<std::string, Interval> loops;
     using IRVisitor::visit;
     void visit(const LetStmt *op) override {
         op->value.accept(this);
@@ -106,12 +113,34 @@ private:
         ScopedBinding<Expr> b(lets, op->name, op->value);
         op->body.accept(this);
     }
+    void visit(const IfThenElse *op) override {
+        op->condition.accept(this);
+        const Expr c = expand(op->condition, lets);
+        guards.push_back(c);
+        op->then_case.accept(this);
+        guards.back() = !c;
+        if (op->else_case.defined()) op->else_case.accept(this);
+        guards.pop_back();
+    }
+    void visit(const For *op) override {
+        op->min.accept(this);
+        op->extent.accept(this);
+        auto lo = as_const_int(expand(op->min, lets)), n = as_const_int(expand(op->extent, lets));
+        if (lo && n) loops[op->name] = Interval(int(*lo), int(*lo + *n - 1));
+        op->body.accept(this);
+        loops.erase(op->name);
+    }
+    void record(const Expr &index) {
+        Expr guard = const_true();
+        for (const Expr &g : guards) guard = guard && g;
+        accesses.push_back({expand(index, lets), guard, loops});
+    }
     void visit(const Load *op) override {
-        if (op->name == alloc) indices.push_back(expand(op->index, lets));
+        if (op->name == alloc) record(op->index);
         IRVisitor::visit(op);
     }
     void visit(const Store *op) override {
-        if (op->name == alloc) indices.push_back(expand(op->index, lets));
+        if (op->name == alloc) record(op->index);
         IRVisitor::visit(op);
     }
 };
@@ -200,6 +229,31 @@ private:
         for (const auto &t : threads) z[t.name] = 0;
         return z;
     }
+    // The enclosing thread loops' values of warp w (0 to the product of their extents), the first loop fastest.
+    std::map<std::string, Expr> warp(int w) const {
+        std::map<std::string, Expr> point;
+        for (int i = 0, rest = w; i < int(threads.size()); rest /= threads[i].extent, ++i)
+            point[threads[i].name] = rest % threads[i].extent;
+        return point;
+    }
+
+    // Whether an access whose warp offset `d` differs in form from the slice's `offset` is at that offset in every
+    // warp that can run it: under a condition that holds for some warps only (a partial tile's stores skip the
+    // warps past N), Halide's simplifier substitutes the warp index the condition implies (e.g. tz * 16 for
+    // (tz * 2 + ty) * 8 where ty < 1 is known). Each of the `warps` warps of the enclosing thread loops in turn: skipped where the
+    // condition is false for all its lanes (the loops' ranges known), else the two offsets must be equal there.
+    bool same_slice_where_run(const Expr &d, const Expr &offset, const CollectAccesses::Access &access,
+                              int warps) const {
+        Scope<Interval> ranges;
+        for (const auto &[name, range] : access.loops) ranges.push(name, range);
+        for (const auto &t : lanes) ranges.push(t.name, Interval(0, t.extent - 1));
+        for (int w = 0; w < warps; ++w) {
+            const std::map<std::string, Expr> point = warp(w);
+            if (is_const_zero(simplify(substitute(point, access.guard), true, ranges))) continue;
+            if (!can_prove(substitute(point, d) == substitute(point, offset))) return false;
+        }
+        return true;
+    }
 
     bool top = true;         // the whole statement: Halide hands the pass its root once
     bool in_kernel = false;  // inside a kernel's outermost block loop
@@ -270,11 +324,11 @@ private:
         const int slice = size / warps;
         CollectAccesses acc(op->name, lets);
         op->body.accept(&acc);
-        if (acc.indices.empty()) fail("accumulator " + op->name + " is never accessed");
+        if (acc.accesses.empty()) fail("accumulator " + op->name + " is never accessed");
         const auto zero = thread_zero();
         Expr offset;  // the warp's slice start, the same expression for every access
-        for (const Expr &index : acc.indices) {
-            Expr base = scalar_base(index);
+        for (const auto &access : acc.accesses) {
+            Expr base = scalar_base(access.index);
             Expr own = simplify(substitute(zero, base));
             auto c = as_const_int(own);
             if (!c || *c < 0 || *c >= slice)
@@ -283,7 +337,7 @@ private:
                      " (it would live in local memory)");
             Expr d = simplify(base - own);
             if (!offset.defined()) offset = d;
-            else if (!equal(d, offset) && !can_prove(d == offset))
+            else if (!equal(d, offset) && !can_prove(d == offset) && !same_slice_where_run(d, offset, access, warps))
                 fail("accumulator " + op->name + " is accessed by warp at " + text(d) + " and at " + text(offset) +
                      ": not one slice per warp");
         }
@@ -291,9 +345,7 @@ private:
         std::set<int64_t> starts;
         std::vector<int> at(threads.size(), 0);
         for (int w = 0; w < warps; ++w) {
-            std::map<std::string, Expr> point;
-            for (int i = 0, rest = w; i < int(threads.size()); rest /= threads[i].extent, ++i)
-                point[threads[i].name] = rest % threads[i].extent;
+            const std::map<std::string, Expr> point = warp(w);
             auto s = as_const_int(simplify(substitute(point, offset)));
             if (!s || *s % slice || *s < 0 || *s >= size || !starts.insert(*s).second)
                 fail("accumulator " + op->name + ": warp slices at " + text(offset) +
