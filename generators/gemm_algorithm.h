@@ -18,6 +18,7 @@
 #include "generators/activation.h"
 #include "generators/mma.h"
 #include <functional>
+#include <limits>
 #include <vector>
 
 namespace blockfuse {
@@ -59,7 +60,7 @@ struct GemmFuncs {
     // ks + 2 split_k, ... (ceil(panels / split_k) of them); `partial` is acc as a stage of its own (a global f32
     // workspace, its own kernel), which the epilogue sums over ks. Undefined without a split.
     Halide::Func partial;   // (q, lane, nt, mt, wn, wm, bn, bm, ks), f32
-    Halide::Func epilogue;  // (q, lane, nt, mt, wn, wm, bn, bm): act(acc + bias), f32
+    Halide::Func epilogue;  // (q, lane, nt, mt, wn, wm, bn, bm): act(acc + bias) [+ residual] as the storage bits
     Halide::Func output;    // (n, m): the epilogue as storage bits, an update over rc
     Halide::RDom rc;        // (q0, mh, nt, mt, lane, wn, wm, bn, bm): the C registers, see gemm()
     Halide::RDom rk;        // (K step of 16 within a panel, panel): ceil(K / k_step) whole panels
@@ -109,8 +110,9 @@ inline Halide::Expr gemm_epilogue(const Halide::Expr &acc, const Halide::Expr &b
     using namespace Halide;
     Expr x = acc + bias;
     if (auto id = Internal::as_const_int(activation)) return apply_activation(x, Activation(*id));
-    Expr piecewise = select(activation == int(Activation::relu), max(x, 0.0f), activation == int(Activation::relu6),
-                            clamp(x, 0.0f, 6.0f), x);
+    // relu and relu6 as one clamp whose upper end is uniform: two instructions a value, not three and a select.
+    Expr upper = select(activation == int(Activation::relu6), 6.0f, std::numeric_limits<float>::infinity());
+    Expr piecewise = select(activation == int(Activation::none), x, min(max(x, 0.0f), upper));
     Expr z = select(activation == int(Activation::gelu), 1.5957691216057308f * (x + 0.044715f * x * x * x), x);
     Expr s = 1.0f / (1.0f + exp(-z));
     Expr smooth = select(activation == int(Activation::sigmoid), s, x * s);
@@ -292,8 +294,11 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     Expr cn = cbn * BN + cwn * t.warp_n + cnt * kTileN + c_col(q0, cl);
     Expr cm = cbm * BM + cwm * t.warp_m + cmt * kTileM + c_row(2 * mh, cl);
     f.rc.where(f.exact || (cn < s.N && cm < s.M));  // whole tiles: no guard at all
-    // The epilogue in fragment space: a schedule can compute it per thread and specialize it on the
-    // activation (a uniform branch) without touching the accumulator.
+    // The epilogue in fragment space, ending in the storage bits: a schedule can compute it per thread and
+    // specialize it on the activation (a uniform branch) without touching the accumulator, and each value is a
+    // scalar there, so on CUDA f16 rounds by the hardware's conversion (generators/b16_bits.h: to_b16_bits; a
+    // register pair converted as one 2-lane vector is the backend's trap, and the integer rounding took about ten
+    // instructions a value, most of a short-K kernel's epilogue).
     f.epilogue = Func(io.prefix + "epilogue");
     std::vector<Var> c_args{f.q, lane, f.nt, f.mt, f.wn, f.wm, f.bn, f.bm};
     Expr col_n = f.bn * BN + f.wn * t.warp_n + f.nt * kTileN + c_col(Expr(f.q), Expr(lane));
@@ -303,7 +308,16 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
         at.push_back(i);
         sum = i == 0 ? f.partial(at) : sum + f.partial(at);
     }
-    f.epilogue(c_args) = gemm_epilogue(sum, bias(min(col_n, s.N - 1)), activation);
+    Expr value = gemm_epilogue(sum, bias(min(col_n, s.N - 1)), activation);
+    if (io.residual) {
+        // Every register of a tile is computed, stored or not: past M and N the residual is read clamped.
+        Expr row_m = f.bm * BM + f.wm * t.warp_m + f.mt * kTileM + c_row(Expr(f.q), Expr(lane));
+        auto inside = [&](const Expr &x, const Expr &extent) {
+            return select(f.exact, unsafe_promise_clamped(x, 0, extent - 1), clamp(x, 0, extent - 1));
+        };
+        value += io.residual(io.c_coords(inside(col_n, s.N), inside(row_m, s.M)));
+    }
+    f.epilogue(c_args) = to_b16_bits(value, elem, native);
     f.output = Func(io.prefix + "gemm");
     std::vector<Var> out_vars;
     for (int d = 0; d < io.c_dims; ++d) out_vars.push_back(d == 0 ? n : d == 1 ? m : Var("c" + std::to_string(d)));
@@ -312,9 +326,7 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     // predicate guarantees) and costs no code.
     const std::vector<Expr> coords =
         io.c_coords(unsafe_promise_clamped(cn, 0, s.N - 1), unsafe_promise_clamped(cm, 0, s.M - 1));
-    Expr value = f.epilogue(2 * mh + q0, cl, cnt, cmt, cwn, cwm, cbn, cbm);
-    if (io.residual) value += io.residual(coords);
-    f.output(coords) = reinterpret(io.c_type, f32_to_b16(value, elem));
+    f.output(coords) = reinterpret(io.c_type, f.epilogue(2 * mh + q0, cl, cnt, cmt, cwn, cwm, cbn, cbm));
     return f;
 }
 

@@ -144,12 +144,19 @@ void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn) {
     // block level, which made B's loads wait for A's stores: two load latencies per K step instead of one).
     f.b_panel.compute_with(f.a_panel, Var("tx"));
     // The epilogue in registers, one 16-row slice of the warp tile at a time (all 128 values at once held
-    // 128 more registers and spilled), branching once on piecewise-linear or smooth activation (so none and
-    // relu compute no exponential).
+    // 128 more registers and spilled), branching once on no activation, piecewise-linear or smooth (so none
+    // computes nothing past the bias, relu no exponential). Bounded to the slice's whole registers: a region trimmed
+    // by a partial tile's store predicate has no constant size, and Halide then allocates it on the device heap (a
+    // malloc a call, the values through global memory). The whole-tile epilogue before this form, on the H100 (gemm
+    // 25088 x 1024 x 256 f16, 128 x 128 tiles of 2 x 2 warps, no activation): 56% of the kernel's time, three quarters
+    // of its instructions, half of them the integer f16 rounding (bench/results/h100/gemm-epilogue).
     Func epi = f.epilogue;
-    epi.compute_at(f.output, f.rc[3]);
+    epi.compute_at(f.output, f.rc[3]).bound(f.q, 0, 4).bound(f.nt, 0, t.nt_count());
     for (Var v : epi.args()) epi.unroll(v);
-    if (!Internal::as_const_int(f.activation)) epi.specialize(smooth_activation(f.activation));
+    if (!Internal::as_const_int(f.activation)) {
+        epi.specialize(f.activation == int(Activation::none));
+        epi.specialize(smooth_activation(f.activation));
+    }
     // wgmma: no fragments, the tensor cores read the panels. ptxas -arch=sm_90a (CUDA 13.0), gemm_wg_f16_cuda (a
     // 128 x 128 block of two warpgroups, K steps of 64, swizzled): 138 registers, no spill, a K loop of 90
     // instructions a step (whole tiles): one WARPGROUP.ARRIVE, 4 HGMMA.64x128x16 back to back, one DEPBAR, 16 LDG,

@@ -289,13 +289,24 @@ def generated_kernel_ptx(cli, key, strategy, work, knobs=()):
     if g.returncode or len(ptx) != 1 or len(desc) != 1:
         return f"blockfuse generate {key} --strategy {strategy}: {(g.stderr or g.stdout).strip()[-2000:]}"
     d = json.load(open(desc[0]))
+    # A GEMM's epilogue lives in registers: given a region without a constant size, Halide allocates it (or a group
+    # of such stages) on the device heap instead, a malloc a call and the values through global memory. Known where
+    # a warp along N has no output column at all (a convolution of fewer channels than the block's other warps
+    # hold): not checked there.
+    params = dict(p.split("=", 1) for p in d.get("generator_params", []))
+    kn = d["knobs"]
+    idle_warp = d["family"] == "conv2d_tc" and int(params["out_channels"]) <= int(kn.get("warp_n", 64)) * (
+        int(kn.get("warps_n", 2)) - 1)
+    for stmt in glob.glob(os.path.join(work, "*", "*.stmt")):
+        heap = re.search(r"allocate ((allocgroup__|\S*epilogue)\S*)\.buffer", open(stmt, errors="replace").read())
+        if heap and not idle_warp:
+            return f"blockfuse generate {key} --strategy {strategy}: {heap.group(1)} is allocated on the device heap"
     # runtime/kernel_registry.cpp jit_register_cap: the variant's cap set on purpose, else 64K registers over the
     # block's warps allocated in groups of 4, raised to runtime/mma_ptx.h's floor.
     warps = max(1, (int(d["threads_per_block"]) + 31) // 32)
     cap = int(d["max_registers"]) or max(MIN_REGISTERS,
                                          min(255, max(16, 65536 // (((warps + 3) // 4 * 4) * 32) // 8 * 8)))
-    knobs = d["knobs"]
-    params = dict(p.split("=", 1) for p in d.get("generator_params", []))
+    knobs = kn
     n_of = block_layer_channels(params) if d["family"] == "block" else []
 
     def tiling(name):
