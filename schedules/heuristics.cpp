@@ -345,7 +345,8 @@ ScheduleChoice fused_gpu(const BlockWorkload &w, int blocks, long long shared_bu
 
 namespace {
 // Hopper's wgmma tiling of a GEMM where it measured faster than mma.sync, else none (below gemm_heuristic).
-std::optional<std::map<std::string, int>> hopper_wgmma_tiling(const GemmWorkload &w, Device device);
+// min_k: the shortest reduction measured faster there (a GEMM's and a block layer's differ, below).
+std::optional<std::map<std::string, int>> hopper_wgmma_tiling(const GemmWorkload &w, Device device, long long min_k);
 enum class WideTiles { allowed, not_in_blocks };
 std::map<std::string, int> tensor_core_tiling(long long M, long long N, long long K, Device device,
                                               WideTiles wide = WideTiles::allowed);
@@ -370,7 +371,9 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
             if (!tensor_core_capable_layer(spec.layers[i])) continue;
             const GemmWorkload g = implicit_gemm_of(layers[i]);
             const bool plain_gemm = spec.layers[i].ks == 1 && spec.layers[i].stride == 1 && spec.layers[i].groups == 1;
-            const auto hopper = plain_gemm ? hopper_wgmma_tiling(g, device) : std::nullopt;  // a 1x1 layer is a GEMM
+            // a 1x1 layer is a GEMM; the blocks measured on wgmma have K = 1024 layers only (their expand, K = 256, on
+            // mma.sync)
+            const auto hopper = plain_gemm ? hopper_wgmma_tiling(g, device, 512) : std::nullopt;
             const std::map<std::string, int> tiling =
                 hopper                      ? *hopper
                 : spec.layers[i].groups > 1 ? conv2d_tc_heuristic(layers[i], device).knobs
@@ -622,11 +625,14 @@ ScheduleChoice mma_sync_gemm_choice(const GemmWorkload &w, Device device) {
 }
 }  // namespace
 
-// A GEMM on Hopper (compute capability 9.0), f16, K >= 512, its 128 x 128 tiles at least the 132 SMs: wgmma (sm_90a)
+// A GEMM on Hopper (compute capability 9.0), f16, K >= 256 (a block's 1x1 layer: K >= 512), its 128 x 128 tiles at least the 132 SMs: wgmma (sm_90a)
 // on 8 warps (two warpgroups of 64 rows) of 16 x 128, K steps of 64 in 128-byte swizzled panels, a 3-stage cp.async
 // ring (gemm_wgt_f16's tiling). H100, 2026-12-06 (bench/results/h100/wgmma/README.md): 0.318-0.327 ms at 4096^3
-// against 0.440-0.449 for the fastest mma.sync tiling, 0.058-0.062 against 0.086 at 25088 x 256 x 1024; at K = 256
-// level (0.106 against 0.109), so not there. bf16 takes the same path but is not measured swizzled: mma.sync there.
+// against 0.440-0.449 for the fastest mma.sync tiling, 0.058-0.062 against 0.086 at 25088 x 256 x 1024. At K = 256
+// (25088 x 1024 x 256) it was level while the epilogue rounded f16 in integers (0.106 against 0.109); with the
+// hardware's conversion a tuner round put it first, 0.0707 ms against 0.0837 for the best mma.sync tiling
+// (bench/results/h100/gemm-epilogue/, retune/). Shorter reductions not measured. bf16 takes the same path but is not
+// measured swizzled: mma.sync there.
 // Not a convolution's implicit GEMM either: over 9 dense conv2d rows the best of 8 tuner points each were level (H100,
 // mma.sync / wgmma 1.03x geomean, 0.83-1.29x, highres the slower on wgmma; same page). A block's 1x1 layer is that
 // GEMM with the layer's epilogue (layer_by_layer_tc below: FFN's and ConvFirst's project, K = 4c), its ring copying
@@ -634,10 +640,10 @@ ScheduleChoice mma_sync_gemm_choice(const GemmWorkload &w, Device device) {
 // 0.198 ms, ConvFirst c=256 0.246, c=128 0.369; medians of three alternated timings, bench/results/h100/block-ring/),
 // which was 1.03-1.06x faster than the layer on mma.sync (../wgmma/README.md, blocks/).
 namespace {
-std::optional<std::map<std::string, int>> hopper_wgmma_tiling(const GemmWorkload &w, Device device) {
+std::optional<std::map<std::string, int>> hopper_wgmma_tiling(const GemmWorkload &w, Device device, long long min_k) {
     const long long tiles = ceil_div(w.m, 128) * ceil_div(w.n, 128);
     if (device != Device::cuda || launch_limits(device).compute_capability != 90 || w.dtype != DType::f16 ||
-        w.k < 512 || w.m < 128 || w.n < 128 || tiles < 132)
+        w.k < min_k || w.m < 128 || w.n < 128 || tiles < 132)
         return std::nullopt;
     return std::map<std::string, int>{{"warp_m", 16}, {"warp_n", 128}, {"warps_m", 8}, {"warps_n", 1},
                                       {"k_step", 64}, {"pad", 0},      {"wgmma", 1},   {"stages", 3}};
@@ -645,7 +651,7 @@ std::optional<std::map<std::string, int>> hopper_wgmma_tiling(const GemmWorkload
 }  // namespace
 
 ScheduleChoice gemm_heuristic(const GemmWorkload &w, Device device) {
-    if (auto t = hopper_wgmma_tiling(w, device)) {
+    if (auto t = hopper_wgmma_tiling(w, device, 256)) {
         ScheduleChoice s;
         s.knobs = *t;
         s.why = "heuristic: Hopper's wgmma, 128x128 block tiles of two warpgroups, K steps of 64 in 128-byte swizzled "
