@@ -625,10 +625,11 @@ ScheduleChoice mma_sync_gemm_choice(const GemmWorkload &w, Device device) {
 }
 }  // namespace
 
-// A GEMM on Hopper (compute capability 9.0), f16, K >= 256 (a block's 1x1 layer: K >= 512), its 128 x 128 tiles at least the 132 SMs: wgmma (sm_90a)
-// on 8 warps (two warpgroups of 64 rows) of 16 x 128, K steps of 64 in 128-byte swizzled panels, a 3-stage cp.async
-// ring (gemm_wgt_f16's tiling). H100, 2026-12-06 (bench/results/h100/wgmma/README.md): 0.318-0.327 ms at 4096^3
-// against 0.440-0.449 for the fastest mma.sync tiling, 0.058-0.062 against 0.086 at 25088 x 256 x 1024. At K = 256
+// A GEMM on Hopper (compute capability 9.0), f16, K >= 256 (a block's 1x1 layer: K >= 512), its 128 x 128 tiles at
+// least the 132 SMs: wgmma (sm_90a) on 8 warps (two warpgroups of 64 rows) of 16 x 128, K steps of 64 in 128-byte
+// swizzled panels, a 3-stage cp.async ring (gemm_wgt_f16's tiling). H100, 2026-12-06
+// (bench/results/h100/wgmma/README.md): 0.318-0.327 ms at 4096^3 against 0.440-0.449 for the fastest mma.sync tiling,
+// 0.058-0.062 against 0.086 at 25088 x 256 x 1024. At K = 256
 // (25088 x 1024 x 256) it was level while the epilogue rounded f16 in integers (0.106 against 0.109); with the
 // hardware's conversion a tuner round put it first, 0.0707 ms against 0.0837 for the best mma.sync tiling
 // (bench/results/h100/gemm-epilogue/, retune/). Shorter reductions not measured. bf16 takes the same path but is not

@@ -240,8 +240,9 @@ private:
     // Whether an access whose warp offset `d` differs in form from the slice's `offset` is at that offset in every
     // warp that can run it: under a condition that holds for some warps only (a partial tile's stores skip the
     // warps past N), Halide's simplifier substitutes the warp index the condition implies (e.g. tz * 16 for
-    // (tz * 2 + ty) * 8 where ty < 1 is known). Each of the `warps` warps of the enclosing thread loops in turn: skipped where the
-    // condition is false for all its lanes (the loops' ranges known), else the two offsets must be equal there.
+    // (tz * 2 + ty) * 8 where ty < 1 is known). Each of the `warps` warps of the enclosing thread loops in turn:
+    // skipped where the condition is false for all its lanes (the loops' ranges known), else the two offsets must be
+    // equal there. A first access so specialized becomes `offset` and fails the others loudly, never silently.
     bool same_slice_where_run(const Expr &d, const Expr &offset, const CollectAccesses::Access &access,
                               int warps) const {
         Scope<Interval> ranges;
