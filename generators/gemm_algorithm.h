@@ -291,8 +291,15 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
                 io.prefix + "rc");
     Expr q0 = f.rc[0], mh = f.rc[1], cnt = f.rc[2], cmt = f.rc[3], cl = f.rc[4], cwn = f.rc[5], cwm = f.rc[6],
          cbn = f.rc[7], cbm = f.rc[8];
-    Expr cn = cbn * BN + cwn * t.warp_n + cnt * kTileN + c_col(q0, cl);
-    Expr cm = cbm * BM + cwm * t.warp_m + cmt * kTileM + c_row(2 * mh, cl);
+    // C's column and row of register q of lane `lane` of instruction tile (nt, mt) of warp (wn, wm) of block (bn, bm).
+    auto c_column = [&](const Expr &q, const Expr &l, const Expr &nt, const Expr &wn, const Expr &bn) {
+        return bn * BN + wn * t.warp_n + nt * kTileN + c_col(q, l);
+    };
+    auto c_row_of = [&](const Expr &q, const Expr &l, const Expr &mt, const Expr &wm, const Expr &bm) {
+        return bm * BM + wm * t.warp_m + mt * kTileM + c_row(q, l);
+    };
+    Expr cn = c_column(q0, cl, cnt, cwn, cbn);
+    Expr cm = c_row_of(2 * mh, cl, cmt, cwm, cbm);
     f.rc.where(f.exact || (cn < s.N && cm < s.M));  // whole tiles: no guard at all
     // The epilogue in fragment space, ending in the storage bits: a schedule can compute it per thread and
     // specialize it on the activation (a uniform branch) without touching the accumulator, and each value is a
@@ -301,7 +308,7 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     // instructions a value, most of a short-K kernel's epilogue).
     f.epilogue = Func(io.prefix + "epilogue");
     std::vector<Var> c_args{f.q, lane, f.nt, f.mt, f.wn, f.wm, f.bn, f.bm};
-    Expr col_n = f.bn * BN + f.wn * t.warp_n + f.nt * kTileN + c_col(Expr(f.q), Expr(lane));
+    Expr col_n = c_column(f.q, lane, f.nt, f.wn, f.bn);
     Expr sum = split ? Expr() : f.acc(c_args);
     for (int i = 0; split && i < t.split_k; ++i) {  // a fixed order: the same sum for every run
         std::vector<Expr> at(c_args.begin(), c_args.end());
@@ -311,7 +318,7 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     Expr value = gemm_epilogue(sum, bias(min(col_n, s.N - 1)), activation);
     if (io.residual) {
         // Every register of a tile is computed, stored or not: past M and N the residual is read clamped.
-        Expr row_m = f.bm * BM + f.wm * t.warp_m + f.mt * kTileM + c_row(Expr(f.q), Expr(lane));
+        Expr row_m = c_row_of(f.q, lane, f.mt, f.wm, f.bm);
         auto inside = [&](const Expr &x, const Expr &extent) {
             return select(f.exact, unsafe_promise_clamped(x, 0, extent - 1), clamp(x, 0, extent - 1));
         };

@@ -294,9 +294,9 @@ def generated_kernel_ptx(cli, key, strategy, work, knobs=()):
     # a warp along N has no output column at all (a convolution of fewer channels than the block's other warps
     # hold): not checked there.
     params = dict(p.split("=", 1) for p in d.get("generator_params", []))
-    kn = d["knobs"]
-    idle_warp = d["family"] == "conv2d_tc" and int(params["out_channels"]) <= int(kn.get("warp_n", 64)) * (
-        int(kn.get("warps_n", 2)) - 1)
+    knobs = d["knobs"]
+    idle_warp = d["family"] == "conv2d_tc" and int(params["out_channels"]) <= int(knobs.get("warp_n", 64)) * (
+        int(knobs.get("warps_n", 2)) - 1)
     for stmt in glob.glob(os.path.join(work, "*", "*.stmt")):
         heap = re.search(r"allocate ((allocgroup__|\S*epilogue)\S*)\.buffer", open(stmt, errors="replace").read())
         if heap and not idle_warp:
@@ -306,7 +306,6 @@ def generated_kernel_ptx(cli, key, strategy, work, knobs=()):
     warps = max(1, (int(d["threads_per_block"]) + 31) // 32)
     cap = int(d["max_registers"]) or max(MIN_REGISTERS,
                                          min(255, max(16, 65536 // (((warps + 3) // 4 * 4) * 32) // 8 * 8)))
-    knobs = kn
     n_of = block_layer_channels(params) if d["family"] == "block" else []
 
     def tiling(name):
