@@ -304,8 +304,8 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     // The epilogue in fragment space, ending in the storage bits: a schedule can compute it per thread and
     // specialize it on the activation (a uniform branch) without touching the accumulator, and each value is a
     // scalar there, so on CUDA f16 rounds by the hardware's conversion (generators/b16_bits.h: to_b16_bits; a
-    // register pair converted as one 2-lane vector is the backend's trap, and the integer rounding took about ten
-    // instructions a value, most of a short-K kernel's epilogue).
+    // register pair converted as one 2-lane vector is the backend's trap; the integer rounding takes about ten
+    // instructions a value).
     f.epilogue = Func(io.prefix + "epilogue");
     std::vector<Var> c_args{f.q, lane, f.nt, f.mt, f.wn, f.wm, f.bn, f.bm};
     Expr col_n = c_column(f.q, lane, f.nt, f.wn, f.bn);

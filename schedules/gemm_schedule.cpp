@@ -147,9 +147,9 @@ void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn) {
     // 128 more registers and spilled), branching once on no activation, piecewise-linear or smooth (so none
     // computes nothing past the bias, relu no exponential). Bounded to the slice's whole registers: a region trimmed
     // by a partial tile's store predicate has no constant size, and Halide then allocates it on the device heap (a
-    // malloc a call, the values through global memory). The whole-tile epilogue before this form, on the H100 (gemm
-    // 25088 x 1024 x 256 f16, 128 x 128 tiles of 2 x 2 warps, no activation): 56% of the kernel's time, three quarters
-    // of its instructions, half of them the integer f16 rounding (bench/results/h100/gemm-epilogue).
+    // malloc a call, the values through global memory). H100, gemm 25088 x 1024 x 256 f16 (128 x 128 tiles of 2 x 2
+    // warps, no activation): the epilogue 36% of the kernel's time, the panels' loads 36%, the mma 26%
+    // (bench/results/h100/gemm-epilogue/, run 2).
     Func epi = f.epilogue;
     epi.compute_at(f.output, f.rc[3]).bound(f.q, 0, 4).bound(f.nt, 0, t.nt_count());
     for (Var v : epi.args()) epi.unroll(v);

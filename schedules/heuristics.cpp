@@ -629,11 +629,9 @@ ScheduleChoice mma_sync_gemm_choice(const GemmWorkload &w, Device device) {
 // least the 132 SMs: wgmma (sm_90a) on 8 warps (two warpgroups of 64 rows) of 16 x 128, K steps of 64 in 128-byte
 // swizzled panels, a 3-stage cp.async ring (gemm_wgt_f16's tiling). H100, 2026-12-06
 // (bench/results/h100/wgmma/README.md): 0.318-0.327 ms at 4096^3 against 0.440-0.449 for the fastest mma.sync tiling,
-// 0.058-0.062 against 0.086 at 25088 x 256 x 1024. At K = 256
-// (25088 x 1024 x 256) it was level while the epilogue rounded f16 in integers (0.106 against 0.109); with the
-// hardware's conversion a tuner round put it first, 0.0707 ms against 0.0837 for the best mma.sync tiling
-// (bench/results/h100/gemm-epilogue/, retune/). Shorter reductions not measured. bf16 takes the same path but is not
-// measured swizzled: mma.sync there.
+// 0.058-0.062 against 0.086 at 25088 x 256 x 1024; at 25088 x 1024 x 256 a tuner round put it first, 0.0707 ms
+// against 0.0837 for the best mma.sync tiling (bench/results/h100/gemm-epilogue/, retune/). Shorter reductions not
+// measured. bf16 takes the same path but is not measured swizzled: mma.sync there.
 // Not a convolution's implicit GEMM either: over 9 dense conv2d rows the best of 8 tuner points each were level (H100,
 // mma.sync / wgmma 1.03x geomean, 0.83-1.29x, highres the slower on wgmma; same page). A block's 1x1 layer is that
 // GEMM with the layer's epilogue (layer_by_layer_tc below: FFN's and ConvFirst's project, K = 4c), its ring copying
