@@ -12,6 +12,8 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+import pytorch_baseline as pb  # noqa: E402  (load_suite: the suite files' one parser here)
 
 
 def step_kinds():
@@ -34,9 +36,7 @@ def carried_binaries():
 
 def suite_names(suite):
     path = ROOT / "workloads" / f"{suite}.txt"
-    if not path.is_file():
-        return None
-    return {line.split()[0] for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")}
+    return {name for name, _ in pb.load_suite(path)} if path.is_file() else None
 
 
 def option_values(args, option):
