@@ -371,8 +371,8 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
             if (!tensor_core_capable_layer(spec.layers[i])) continue;
             const GemmWorkload g = implicit_gemm_of(layers[i]);
             const bool plain_gemm = spec.layers[i].ks == 1 && spec.layers[i].stride == 1 && spec.layers[i].groups == 1;
-            // a 1x1 layer is a GEMM; the blocks measured on wgmma have K = 1024 layers only (their expand, K = 256, on
-            // mma.sync)
+            // a 1x1 layer is a GEMM; on wgmma from K = 512: with their K = 128-256 layer on it too, FFN c=256 and
+            // ConvFirst c=256 / 128 ran level with or behind their tuned picks (H100, bench/results/h100/tc-tune/)
             const auto hopper = plain_gemm ? hopper_wgmma_tiling(g, device, 512) : std::nullopt;
             const std::map<std::string, int> tiling =
                 hopper                      ? *hopper
