@@ -34,6 +34,9 @@ struct GemmTiling {
     // no fragments in registers); the panels then in core matrices, (ke, row % 8, kg, row / 8), or with K steps of 64
     // in 128-byte swizzled rows (wgmma_swizzled).
     bool wgmma = false;
+    // The epilogue's C tile staged in shared memory (GemmFuncs::c_tile), then stored by whole rows (a warp's store whole
+    // 32-byte sectors) instead of each lane's register pairs (a warp's store half of each sector it touches).
+    bool stage_c = false;
     // wgmma with K steps of 64: each panel row one 128-byte line, its 16-byte chunks swizzled (mma_abi.h
     // kWgmmaSwizzle128): the tensor cores read 8 rows' chunk c from 8 banks, not one.
     bool wgmma_swizzled() const { return wgmma && k_step == 64; }
@@ -61,9 +64,13 @@ struct GemmFuncs {
     // workspace, its own kernel), which the epilogue sums over ks. Undefined without a split.
     Halide::Func partial;   // (q, lane, nt, mt, wn, wm, bn, bm, ks), f32
     Halide::Func epilogue;  // (q, lane, nt, mt, wn, wm, bn, bm): act(acc + bias) [+ residual] as the storage bits
-    Halide::Func output;    // (n, m): the epilogue as storage bits, an update over rc
-    Halide::RDom rc;        // (q0, mh, nt, mt, lane, wn, wm, bn, bm): the C registers, see gemm()
-    Halide::RDom rk;        // (K step of 16 within a panel, panel): ceil(K / k_step) whole panels
+    Halide::Func output;    // (n, m): the epilogue as storage bits, an update over rc (rs where C is staged)
+    Halide::RDom rc;        // (q0, mh, nt, mt, lane, wn, wm, bn, bm): the C registers, see gemm(); staged, the first 7
+    // GemmTiling::stage_c: c_tile (n, m, bn, bm), block (bn, bm)'s tile of C as storage bits (n, m within the tile), an
+    // update over rc; the output an update over rs (n, m within the tile, bn, bm) reading it. Undefined otherwise.
+    Halide::Func c_tile;
+    Halide::RDom rs;
+    Halide::RDom rk;  // (K step of 16 within a panel, panel): ceil(K / k_step) whole panels
     Halide::Var r{"r"}, lane{"lane"}, q{"q"}, nt{"nt"}, np{"np"}, mt{"mt"}, wn{"wn"}, wm{"wm"}, bn{"bn"}, bm{"bm"},
         kt{"kt"}, k{"k"}, m{"m"}, n{"n"}, ke{"ke"}, kg{"kg"}, ks{"ks"}, win{"win"}, ri{"ri"}, ro{"ro"};
     // > 0 (GemmIo::window_n): A depends on the output columns' window, the last dimension of a_panel and a_frag.
@@ -73,6 +80,7 @@ struct GemmFuncs {
     bool b_pairs = true;      // B fragments loaded two n-tiles at a time (ldmatrix.x4)
     bool wgmma = false;       // GemmTiling::wgmma
     bool swizzled = false;    // GemmTiling::wgmma_swizzled
+    bool stage_c = false;     // GemmTiling::stage_c
     bool prefetch = false;    // set by the schedule: the K loop pipelined by schedules/panel_prefetch.h
     int stages = 1;           // set by the schedule: > 1, the panels a ring of that many K steps (same header)
 };
@@ -279,18 +287,14 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     // 16 x 8 tile). As a scatter over these coordinates, rather than C(n, m) reading acc at (m % 16, ...),
     // the lane index of every accumulator read is the loop's own lane: no warp shuffles, no index algebra
     // for Halide 21's LowerWarpShuffles to prove. Rows and columns past M and N are not stored.
-    f.rc = RDom(Region{{0, 2},
-                       {0, 2},
-                       {0, NT},
-                       {0, MT},
-                       {0, kWarp},
-                       {0, t.warps_n},
-                       {0, t.warps_m},
-                       {0, (s.N + BN - 1) / BN},
-                       {0, (s.M + BM - 1) / BM}},
-                io.prefix + "rc");
+    // Staged (stage_c), the registers of one block's tile, the block (bn, bm) the pure variables of c_tile.
+    f.stage_c = t.stage_c;
+    const Expr n_blocks = (s.N + BN - 1) / BN, m_blocks = (s.M + BM - 1) / BM;
+    Region c_registers{{0, 2}, {0, 2}, {0, NT}, {0, MT}, {0, kWarp}, {0, t.warps_n}, {0, t.warps_m}};
+    if (!t.stage_c) c_registers.insert(c_registers.end(), {{0, n_blocks}, {0, m_blocks}});
+    f.rc = RDom(c_registers, io.prefix + "rc");
     Expr q0 = f.rc[0], mh = f.rc[1], cnt = f.rc[2], cmt = f.rc[3], cl = f.rc[4], cwn = f.rc[5], cwm = f.rc[6],
-         cbn = f.rc[7], cbm = f.rc[8];
+         cbn = t.stage_c ? Expr(f.bn) : f.rc[7], cbm = t.stage_c ? Expr(f.bm) : f.rc[8];
     // C's column and row of register q of lane `lane` of instruction tile (nt, mt) of warp (wn, wm) of block (bn, bm).
     auto c_column = [&](const Expr &q, const Expr &l, const Expr &nt, const Expr &wn, const Expr &bn) {
         return bn * BN + wn * t.warp_n + nt * kTileN + c_col(q, l);
@@ -300,7 +304,7 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     };
     Expr cn = c_column(q0, cl, cnt, cwn, cbn);
     Expr cm = c_row_of(2 * mh, cl, cmt, cwm, cbm);
-    f.rc.where(f.exact || (cn < s.N && cm < s.M));  // whole tiles: no guard at all
+    if (!t.stage_c) f.rc.where(f.exact || (cn < s.N && cm < s.M));  // whole tiles: no guard at all
     // The epilogue in fragment space, ending in the storage bits: a schedule can compute it per thread and
     // specialize it on the activation (a uniform branch) without touching the accumulator, and each value is a
     // scalar there, so on CUDA f16 rounds by the hardware's conversion (generators/b16_bits.h: to_b16_bits; a
@@ -331,9 +335,23 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     f.output(out_vars) = undef(io.c_type);
     // Bounds inference does not see the `where`: the promise gives it the stored range (which the
     // predicate guarantees) and costs no code.
-    const std::vector<Expr> coords =
-        io.c_coords(unsafe_promise_clamped(cn, 0, s.N - 1), unsafe_promise_clamped(cm, 0, s.M - 1));
-    f.output(coords) = reinterpret(io.c_type, f.epilogue(2 * mh + q0, cl, cnt, cmt, cwn, cwm, cbn, cbm));
+    auto c_at = [&](const Expr &n_at, const Expr &m_at) {
+        return io.c_coords(unsafe_promise_clamped(n_at, 0, s.N - 1), unsafe_promise_clamped(m_at, 0, s.M - 1));
+    };
+    const Expr registers = f.epilogue(2 * mh + q0, cl, cnt, cmt, cwn, cwm, cbn, cbm);
+    if (!t.stage_c) {
+        f.output(c_at(cn, cm)) = reinterpret(io.c_type, registers);
+        return f;
+    }
+    // Staged: every register of the block's tile into c_tile (whole tiles: the rows and columns past M and N too), then
+    // the output's stores from it, row by row, past M and N not stored.
+    f.c_tile = Func(io.prefix + "c_tile");
+    f.c_tile(n, m, f.bn, f.bm) = undef(UInt(16));
+    f.c_tile(c_column(q0, cl, cnt, cwn, 0), c_row_of(2 * mh, cl, cmt, cwm, 0), f.bn, f.bm) = registers;
+    f.rs = RDom(Region{{0, BN}, {0, BM}, {0, n_blocks}, {0, m_blocks}}, io.prefix + "rs");
+    const Expr sn = f.rs[2] * BN + f.rs[0], sm = f.rs[3] * BM + f.rs[1];
+    f.rs.where(f.exact || (sn < s.N && sm < s.M));
+    f.output(c_at(sn, sm)) = reinterpret(io.c_type, f.c_tile(f.rs[0], f.rs[1], f.rs[2], f.rs[3]));
     return f;
 }
 

@@ -158,6 +158,8 @@ GemmLaunch tensor_core_launch(const KernelVariant &v, long long m, long long n, 
     // emulation's block arrays too: the accumulators and the fragments of one K step (schedules/gemm_schedule.cpp).
     // A grouped convolution's block holds an A panel per window of its columns (a_windows).
     l.shape.shared_bytes = 2 * (bm * a_windows + bn) * (kn.k_step + kn.pad) * kn.stages;
+    // The staged C tile (stage_c): its rows padded by 8 elements, counted as if it had shared memory of its own.
+    if (kn.stage_c) l.shape.shared_bytes += 2 * bm * (bn + 8);
     if (v.device == Device::opencl)
         l.shape.shared_bytes += 4 * bm * bn + 4 * (bm * a_windows * kn.k_step / 2) + 4 * (bn * kn.k_step / 2);
     l.registers = v.jit_register_cap();
@@ -175,6 +177,8 @@ std::string tensor_core_launch_error(const KernelVariant &v, long long m, long l
                            "rows of them), not {}",
                            kn.stages, channels);
     if (v.device == Device::cpu) return "";
+    if (kn.stage_c && v.device == Device::opencl)
+        return "stage_c = 1 is for CUDA and the CPU (OpenCL's emulation keeps the accumulators in shared memory)";
     if (kn.wgmma && limits.compute_capability && limits.compute_capability != 90)
         return fmt::format("wgmma = 1 needs a GPU of compute capability 9.0 (its sm_90a instructions), not {}.{}",
                            limits.compute_capability / 10, limits.compute_capability % 10);

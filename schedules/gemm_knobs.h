@@ -26,7 +26,11 @@
     X(wgmma, 0, (0, 1),                                                                                                \
       "1: Hopper's wgmma.mma_async (sm_90a) instead of mma.sync: each 4 warps along M one warpgroup instruction of "   \
       "64 x warp_n x 16, A and B read by the tensor cores from core-matrix panels in shared memory (warp_m = 16, "     \
-      "warps_m a multiple of 4, warps_n = 1, warp_n <= 256, pad = 0)")
+      "warps_m a multiple of 4, warps_n = 1, warp_n <= 256, pad = 0)")                                                 \
+    X(stage_c, 0, (0, 1),                                                                                              \
+      "1: the epilogue's C tile staged in shared memory and stored by whole rows, 8 bytes a lane (CUDA and the CPU); " \
+      "0: "                                                                                                            \
+      "each lane stores its register pairs")
 
 namespace blockfuse {
 struct GemmKnobs {
@@ -57,6 +61,9 @@ inline std::string gemm_knobs_error(const GemmKnobs &kn) {
         return bad("stages", kn.stages, "with prefetch = 1: the cp.async ring replaces the register prefetch");
     if (kn.split_k < 1 || kn.split_k > 64) return bad("split_k", kn.split_k, "must be 1 to 64");
     if (kn.wgmma != 0 && kn.wgmma != 1) return bad("wgmma", kn.wgmma, "must be 0 or 1");
+    if (kn.stage_c != 0 && kn.stage_c != 1) return bad("stage_c", kn.stage_c, "must be 0 or 1");
+    // The register prefetch's pass is not written for a tile that Halide places over the panels' memory.
+    if (kn.stage_c && kn.prefetch) return bad("stage_c", kn.stage_c, "with prefetch = 1: stage the tile on the ring");
     if (kn.wgmma) {  // one warpgroup instruction covers 4 warps' rows (16 each) and the warp's columns
         const std::string with = "with wgmma = 1";
         if (kn.warp_m != 16) return bad("warp_m", kn.warp_m, "must be 16 " + with + " (a warp's rows of the m64 tile)");

@@ -56,7 +56,49 @@ void bound_core_matrices(Func panel, const GemmFuncs &f) {
     panel.align_bounds(panel.args()[2], 8);
     panel.reorder_storage(panel.args()[0], panel.args()[2], panel.args()[1], panel.args()[3]);
 }
-void map_output(GemmFuncs &f, Mapping mapping) {
+// The C tile staged in shared memory (GemmFuncs::c_tile), one block's: written by the lanes that hold its registers as
+// the unstaged store does (rows padded by 8 elements: a warp's 8 rows x 16 bytes of a store land in distinct banks),
+// read back by every thread of the block in 8-byte vectors along N, consecutive lanes along a row, and stored so: a
+// warp's store is 256 contiguous bytes, whole 32-byte sectors. (8 bytes, not 16: Halide 21's PTX codegen splits wider
+// 16-bit vectors into 8-byte stores, docs/halide-21.md, which at 16 bytes a lane would each fill half a sector.)
+// H100, gemm 25088 x 1024 x 256 f16 on wgmma 128 x 128, unstaged: 44% of the kernel's time in the epilogue, stalled
+// on the store queue, each stored 32-byte sector half used (bench/results/h100/tc-tune/, prof_k256).
+void map_staged_output(GemmFuncs &f, const GemmKnobs &kn, Mapping mapping) {
+    const GemmTiling t = gemm_tiling(kn);
+    RDom rc = f.rc, rs = f.rs;
+    Stage tile = f.c_tile.update();
+    tile.allow_race_conditions().unroll(rc[0]).unroll(rc[1]).unroll(rc[2]).unroll(rc[3]);
+    const Var n = f.c_tile.args()[0], m = f.c_tile.args()[1];
+    f.c_tile.bound(n, 0, t.block_n()).bound(m, 0, t.block_m());
+    Stage st = f.output.update();
+    st.allow_race_conditions();
+    const LoopLevel block(f.output, rs[2]);
+    if (mapping == Mapping::cpu) {
+        f.c_tile.compute_at(block);
+        st.parallel(rs[3]);
+        return;
+    }
+    if (mapping == Mapping::opencl)
+        throw CompileError("gemm: stage_c = 1 is for CUDA and the CPU (OpenCL's emulation keeps the accumulators in "
+                           "shared memory already)");
+    f.c_tile.compute_at(block).store_in(MemoryType::GPUShared).align_storage(n, t.block_n() + 8);
+    tile.vectorize(rc[0]).gpu_lanes(rc[4]).gpu_threads(rc[5], rc[6]);
+    // (4 elements, the row's 8-byte groups x the rows) over the block's threads as the panels' loads are spread.
+    RVar group("rs_group"), vec("rs_vec"), cell("rs_cell"), step("rs_step"), tx("rs_tx"), ty("rs_ty"), tz("rs_tz");
+    st.split(rs[0], group, vec, 4)
+        .fuse(group, rs[1], cell)
+        .split(cell, step, tx, 32)
+        .split(step, step, ty, kn.warps_n)
+        .split(step, step, tz, kn.warps_m)
+        .reorder(vec, tx, ty, tz, step, rs[2], rs[3])
+        .unroll(vec)
+        .unroll(step)
+        .gpu_threads(tx, ty, tz)
+        .gpu_blocks(rs[2], rs[3]);
+    st.specialize(f.exact).vectorize(vec);  // whole tiles: no guard, 8-byte stores
+}
+void map_output(GemmFuncs &f, const GemmKnobs &kn, Mapping mapping) {
+    if (f.stage_c) return map_staged_output(f, kn, mapping);
     RDom rc = f.rc;
     Stage st = f.output.update();
     st.allow_race_conditions().unroll(rc[0]).unroll(rc[1]).unroll(rc[2]).unroll(rc[3]);
@@ -74,7 +116,7 @@ void map_output(GemmFuncs &f, Mapping mapping) {
 // registers into the f32 workspace `partial` (4 consecutive floats per lane and instruction tile, unguarded: the
 // workspace holds whole tiles); the output's kernel sums the splits in its epilogue. Returns where acc is computed.
 LoopLevel tile_loop(GemmFuncs &f, const GemmKnobs &kn, Mapping mapping) {
-    if (kn.split_k <= 1) return LoopLevel(f.output, f.rc[7]);
+    if (kn.split_k <= 1) return LoopLevel(f.output, f.stage_c ? f.rs[2] : f.rc[7]);
     Func p = f.partial;
     p.compute_root()
         .bound(f.q, 0, 4)
@@ -104,7 +146,7 @@ LoopLevel tile_loop(GemmFuncs &f, const GemmKnobs &kn, Mapping mapping) {
 // 600 TFLOP/s at 4096^3, f16; bench/results/h200/tensor-cores/): one panel stage per K step leaves the loads exposed.
 void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn) {
     const GemmTiling t = gemm_tiling(kn);
-    map_output(f, Mapping::cuda);
+    map_output(f, kn, Mapping::cuda);
     Func acc = f.acc;
     acc.compute_at(tile_loop(f, kn, Mapping::cuda)).store_in(MemoryType::Register);
     acc.bound(f.q, 0, 4)
@@ -151,7 +193,7 @@ void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn) {
     // warps, no activation): the epilogue 36% of the kernel's time, the panels' loads 36%, the mma 26%
     // (bench/results/h100/gemm-epilogue/, run 2).
     Func epi = f.epilogue;
-    epi.compute_at(f.output, f.rc[3]).bound(f.q, 0, 4).bound(f.nt, 0, t.nt_count());
+    epi.compute_at(f.stage_c ? f.c_tile : f.output, f.rc[3]).bound(f.q, 0, 4).bound(f.nt, 0, t.nt_count());
     for (Var v : epi.args()) epi.unroll(v);
     if (!Internal::as_const_int(f.activation)) {
         epi.specialize(f.activation == int(Activation::none));
@@ -173,7 +215,7 @@ void schedule_gemm_cuda(GemmFuncs &f, const GemmKnobs &kn) {
 // lane of a block can read them: shared memory on OpenCL, the block's own arrays on the CPU. The loop
 // structure is the CUDA one: panels per K step, fragments per K step of 16, one block per output tile.
 void schedule_emulated(GemmFuncs &f, const GemmKnobs &kn, bool gpu) {
-    map_output(f, gpu ? Mapping::opencl : Mapping::cpu);
+    map_output(f, kn, gpu ? Mapping::opencl : Mapping::cpu);
     Func acc = f.acc;
     const MemoryType block_memory = gpu ? MemoryType::GPUShared : MemoryType::Auto;
     const LoopLevel tile = tile_loop(f, kn, gpu ? Mapping::opencl : Mapping::cpu);

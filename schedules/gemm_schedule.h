@@ -10,7 +10,8 @@
 namespace blockfuse {
 
 inline GemmTiling gemm_tiling(const GemmKnobs &kn) {
-    return GemmTiling{kn.warp_m, kn.warp_n, kn.warps_m, kn.warps_n, kn.k_step, kn.split_k, kn.wgmma != 0};
+    return GemmTiling{kn.warp_m, kn.warp_n,  kn.warps_m,    kn.warps_n,
+                      kn.k_step, kn.split_k, kn.wgmma != 0, kn.stage_c != 0};
 }
 
 // Throws Halide::CompileError naming the knob when the knobs cannot make a kernel.

@@ -234,16 +234,100 @@ private:
     bool async;
     Scope<int> sizes;                                    // enclosing allocations: elements (0 if not constant)
     std::map<std::string, int> staged;                   // allocations the rewritten loops use -> stages
-    std::map<std::string, int> stage_elements;           // of the loop being rewritten: its panel allocations' sizes
+    std::map<std::string, int> stage_elements;           // of the loop being rewritten: its panel allocations' spans
+    std::map<std::string, int> spans;                    // allocations the rewritten loops use -> their spans
     std::map<std::string, std::string> device_pointers;  // of the kernel being rewritten: buffer -> its variable
     bool in_kernel = false;
-    Scope<> kernel_allocations;  // made inside the kernel (shared memory, registers): no cp.async source
+    Scope<> kernel_allocations;                // made inside the kernel (shared memory, registers): no cp.async source
+    Scope<Interval> ranges;                    // the enclosing loops' variables and lets' values (panel_span's bounds)
+    Scope<> touched_before_k;                  // enclosing allocations read or written ahead of a K loop
+    std::map<std::string, int> element_bytes;  // of the allocations met
 
     using IRMutator::visit;
+
+    // Halide pools a kernel's shared allocations into one, so a panel's allocation may also hold memory used only
+    // past the K loop (the epilogue's staged C tile, schedules/gemm_schedule.cpp), which needs no copies. The copies
+    // then need only the span the K loop's loads store (elements, a whole number of 16-byte rows), and the allocation
+    // the larger of `stages` of them and its own size: the rest lies over copies 1 and on, dead by then (the loop's
+    // last barrier and its final cp.async wait). The whole allocation where that span has no constant bound or the
+    // allocation is touched ahead of the loop (memory that may be live across it).
+    int panel_span(const std::string &alloc, int size, const KLoopParts &k) const {
+        if (touched_before_k.contains(alloc)) return size;
+        // The last element the loads store: each store's index bounded over the loops and lets around it.
+        struct LastStored : IRVisitor {
+            const std::string &alloc;
+            Scope<Interval> scope;
+            Expr last;
+            bool unbounded = false;
+            LastStored(const std::string &a, const Scope<Interval> &outer) : alloc(a) {
+                scope.set_containing_scope(&outer);
+            }
+            using IRVisitor::visit;
+            void visit(const For *f) override {
+                const Interval first = bounds_of_expr_in_scope(f->min, scope),
+                               end = bounds_of_expr_in_scope(simplify(f->min + f->extent - 1), scope);
+                ScopedBinding<Interval> b(scope, f->name, Interval(first.min, end.max));
+                f->body.accept(this);
+            }
+            void visit(const LetStmt *l) override {
+                ScopedBinding<Interval> b(scope, l->name, bounds_of_expr_in_scope(l->value, scope));
+                l->body.accept(this);
+            }
+            void visit(const Store *st) override {
+                IRVisitor::visit(st);
+                if (st->name != alloc) return;
+                const Ramp *r = st->index.as<Ramp>();
+                const Expr at = r ? r->base + r->stride * (r->lanes - 1) : st->index;
+                const Interval i = bounds_of_expr_in_scope(at, scope);
+                if (!i.has_upper_bound()) unbounded = true;
+                else last = last.defined() ? max(last, i.max) : i.max;
+            }
+        } stored(alloc, ranges);
+        k.with_lets(Block::make(k.loads)).accept(&stored);
+        if (stored.unbounded || !stored.last.defined()) return size;
+        const auto last = as_const_int(simplify(stored.last));
+        if (!last || *last + 1 >= size) return size;
+        const int row = 16 / std::max(1, element_bytes.at(alloc));
+        return std::min(size, int((*last + 1 + row - 1) / row * row));
+    }
+
+    // Whether `body` reads or writes `alloc` ahead of any K loop (a kernel's statements run in IR order).
+    bool touched_ahead_of_k_loop(const Stmt &body, const std::string &alloc) const {
+        struct Scan : IRVisitor {
+            const std::vector<PanelLoop> &loops;
+            const std::string &alloc;
+            bool done = false, touched = false;
+            Scan(const std::vector<PanelLoop> &l, const std::string &a) : loops(l), alloc(a) {}
+            using IRVisitor::visit;
+            void visit(const For *f) override {
+                for (const PanelLoop &l : loops)
+                    if (named(f->name, l.loop)) done = true;
+                if (!done) IRVisitor::visit(f);
+            }
+            void visit(const Load *l) override {
+                touched |= !done && l->name == alloc;
+                IRVisitor::visit(l);
+            }
+            void visit(const Store *st) override {
+                touched |= !done && st->name == alloc;
+                IRVisitor::visit(st);
+            }
+        } scan(loops, alloc);
+        body.accept(&scan);
+        return scan.touched;
+    }
+
+    Stmt visit(const LetStmt *op) override {
+        ScopedBinding<Interval> b(ranges, op->name, bounds_of_expr_in_scope(op->value, ranges));
+        Stmt body = mutate(op->body);
+        return body.same_as(op->body) ? Stmt(op) : LetStmt::make(op->name, op->value, body);
+    }
 
     Stmt visit(const Allocate *op) override {
         Stmt body;
         {
+            ScopedBinding<> t(touched_ahead_of_k_loop(op->body, op->name), touched_before_k, op->name);
+            element_bytes[op->name] = op->type.bytes();
             ScopedBinding<int> b(sizes, op->name, int(op->constant_allocation_size()));
             ScopedBinding<> k(in_kernel, kernel_allocations, op->name);
             body = mutate(op->body);
@@ -260,9 +344,13 @@ private:
     }
 
     // `a` holding `stages` copies of itself (the copies outermost: its flat last extent scaled) around `body`.
-    static Stmt with_copies(const Allocate *a, const Stmt &body, int stages) {
+    Stmt with_copies(const Allocate *a, const Stmt &body, int stages) {
         std::vector<Expr> extents = a->extents;
-        extents.back() = simplify(extents.back() * stages);
+        const int size = int(a->constant_allocation_size()), span = spans.count(a->name) ? spans.at(a->name) : size;
+        // (the last extent scaled: 1-D in a kernel, as Halide pools shared memory)
+        extents.back() = span < size && extents.size() == 1 ? Expr(std::max(size, stages * span))
+                                                            : simplify(extents.back() * stages);
+        spans.erase(a->name);
         return Allocate::make(a->name, a->type, a->memory_type, extents, a->condition, body, a->new_expr,
                               a->free_function, a->padding);
     }
@@ -433,7 +521,12 @@ private:
     Stmt visit(const For *op) override {
         if (async && !in_kernel && op->for_type == ForType::GPUBlock) return kernel(op);
         const PanelLoop *l = k_loop(op);
-        if (!l) return IRMutator::visit(op);
+        if (!l) {
+            const Interval first = bounds_of_expr_in_scope(op->min, ranges),
+                           last = bounds_of_expr_in_scope(simplify(op->min + op->extent - 1), ranges);
+            ScopedBinding<Interval> b(ranges, op->name, Interval(first.min, last.max));
+            return IRMutator::visit(op);
+        }
         const int S = l->stages;
         if (S < 2) fail("the K loop " + op->name + " with " + std::to_string(S) + " stages (at least 2)");
         std::vector<const Allocate *> lifted;
@@ -478,7 +571,8 @@ private:
                 fail("the panel " + a + " is pipelined with " + std::to_string(it->second) + " and " +
                      std::to_string(S) + " stages");
             staged[a] = S;
-            stage_elements[a] = *size;
+            stage_elements[a] = panel_span(a, *size, k);
+            spans[a] = std::max(spans.count(a) ? spans[a] : 0, stage_elements[a]);
         }
 
         const Expr p = Variable::make(Int(32), op->name), first = op->min, last = simplify(op->min + op->extent - 1);
@@ -503,7 +597,12 @@ private:
         Stmt loop = For::make(op->name, op->min, op->extent, op->for_type, op->partition_policy, op->device_api,
                               Block::make(body));
         std::vector<Stmt> out{IfThenElse::make(op->extent > 0, Block::make(prologue)), loop};
-        if (async) out.push_back(call(mma::kCpAsyncWait, {0}));  // nothing in flight past the loop
+        if (async) {
+            out.push_back(call(mma::kCpAsyncWait, {0}));  // nothing in flight past the loop
+            // ... and, the loop's trailing barrier dropped above, every thread's copies landed and every warp's reads
+            // done before memory that Halide pools with the panels (panel_span) is written.
+            out.push_back(barrier);
+        }
         stage_elements.clear();
         return Block::make(out);
     }

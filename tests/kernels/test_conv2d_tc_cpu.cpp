@@ -359,3 +359,41 @@ TEST_CASE("the tuner's space of the tensor-core strategy: the GEMM knobs, regist
     for (const char *k : {"warp_m", "warp_n", "warps_m", "warps_n", "k_step", "max_registers"})
         CHECK(names.count(k) == 1);
 }
+
+// The staged epilogue (knob stage_c): each block's C tile through a block array (shared memory on CUDA), then stored
+// by rows; rows and columns past M and N computed in the tile and not stored. Every conv2d and conv3d shape on
+// mma.sync (a tiling of odd n-tile count, one with split K) and on the emulated wgmma (the ring of 3 where the channels
+// allow it), and the block layers with their residual and ConvFirst's grouped windows. OpenCL refuses it before
+// launch.
+TEST_CASE("the staged epilogue on the emulated implicit GEMMs: conv2d and conv3d shapes and blocks match the float64 "
+          "reference",
+          "[conv2d_tc][blocks][cpu]") {
+    install_halide_error_handler();
+    const uint64_t seed = std::random_device{}();
+    const std::map<std::string, int> wg{{"wgmma", 1},   {"warp_m", 16}, {"warps_n", 1}, {"pad", 0},
+                                        {"warps_m", 4}, {"warp_n", 64}, {"k_step", 64}};
+    for (const auto &key : conv2d_and_conv3d_shapes()) {
+        INFO(key);
+        std::smatch groups, channels;
+        const bool grouped = std::regex_search(key, groups, std::regex("groups=([0-9]+)")) && std::stoi(groups[1]) > 1;
+        REQUIRE(std::regex_search(key, channels, std::regex(",c=([0-9]+)")));
+        // five n-tiles a warp (a grouped convolution's windows: one)
+        REQUIRE(
+            check_with_knobs(key, kTensorCores, {{"stage_c", 1}, {"warp_n", grouped ? 8 : 40}, {"warp_m", 32}}, seed)
+                ->knob("stage_c") == 1);
+        check_with_knobs(key, kTensorCores, {{"stage_c", 1}, {"split_k", 2}}, seed);
+        if (grouped) continue;  // wgmma serves no grouped convolution
+        auto knobs = wg;
+        knobs["stage_c"] = 1;
+        knobs["stages"] = std::stoi(channels[1]) % 8 ? 1 : 3;
+        check_with_knobs(key, kTensorCores, knobs, seed);
+    }
+    for (const std::string key : {"ffn:n=3,c=12,h=1,w=9,e=4,act=relu,dtype=f16",
+                                  "convfirst:n=1,c=64,h=5,w=7,e=4,k=3,stride=1,act=relu,dtype=f16",
+                                  "mbconv:n=2,c=24,h=7,w=13,e=6,k=3,stride=1,act=relu6,dtype=bf16"})
+        check_with_knobs(key, kLayerByLayerTc, {{"tc0_stage_c", 1}, {"tc1_stage_c", 1}, {"tc2_stage_c", 1}}, seed);
+    const std::string key = conv2d_and_conv3d_shapes().front();
+    const KernelVariant *v = kernel_with_knobs(key, kTensorCores, Device::opencl, {{"stage_c", 1}}, 0, "test");
+    CHECK_THAT(conv2d_tc_launch_error(*v, parse_conv2d(key), launch_limits(Device::opencl)),
+               Catch::Contains("stage_c = 1 is for CUDA and the CPU"));
+}

@@ -15,6 +15,9 @@ TEST_CASE("every CPU gemm variant (emulated mma.sync or wgmma) matches the float
     // K steps of 64: the 128-byte swizzled panels
     CHECK(std::count_if(kernels.begin(), kernels.end(),
                         [](const KernelVariant *v) { return v->knob("wgmma") == 1 && v->knob("k_step") == 64; }) >= 2);
+    // The staged epilogue (stage_c), on mma.sync and on wgmma
+    CHECK(std::count_if(kernels.begin(), kernels.end(),
+                        [](const KernelVariant *v) { return v->knob("stage_c") == 1; }) >= 2);
     test::check_gemm_kernels(kernels);
 }
 
