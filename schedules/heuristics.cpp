@@ -637,15 +637,19 @@ ScheduleChoice mma_sync_gemm_choice(const GemmWorkload &w, Device device) {
 // GEMM with the layer's epilogue (layer_by_layer_tc below: FFN's and ConvFirst's project, K = 4c), its ring copying
 // the previous layer's buffer: H100, N=128, the blocks 1.07-1.11x faster than with that layer's stages = 1 (FFN c=256
 // 0.198 ms, ConvFirst c=256 0.246, c=128 0.369; medians of three alternated timings, bench/results/h100/block-ring/),
-// which was 1.03-1.06x faster than the layer on mma.sync (../wgmma/README.md, blocks/).
+// which was 1.03-1.06x faster than the layer on mma.sync (../wgmma/README.md, blocks/). The epilogue staged through
+// shared memory (stage_c) where K <= 1024, the output's store then a larger share of the time: H100, same kernels
+// otherwise, 25088 x 1024 x 256 0.0714 -> 0.0529 ms, 25088 x 256 x 1024 0.0467 -> 0.0424, but 4096^3 0.2645 -> 0.2747
+// (bench/results/h100/stage-c/).
 namespace {
 std::optional<std::map<std::string, int>> hopper_wgmma_tiling(const GemmWorkload &w, Device device, long long min_k) {
     const long long tiles = ceil_div(w.m, 128) * ceil_div(w.n, 128);
     if (device != Device::cuda || launch_limits(device).compute_capability != 90 || w.dtype != DType::f16 ||
         w.k < min_k || w.m < 128 || w.n < 128 || tiles < 132)
         return std::nullopt;
-    return std::map<std::string, int>{{"warp_m", 16}, {"warp_n", 128}, {"warps_m", 8}, {"warps_n", 1},
-                                      {"k_step", 64}, {"pad", 0},      {"wgmma", 1},   {"stages", 3}};
+    return std::map<std::string, int>{{"warp_m", 16}, {"warp_n", 128}, {"warps_m", 8},
+                                      {"warps_n", 1}, {"k_step", 64},  {"pad", 0},
+                                      {"wgmma", 1},   {"stages", 3},   {"stage_c", w.k <= 1024 ? 1 : 0}};
 }
 }  // namespace
 
@@ -655,6 +659,7 @@ ScheduleChoice gemm_heuristic(const GemmWorkload &w, Device device) {
         s.knobs = *t;
         s.why = "heuristic: Hopper's wgmma, 128x128 block tiles of two warpgroups, K steps of 64 in 128-byte swizzled "
                 "panels, a 3-stage cp.async ring";
+        if (s.knobs.at("stage_c")) s.why += ", the epilogue staged in shared memory";
         return s;
     }
     return mma_sync_gemm_choice(w, device);
