@@ -371,9 +371,11 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
             if (!tensor_core_capable_layer(spec.layers[i])) continue;
             const GemmWorkload g = implicit_gemm_of(layers[i]);
             const bool plain_gemm = spec.layers[i].ks == 1 && spec.layers[i].stride == 1 && spec.layers[i].groups == 1;
-            // a 1x1 layer is a GEMM; on wgmma from K = 512: with their K = 128-256 layer on it too, FFN c=256 and
-            // ConvFirst c=256 / 128 ran level with or behind their tuned picks (H100, bench/results/h100/tc-tune/)
-            const auto hopper = plain_gemm ? hopper_wgmma_tiling(g, device, 512) : std::nullopt;
+            // a 1x1 layer is a GEMM; on wgmma from K = 128. Unstaged, a K = 128-256 layer there ran level with or
+            // behind mma.sync (bench/results/h100/tc-tune/); with the epilogue staged it is ahead: H100, N=128, the
+            // blocks by their staged records 0.1177 / 0.1959 / 0.2845 ms, with that layer on the staged wgmma tiling
+            // too 0.1001 / 0.1680 / 0.2746 (FFN c=256, ConvFirst c=256 / 128; bench/results/h100/stage-c/records/)
+            const auto hopper = plain_gemm ? hopper_wgmma_tiling(g, device, 128) : std::nullopt;
             const std::map<std::string, int> tiling =
                 hopper                      ? *hopper
                 : spec.layers[i].groups > 1 ? conv2d_tc_heuristic(layers[i], device).knobs
@@ -625,7 +627,7 @@ ScheduleChoice mma_sync_gemm_choice(const GemmWorkload &w, Device device) {
 }
 }  // namespace
 
-// A GEMM on Hopper (compute capability 9.0), f16, K >= 256 (a block's 1x1 layer: K >= 512), its 128 x 128 tiles at
+// A GEMM on Hopper (compute capability 9.0), f16, K >= 256 (a block's 1x1 layer: K >= 128), its 128 x 128 tiles at
 // least the 132 SMs: wgmma (sm_90a) on 8 warps (two warpgroups of 64 rows) of 16 x 128, K steps of 64 in 128-byte
 // swizzled panels, a 3-stage cp.async ring (gemm_wgt_f16's tiling). H100, 2026-12-06
 // (bench/results/h100/wgmma/README.md): 0.318-0.327 ms at 4096^3 against 0.440-0.449 for the fastest mma.sync tiling,
