@@ -28,9 +28,8 @@
       "64 x warp_n x 16, A and B read by the tensor cores from core-matrix panels in shared memory (warp_m = 16, "     \
       "warps_m a multiple of 4, warps_n = 1, warp_n <= 256, pad = 0)")                                                 \
     X(stage_c, 0, (0, 1),                                                                                              \
-      "1: the epilogue's C tile staged in shared memory and stored by whole rows, 8 bytes a lane (CUDA and the CPU); " \
-      "0: "                                                                                                            \
-      "each lane stores its register pairs")
+      "1: the epilogue's C tile staged in shared memory, then stored by whole rows (CUDA and the CPU); 0: each lane "  \
+      "stores its register pairs")
 
 namespace blockfuse {
 struct GemmKnobs {

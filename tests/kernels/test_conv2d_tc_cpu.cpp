@@ -362,9 +362,8 @@ TEST_CASE("the tuner's space of the tensor-core strategy: the GEMM knobs, regist
 
 // The staged epilogue (knob stage_c): each block's C tile through a block array (shared memory on CUDA), then stored
 // by rows; rows and columns past M and N computed in the tile and not stored. Every conv2d and conv3d shape on
-// mma.sync (a tiling of odd n-tile count, one with split K) and on the emulated wgmma (the ring of 3 where the channels
-// allow it), and the block layers with their residual and ConvFirst's grouped windows. OpenCL refuses it before
-// launch.
+// mma.sync (a tiling of odd n-tile count, one with split K; the grouped shapes' windows) and on the emulated wgmma (the
+// ring of 3 where the channels allow it), and the block layers with their residual. OpenCL refuses it before launch.
 TEST_CASE("the staged epilogue on the emulated implicit GEMMs: conv2d and conv3d shapes and blocks match the float64 "
           "reference",
           "[conv2d_tc][blocks][cpu]") {
