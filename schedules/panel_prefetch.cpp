@@ -286,8 +286,9 @@ private:
         k.with_lets(Block::make(k.loads)).accept(&stored);
         if (stored.unbounded || !stored.last.defined()) return size;
         const auto last = as_const_int(simplify(stored.last));
-        if (!last || *last + 1 >= size) return size;
-        const int row = 16 / std::max(1, element_bytes.at(alloc));
+        const auto bytes = element_bytes.find(alloc);  // none for the CPU's panels lifted out of the loop
+        if (!last || *last + 1 >= size || bytes == element_bytes.end()) return size;
+        const int row = 16 / std::max(1, bytes->second);
         return std::min(size, int((*last + 1 + row - 1) / row * row));
     }
 
