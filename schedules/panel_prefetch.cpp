@@ -94,6 +94,12 @@ KLoopParts split_k_loop(const For *op, const std::vector<std::string> &panels, c
     return k;
 }
 
+// The values a loop's variable takes, bounded over `scope`.
+Interval loop_range(const For *f, const Scope<Interval> &scope) {
+    return Interval(bounds_of_expr_in_scope(f->min, scope).min,
+                    bounds_of_expr_in_scope(simplify(f->min + f->extent - 1), scope).max);
+}
+
 // What both passes share: the named K loops, each of which must be met once at least (each specialization is a
 // copy), and errors that name the kernel and the pass.
 class KLoopPass : public IRMutator {
@@ -238,10 +244,9 @@ private:
     std::map<std::string, int> spans;                    // allocations the rewritten loops use -> their spans
     std::map<std::string, std::string> device_pointers;  // of the kernel being rewritten: buffer -> its variable
     bool in_kernel = false;
-    Scope<> kernel_allocations;                // made inside the kernel (shared memory, registers): no cp.async source
-    Scope<Interval> ranges;                    // the enclosing loops' variables and lets' values (panel_span's bounds)
-    Scope<> touched_before_k;                  // enclosing allocations read or written ahead of a K loop
-    std::map<std::string, int> element_bytes;  // of the allocations met
+    Scope<> kernel_allocations;     // made inside the kernel (shared memory, registers): no cp.async source
+    Scope<Interval> ranges;         // the enclosing loops' variables and lets' values (panel_span's bounds)
+    Scope<Stmt> allocation_bodies;  // the enclosing allocations' bodies (panel_span's scan ahead of the K loop)
 
     using IRMutator::visit;
 
@@ -252,21 +257,22 @@ private:
     // last barrier and its final cp.async wait). The whole allocation where that span has no constant bound or the
     // allocation is touched ahead of the loop (memory that may be live across it).
     int panel_span(const std::string &alloc, int size, const KLoopParts &k) const {
-        if (touched_before_k.contains(alloc)) return size;
+        // (the CPU's panels, lifted out of the K loop by this pass, are no allocation met here)
+        if (!allocation_bodies.contains(alloc) || touched_ahead_of_k_loop(allocation_bodies.get(alloc), alloc))
+            return size;
         // The last element the loads store: each store's index bounded over the loops and lets around it.
         struct LastStored : IRVisitor {
             const std::string &alloc;
             Scope<Interval> scope;
             Expr last;
+            int bytes = 1;  // of an element
             bool unbounded = false;
             LastStored(const std::string &a, const Scope<Interval> &outer) : alloc(a) {
                 scope.set_containing_scope(&outer);
             }
             using IRVisitor::visit;
             void visit(const For *f) override {
-                const Interval first = bounds_of_expr_in_scope(f->min, scope),
-                               end = bounds_of_expr_in_scope(simplify(f->min + f->extent - 1), scope);
-                ScopedBinding<Interval> b(scope, f->name, Interval(first.min, end.max));
+                ScopedBinding<Interval> b(scope, f->name, loop_range(f, scope));
                 f->body.accept(this);
             }
             void visit(const LetStmt *l) override {
@@ -276,6 +282,7 @@ private:
             void visit(const Store *st) override {
                 IRVisitor::visit(st);
                 if (st->name != alloc) return;
+                bytes = st->value.type().bytes();
                 const Ramp *r = st->index.as<Ramp>();
                 const Expr at = r ? r->base + r->stride * (r->lanes - 1) : st->index;
                 const Interval i = bounds_of_expr_in_scope(at, scope);
@@ -286,9 +293,8 @@ private:
         k.with_lets(Block::make(k.loads)).accept(&stored);
         if (stored.unbounded || !stored.last.defined()) return size;
         const auto last = as_const_int(simplify(stored.last));
-        const auto bytes = element_bytes.find(alloc);  // none for the CPU's panels lifted out of the loop
-        if (!last || *last + 1 >= size || bytes == element_bytes.end()) return size;
-        const int row = 16 / std::max(1, bytes->second);
+        if (!last || *last + 1 >= size) return size;
+        const int row = 16 / std::max(1, stored.bytes);
         return std::min(size, int((*last + 1 + row - 1) / row * row));
     }
 
@@ -327,8 +333,7 @@ private:
     Stmt visit(const Allocate *op) override {
         Stmt body;
         {
-            ScopedBinding<> t(touched_ahead_of_k_loop(op->body, op->name), touched_before_k, op->name);
-            element_bytes[op->name] = op->type.bytes();
+            ScopedBinding<Stmt> t(allocation_bodies, op->name, op->body);
             ScopedBinding<int> b(sizes, op->name, int(op->constant_allocation_size()));
             ScopedBinding<> k(in_kernel, kernel_allocations, op->name);
             body = mutate(op->body);
@@ -523,9 +528,7 @@ private:
         if (async && !in_kernel && op->for_type == ForType::GPUBlock) return kernel(op);
         const PanelLoop *l = k_loop(op);
         if (!l) {
-            const Interval first = bounds_of_expr_in_scope(op->min, ranges),
-                           last = bounds_of_expr_in_scope(simplify(op->min + op->extent - 1), ranges);
-            ScopedBinding<Interval> b(ranges, op->name, Interval(first.min, last.max));
+            ScopedBinding<Interval> b(ranges, op->name, loop_range(op, ranges));
             return IRMutator::visit(op);
         }
         const int S = l->stages;

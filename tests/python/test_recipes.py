@@ -94,7 +94,7 @@ def check_recipe(path, kinds, binaries):
             err(n, f"step '{kind}' has no NAME")
             continue
         name, rest = args[0], args[1:]
-        if kind in ("bench", "tune", "profile"):
+        if kind in ("bench", "tune", "profile", "python"):
             for w in option_values(rest, "--workload"):
                 workload(n, w)
             for s in option_values(rest, "--suite"):
@@ -117,10 +117,6 @@ def check_recipe(path, kinds, binaries):
         elif kind == "python":
             if not rest or not (ROOT / "bench" / rest[0]).is_file():
                 err(n, f"python: no script bench/{rest[0] if rest else ''}")
-            for w in option_values(rest, "--workload"):
-                workload(n, w)
-            for s in option_values(rest, "--suite"):
-                suite_exists(n, s)
         elif kind == "py":
             if not rest or ("$" not in rest[0] and not (ROOT / rest[0]).is_file()):
                 err(n, f"py: no script {rest[0] if rest else ''}")
