@@ -38,9 +38,12 @@ Var spread_over_block(Func panel, const GemmKnobs &kn, Panel layout) {
         }
         panel.fuse(kg, row, tt);
     }
-    panel.split(tt, tt, tx, 32)
-        .split(tt, tt, ty, kn.warps_n)
-        .split(tt, tt, tz, kn.warps_m)
+    // Guarded, not shifted inwards: where the groups do not divide over the threads (64 x 80's B panel, 320 groups
+    // over 128 threads) a shifted last step has two threads store one group, a write-write race to racecheck.
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    panel.split(tt, tt, tx, 32, guard)
+        .split(tt, tt, ty, kn.warps_n, guard)
+        .split(tt, tt, tz, kn.warps_m, guard)
         .reorder(ke, tt, tx, ty, tz)
         .gpu_threads(tx, ty, tz);
     return tt;
