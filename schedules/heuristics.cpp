@@ -511,11 +511,9 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
     if (strategy != "layer_by_layer") {
         ScheduleChoice s = fused_gpu(w, strategy == "depth_first" ? w.blocks : 1,
                                      device == Device::opencl ? kOpenClSharedBytes : kHeuristicSharedBytes);
-        // OpenCL (PoCL's CPU device): an SE block's kernels on tiles more than one pixel wide and high gave every
-        // output beyond tolerance on some shapes (MBConv c=1-3: k=7 stride 2 on 2x2 tiles; k=5-7 on 7x7 and 8x8
-        // tiles of chunk 2), at PoCL's -O1 and -O2 under every work-group method, never with -cl-opt-disable: the
-        // lowered statement reads right, so PoCL's optimizer, or something in the OpenCL C it exploits; not found
-        // (docs/correctness.md). Tiles one row high passed on every shape tried; the weights are read where used.
+        // OpenCL (PoCL's CPU device): an SE block's kernels on tiles more than one pixel wide and high come out wrong
+        // on some small-channel shapes under PoCL's optimizer, right with -cl-opt-disable (docs/correctness.md);
+        // tiles one row high passed on every shape tried. The weights are read where used.
         if (device == Device::opencl && w.spec().has_se()) {
             s.knobs["tile_y"] = 1;
             s.knobs.erase("stage_weights");
