@@ -64,9 +64,12 @@ void bound_core_matrices(Func panel, const GemmFuncs &f) {
 // read back by every thread of the block in 8-byte vectors along N, consecutive lanes along a row, and stored so: a
 // warp's store is 256 contiguous bytes, whole 32-byte sectors. (8 bytes, not 16: Halide 21's PTX codegen splits wider
 // 16-bit vectors into 8-byte stores, docs/halide-21.md, which at 16 bytes a lane would each fill half a sector.)
-// H100, gemm 25088 x 1024 x 256 f16 on wgmma 128 x 128: 0.0529 ms staged against 0.0714 unstaged, whose epilogue
-// was 44% of the time, stalled on the store queue, each stored sector half used (bench/results/h100/stage-c/,
-// tc-tune/).
+// The rounds of that store (a step: one vector a thread) a serial loop, not unrolled: Halide puts a block barrier
+// between sibling thread loops, so unrolled rounds outside the thread loops had one barrier each (16 on 128 x 128),
+// and RVars of a store whose coordinates are clamped cannot be reordered to put the rounds inside them.
+// H100, gemm 25088 x 1024 x 256 f16 on wgmma 128 x 128: 0.0499 ms staged (0.0529 with the barriers) against 0.0714
+// unstaged, whose epilogue was 44% of the time, stalled on the store queue, each stored sector half used
+// (bench/results/h100/gemm-store-loop/, stage-c/, tc-tune/).
 void map_staged_output(GemmFuncs &f, const GemmKnobs &kn, Mapping mapping) {
     const GemmTiling t = gemm_tiling(kn);
     RDom rc = f.rc, rs = f.rs;
@@ -96,7 +99,6 @@ void map_staged_output(GemmFuncs &f, const GemmKnobs &kn, Mapping mapping) {
         .split(step, step, tz, kn.warps_m)
         .reorder(vec, tx, ty, tz, step, rs[2], rs[3])
         .unroll(vec)
-        .unroll(step)
         .gpu_threads(tx, ty, tz)
         .gpu_blocks(rs[2], rs[3]);
     st.specialize(f.exact).vectorize(vec);  // whole tiles: no guard, 8-byte stores
