@@ -1,5 +1,6 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/call_memory.h"
+#include "runtime/errors.h"
 #include "runtime/mma_ptx.h"
 #include "runtime/ptx_local_depot.h"
 #include <HalideRuntimeCuda.h>
@@ -163,10 +164,27 @@ DeviceInfo probe() {
 
 // cuLaunchKernel as Halide's CUDA runtime gets it (halide_cuda_get_symbol below): a launch asking
 // for more dynamic shared memory than a block gets by default first raises the kernel's limit
-// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), once per kernel and size.
+// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), once per kernel and size. A block past the device's
+// limits is refused here, before the driver sees it, with a message saying which limit (set_cuda_shim_error): the
+// callers' estimates (e.g. runtime/gemm.cpp's tensor_core_launch) check before a kernel is called, but the sizes
+// Halide computes at run time are the ones launched.
+constexpr CUresult ERROR_INVALID_VALUE = 1;  // CUDA_ERROR_INVALID_VALUE, what the driver answers such a launch
 CUresult launch_with_shared_opt_in(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                    unsigned bz, unsigned shared_bytes, CUstream stream, void **params, void **extra) {
     Api &a = api();
+    const DeviceInfo &d = device();
+    std::string why;
+    if (d.max_shared_per_block_optin > 0 && shared_bytes > unsigned(d.max_shared_per_block_optin))
+        why = std::to_string(shared_bytes) + " bytes of shared memory per block exceed the device limit of " +
+              std::to_string(d.max_shared_per_block_optin);
+    else if (const unsigned long long threads = 1ULL * bx * by * bz;
+             d.max_threads_per_block > 0 && threads > unsigned(d.max_threads_per_block))
+        why = std::to_string(threads) + " threads per block exceed the device limit of " +
+              std::to_string(d.max_threads_per_block);
+    if (!why.empty()) {
+        set_cuda_shim_error("launch rejected before running: " + why + " (" + d.name + ")");
+        return ERROR_INVALID_VALUE;
+    }
     if (shared_bytes > unsigned(device().max_shared_per_block) && a.cuFuncSetAttribute) {
         static std::mutex m;
         static std::unordered_map<CUfunction, unsigned> raised;  // kernel -> the limit set
@@ -192,7 +210,6 @@ thread_local WorkspaceScope *scope_workspace = nullptr;
 // it as CU_JIT_MAX_REGISTERS; blockfuse sets it before every launch to the variant's jit_register_cap()), or,
 // where nothing set it (Halide's default of 64), at mma_ptx::kMinRegisters; every other module loads as it came but for
 // its local depots' alignment (runtime/ptx_local_depot.h).
-thread_local std::string g_rewrite_error;
 constexpr int JIT_MAX_REGISTERS = 0;         // CUjit_option CU_JIT_MAX_REGISTERS
 constexpr CUresult ERROR_INVALID_PTX = 218;  // CUDA_ERROR_INVALID_PTX
 
@@ -209,7 +226,7 @@ CUresult load_module(CUmodule *module, const void *image, unsigned n, int *optio
     try {
         ptx = mma_ptx::rewrite(ptx);
     } catch (const mma_ptx::RewriteError &e) {
-        g_rewrite_error = e.what();
+        set_cuda_shim_error(e.what());
         return ERROR_INVALID_PTX;
     }
     std::vector<int> opts(options, options + n);
@@ -455,9 +472,6 @@ bool WorkspaceScope::owns(uintptr_t p) {
     return s && p >= s->base_ && p < s->base_ + s->bytes_;
 }
 bool WorkspaceScope::active() { return scope_workspace != nullptr; }
-
-std::string module_rewrite_error() { return g_rewrite_error; }
-void clear_module_rewrite_error() { g_rewrite_error.clear(); }
 
 void release_halide_allocation_cache() {
     halide_reuse_device_allocations(nullptr, false);  // false: release every cached allocation

@@ -69,9 +69,7 @@ struct Module {
 // Halide's modules are loaded through halide_cuda_get_symbol's cuModuleLoadData[Ex] (below), which
 // rewrites a module calling the tensor-core externs (runtime/mma_ptx.h) and raises its JIT register
 // cap to mma_ptx::register_cap. A rewrite that fails loads nothing (CUDA_ERROR_INVALID_PTX to Halide);
-// its message, naming the kernel, is kept here for the caller's error (this thread, last failure).
-std::string module_rewrite_error();
-void clear_module_rewrite_error();
+// its message, naming the kernel, is what last_halide_error gives next (runtime/errors.h; this thread).
 
 // Installs the Halide CUDA context and stream hooks so Halide uses the primary context (and the
 // stream of the calling thread's CallScope, if any).

@@ -21,5 +21,9 @@ void install_halide_error_handler();
 // The last Halide runtime error message, or "Halide error <rc>" if none was recorded.
 std::string last_halide_error(int rc);
 void clear_halide_error();
+// What blockfuse's CUDA driver shim (runtime/cuda_driver.cpp) knows of the CUDA error Halide's runtime is about to
+// report (a module rewrite that failed, a launch it refused before the driver saw it): last_halide_error gives this
+// message instead of Halide's bare CUDA error, until clear_halide_error.
+void set_cuda_shim_error(const std::string &msg);
 
 }  // namespace blockfuse

@@ -206,12 +206,8 @@ void call_tensor_core_kernel(const KernelVariant &v, void **args, const std::str
     apply_register_cap(v);
     const LoadedKernel &k = v.load();
     clear_halide_error();
-    cuda::clear_module_rewrite_error();
-    if (const int rc = k.call(args); rc != 0) {
-        const std::string rewrite = cuda::module_rewrite_error();
-        throw KernelError("kernel " + v.name + " failed on " + key + ": " +
-                          (rewrite.empty() ? last_halide_error(rc) : rewrite));
-    }
+    if (const int rc = k.call(args); rc != 0)
+        throw KernelError("kernel " + v.name + " failed on " + key + ": " + last_halide_error(rc));
 }
 
 void run_gemm(const KernelVariant &v, const GemmWorkload &w, GemmTensors &t) {

@@ -5,6 +5,8 @@
 // refused with the rewrite's message. Part of test_generated (its main: exit 77, skipped, without a CUDA
 // device); with BLOCKFUSE_TEST_DEVICES not naming cuda these cases do nothing.
 #include "runtime/cuda_driver.h"
+#include "runtime/errors.h"
+#include "schedules/heuristics.h"
 #include "tests/common/block_tc_cases.h"
 #include "tests/common/conv2d_tc_cases.h"
 #include "tests/common/gemm_cases.h"
@@ -100,14 +102,58 @@ TEST_CASE("a tensor-core module whose rewrite fails is refused with a message na
     REQUIRE(a != std::string::npos);
     REQUIRE(b != std::string::npos);
     ptx.erase(a, b + std::string("} // callseq 11\n").size() - a);
-    cuda::clear_module_rewrite_error();
+    clear_halide_error();
     try {
         cuda::Module m(ptx.c_str());
         FAIL("the module loaded");
     } catch (const std::runtime_error &e) {
-        const std::string msg = cuda::module_rewrite_error();
+        const std::string msg = last_halide_error(0);
         INFO(e.what() << " / " << msg);
         CHECK(msg.find("fixture_kernel") != std::string::npos);
         CHECK(msg.find("lacks register 3") != std::string::npos);
+    }
+}
+
+TEST_CASE("a launch past the GPU's shared memory is rejected before running, naming the limit", "[gemm][gpu]") {
+    if (!test::testing_device(Device::cuda)) return;
+    // wgmma 128 x 256 tiles, a 3-stage ring and the staged C tile: Halide pools the tile with the B panel and the
+    // ring copies the pool, 251904 bytes a block, past the 232448 of an H100 or H200 (the launch check's estimate
+    // counts the tile once and lets it through, so the driver shim is what must refuse it).
+    const GemmWorkload w = parse_gemm("gemm:m=128,n=256,k=64,dtype=f16");
+    ScheduleChoice s = gemm_heuristic(w, Device::cuda);
+    for (const auto &[knob, value] : std::map<std::string, int>{{"wgmma", 1},
+                                                                {"warp_m", 16},
+                                                                {"warp_n", 256},
+                                                                {"warps_m", 8},
+                                                                {"warps_n", 1},
+                                                                {"k_step", 64},
+                                                                {"pad", 0},
+                                                                {"stages", 3},
+                                                                {"prefetch", 0},
+                                                                {"split_k", 1},
+                                                                {"stage_c", 1}})
+        s.knobs[knob] = value;
+    const KernelVariant v = gemm_kernel_for(w, Device::cuda, s);
+    if (!build_all({&v})) return;
+    const cuda::DeviceInfo &d = cuda::device();
+    if (d.cc_major != 9 || d.max_shared_per_block_optin >= 251904) {
+        WARN("not checked on " << d.name
+                               << ": it needs a GPU of compute capability 9.0 with less than 251904 bytes "
+                                  "of shared memory a block");
+        return;
+    }
+    GemmTensors t = make_gemm_tensors(w);
+    std::mt19937_64 rng(std::random_device{}());
+    randomize(t, w, rng);
+    try {
+        run_gemm(v, w, t);
+        FAIL("the kernel ran");
+    } catch (const KernelError &e) {
+        const std::string msg = e.what();
+        INFO(msg);
+        CHECK(msg.find(v.name) != std::string::npos);
+        CHECK(msg.find("rejected before running") != std::string::npos);
+        CHECK(msg.find("bytes of shared memory per block exceed the device limit of " +
+                       std::to_string(d.max_shared_per_block_optin)) != std::string::npos);
     }
 }
