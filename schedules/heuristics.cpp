@@ -374,8 +374,10 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
             // a 1x1 layer is a GEMM; on wgmma from K = 128. Unstaged, a K = 128-256 layer there ran level with or
             // behind mma.sync (bench/results/h100/tc-tune/); with the epilogue staged it is ahead: H100, N=128, the
             // blocks by their staged records 0.1177 / 0.1959 / 0.2845 ms, with that layer on the staged wgmma tiling
-            // too 0.1001 / 0.1680 / 0.2746 (FFN c=256, ConvFirst c=256 / 128; bench/results/h100/stage-c/records/)
-            const auto hopper = plain_gemm ? hopper_wgmma_tiling(g, device, 128) : std::nullopt;
+            // too 0.1001 / 0.1680 / 0.2746 (FFN c=256, ConvFirst c=256 / 128; bench/results/h100/stage-c/records/).
+            // f16 only: no bf16 block was measured with it.
+            const auto hopper =
+                plain_gemm && w.dtype == DType::f16 ? hopper_wgmma_tiling(g, device, 128) : std::nullopt;
             const std::map<std::string, int> tiling =
                 hopper                      ? *hopper
                 : spec.layers[i].groups > 1 ? conv2d_tc_heuristic(layers[i], device).knobs
@@ -630,13 +632,14 @@ ScheduleChoice mma_sync_gemm_choice(const GemmWorkload &w, Device device) {
 }
 }  // namespace
 
-// A GEMM on Hopper (compute capability 9.0), f16, K >= 256 (a block's 1x1 layer: K >= 128), its 128 x 128 tiles at
+// A GEMM on Hopper (compute capability 9.0), f16 or bf16, K >= 256 (a block's 1x1 layer: K >= 128), its 128 x 128 tiles at
 // least the 132 SMs: wgmma (sm_90a) on 8 warps (two warpgroups of 64 rows) of 16 x 128, K steps of 64 in 128-byte
 // swizzled panels, a 3-stage cp.async ring (gemm_wgt_f16's tiling). H100, 2026-12-06
 // (bench/results/h100/wgmma/README.md): 0.318-0.327 ms at 4096^3 against 0.440-0.449 for the fastest mma.sync tiling,
 // 0.058-0.062 against 0.086 at 25088 x 256 x 1024; at 25088 x 1024 x 256 a tuner round put it first, 0.0707 ms
 // against 0.0837 for the best mma.sync tiling (bench/results/h100/gemm-epilogue/, retune/). Shorter reductions not
-// measured. bf16 takes the same path but is not measured swizzled: mma.sync there.
+// measured. bf16 the same (H100, 25088 x 1024 x 256 bf16: 0.0533 ms against 0.0874 on mma.sync; every tiling of that
+// plan checked against float64 first, bench/results/h100/gemm-store-loop/).
 // Not a convolution's implicit GEMM either: over 9 dense conv2d rows the best of 8 tuner points each were level (H100,
 // mma.sync / wgmma 1.03x geomean, 0.83-1.29x, highres the slower on wgmma; same page). A block's 1x1 layer is that
 // GEMM with the layer's epilogue (layer_by_layer_tc below: FFN's and ConvFirst's project, K = 4c), its ring copying
@@ -645,12 +648,14 @@ ScheduleChoice mma_sync_gemm_choice(const GemmWorkload &w, Device device) {
 // which was 1.03-1.06x faster than the layer on mma.sync (../wgmma/README.md, blocks/). The epilogue staged through
 // shared memory (stage_c) where K <= 1024, the output's store then a larger share of the time: H100, same kernels
 // otherwise, 25088 x 1024 x 256 0.0714 -> 0.0529 ms, 25088 x 256 x 1024 0.0467 -> 0.0424, but 4096^3 0.2645 -> 0.2747
-// (bench/results/h100/stage-c/).
+// (bench/results/h100/stage-c/); with the staged store's barriers gone (schedules/gemm_schedule.cpp) 0.0499 and
+// 0.0412, and 4096^3 staged level with unstaged (0.2620-0.2658 against 0.2645, ../gemm-store-loop/): not measured
+// enough to stage it there.
 namespace {
 std::optional<std::map<std::string, int>> hopper_wgmma_tiling(const GemmWorkload &w, Device device, long long min_k) {
     const long long tiles = ceil_div(w.m, 128) * ceil_div(w.n, 128);
-    if (device != Device::cuda || launch_limits(device).compute_capability != 90 || w.dtype != DType::f16 ||
-        w.k < min_k || w.m < 128 || w.n < 128 || tiles < 132)
+    if (device != Device::cuda || launch_limits(device).compute_capability != 90 ||
+        (w.dtype != DType::f16 && w.dtype != DType::bf16) || w.k < min_k || w.m < 128 || w.n < 128 || tiles < 132)
         return std::nullopt;
     return std::map<std::string, int>{{"warp_m", 16}, {"warp_n", 128}, {"warps_m", 8},
                                       {"warps_n", 1}, {"k_step", 64},  {"pad", 0},

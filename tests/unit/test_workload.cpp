@@ -203,10 +203,10 @@ TEST_CASE("GEMMs on Hopper take the swizzled wgmma ring where it was measured fa
     CHECK(wgmma("gemm:m=4096,n=4096,k=4096,dtype=f16", h200));
     CHECK(wgmma("gemm:m=25088,n=256,k=1024,dtype=f16", h200));
     CHECK(wgmma("gemm:m=25088,n=1024,k=256,dtype=f16", h200));
-    CHECK_FALSE(wgmma("gemm:m=25088,n=1024,k=128,dtype=f16", h200));   // shorter reductions not measured
-    CHECK_FALSE(wgmma("gemm:m=4096,n=4096,k=4096,dtype=bf16", h200));  // not measured swizzled
-    CHECK_FALSE(wgmma("gemm:m=4096,n=4096,k=4096,dtype=f16", a100));   // no wgmma before sm_90
-    CHECK_FALSE(wgmma("gemm:m=1024,n=1024,k=4096,dtype=f16", h200));   // 64 tiles: fewer than the SMs
+    CHECK_FALSE(wgmma("gemm:m=25088,n=1024,k=128,dtype=f16", h200));  // shorter reductions not measured
+    CHECK(wgmma("gemm:m=25088,n=1024,k=256,dtype=bf16", h200));
+    CHECK_FALSE(wgmma("gemm:m=4096,n=4096,k=4096,dtype=f16", a100));  // no wgmma before sm_90
+    CHECK_FALSE(wgmma("gemm:m=1024,n=1024,k=4096,dtype=f16", h200));  // 64 tiles: fewer than the SMs
     const ScheduleChoice s = gemm_heuristic(parse_gemm("gemm:m=4096,n=4096,k=4096,dtype=f16"), Device::cpu);
     CHECK(s.knobs.count("wgmma") == 0);
     // The wgmma tiling passes the GEMM's knob check (schedules/gemm_knobs.h).
