@@ -5,6 +5,7 @@
 //                           host without it: fill, carry the cache, run there)
 #pragma once
 #include "runtime/cuda_driver.h"
+#include "runtime/errors.h"
 #include "runtime/kernel_registry.h"
 #include <HalideRuntimeOpenCL.h>
 #include <algorithm>
@@ -49,9 +50,11 @@ inline bool testing_device(Device d) {
 
 inline bool fill_only() { return env("BLOCKFUSE_TEST_FILL_ONLY", "") == "1"; }
 
-// main() of a property test: 77 (ctest: skipped) where CUDA is asked for and absent.
+// main() of a property test: 77 (ctest: skipped) where CUDA is asked for and absent. Halide's runtime errors
+// become the KernelError messages the checks read (Halide's own handler aborts the process).
 template <class Run>
 int run_on_test_devices(Run &&run) {
+    install_halide_error_handler();
     const auto devices = test_devices();
     const bool cuda = std::find(devices.begin(), devices.end(), Device::cuda) != devices.end();
     if (cuda && !fill_only()) {

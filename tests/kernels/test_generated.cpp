@@ -55,7 +55,6 @@ std::vector<std::string> draw_keys(Device d, std::mt19937_64 &rng) {
 
 TEST_CASE("kernels generated for random shapes of every family and strategy match the float64 reference",
           "[generated]") {
-    install_halide_error_handler();
     const uint64_t seed = test_seed();
     std::cout << "BLOCKFUSE_TEST_SEED=" << seed << " (set it to reproduce this run)\n";
     INFO("BLOCKFUSE_TEST_SEED=" << seed);
@@ -108,7 +107,6 @@ TEST_CASE("kernels generated for random shapes of every family and strategy matc
 
 TEST_CASE("layer by layer, a block's hidden activations are the call's measured workspace; fused, they are not",
           "[generated][memory]") {
-    install_halide_error_handler();
     std::mt19937_64 rng(test_seed());
     for (Device d : test_devices()) {
         if (d == Device::opencl) continue;  // OpenCL's allocations are not counted (runtime/call_memory.h)

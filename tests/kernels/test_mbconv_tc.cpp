@@ -84,7 +84,6 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
 
 TEST_CASE("fused_tc MBConv blocks on chosen and random shapes and tilings match the float64 reference",
           "[blocks][mbconv_tc]") {
-    install_halide_error_handler();
     std::cout << "BLOCKFUSE_TEST_SEED=" << test::test_seed() << " (set it to reproduce this run)\n";
     INFO("BLOCKFUSE_TEST_SEED=" << test::test_seed());
     const std::vector<test::KnobCase> all =
@@ -94,7 +93,6 @@ TEST_CASE("fused_tc MBConv blocks on chosen and random shapes and tilings match 
 
 TEST_CASE("fused_tc MBConv with the depthwise window one pixel off fails the reference check", "[blocks][mbconv_tc]") {
     if (!test::testing_device(Device::cpu)) return;
-    install_halide_error_handler();
     const std::string key = "mbconv:n=1,c=16,h=6,w=5,e=2,k=3,stride=1,act=relu,dtype=f16";
     test::require_mutant_fails(
         *kernel_with_knobs(key, kFusedTc, Device::cpu, {{"tile_x", 4}, {"tile_y", 4}}, 0, "test"), key, 3);
