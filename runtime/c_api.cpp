@@ -178,6 +178,7 @@ halide_buffer_t to_buffer(const bf_tensor &t, const TensorSpec &s, Device device
     b.dimensions = t.dims;
     b.dim = dims;
     if (device == Device::cuda) {
+        clear_halide_error();
         if (int rc = halide_cuda_wrap_device_ptr(nullptr, &b, uint64_t(uintptr_t(t.data))))
             throw KernelError("tensor '" + s.name + "': wrapping the device pointer failed: " + last_halide_error(rc));
     } else {
