@@ -1,5 +1,6 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/call_memory.h"
+#include "runtime/conv2d.h"
 #include "runtime/errors.h"
 #include "runtime/mma_ptx.h"
 #include "runtime/ptx_local_depot.h"
@@ -164,25 +165,20 @@ DeviceInfo probe() {
 
 // cuLaunchKernel as Halide's CUDA runtime gets it (halide_cuda_get_symbol below): a launch asking
 // for more dynamic shared memory than a block gets by default first raises the kernel's limit
-// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), once per kernel and size. A block past the device's
-// limits is refused here, before the driver sees it, with a message saying which limit (set_cuda_shim_error): the
-// callers' estimates (e.g. runtime/gemm.cpp's tensor_core_launch) check before a kernel is called, but the sizes
-// Halide computes at run time are the ones launched.
+// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), once per kernel and size. A launch past the device's
+// limits (launch_limit_violation, the check the callers run on their estimates before a kernel is called) is refused
+// here, before the driver sees it, with a message saying which limit (set_cuda_shim_error): the sizes Halide computes
+// at run time are the ones launched.
 constexpr CUresult ERROR_INVALID_VALUE = 1;  // CUDA_ERROR_INVALID_VALUE, what the driver answers such a launch
 CUresult launch_with_shared_opt_in(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                    unsigned bz, unsigned shared_bytes, CUstream stream, void **params, void **extra) {
     Api &a = api();
-    const DeviceInfo &d = device();
-    std::string why;
-    if (d.max_shared_per_block_optin > 0 && shared_bytes > unsigned(d.max_shared_per_block_optin))
-        why = std::to_string(shared_bytes) + " bytes of shared memory per block exceed the device limit of " +
-              std::to_string(d.max_shared_per_block_optin);
-    else if (const unsigned long long threads = 1ULL * bx * by * bz;
-             d.max_threads_per_block > 0 && threads > unsigned(d.max_threads_per_block))
-        why = std::to_string(threads) + " threads per block exceed the device limit of " +
-              std::to_string(d.max_threads_per_block);
-    if (!why.empty()) {
-        set_cuda_shim_error("launch rejected before running: " + why + " (" + d.name + ")");
+    LaunchShape shape;
+    shape.grid[0] = gx, shape.grid[1] = gy, shape.grid[2] = gz;
+    shape.threads = int(bx * by * bz);
+    shape.shared_bytes = shared_bytes;
+    if (std::string why = launch_limit_violation(shape, launch_limits(Device::cuda)); !why.empty()) {
+        set_cuda_shim_error("launch rejected before running: " + why + " (" + device().name + ")");
         return ERROR_INVALID_VALUE;
     }
     if (shared_bytes > unsigned(device().max_shared_per_block) && a.cuFuncSetAttribute) {

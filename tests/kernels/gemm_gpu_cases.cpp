@@ -153,7 +153,7 @@ TEST_CASE("a launch past the GPU's shared memory is rejected before running, nam
         INFO(msg);
         CHECK(msg.find(v.name) != std::string::npos);
         CHECK(msg.find("rejected before running") != std::string::npos);
-        CHECK(msg.find("bytes of shared memory per block exceed the device limit of " +
+        CHECK(msg.find(" bytes of shared memory exceed the device limit of " +
                        std::to_string(d.max_shared_per_block_optin)) != std::string::npos);
     }
 }
