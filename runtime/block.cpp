@@ -255,46 +255,43 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
         return "launch rejected before running: block " + to_key(w) + ", strategy " + v.param("strategy") +
                " (kernel " + v.name + "): ";
     };
-    if (v.threads_per_block() > limits.max_threads)
-        throw KernelError(what() + std::to_string(v.threads_per_block()) +
-                          " threads per block exceed the device limit of " + std::to_string(limits.max_threads));
-    long long shared = 0;
     const std::string strategy = v.param("strategy");
-    if (tensor_core_strategy(strategy)) {
-        // The module's kernels share one JIT register cap (by default raised for mma.sync, runtime/mma_ptx.h): the
-        // largest thread block at that cap must fit the register file.
-        const long long regs = v.jit_register_cap(), threads = v.threads_per_block();
-        if (v.device == Device::cuda && regs * threads > limits.max_registers)
-            throw KernelError(what() + std::to_string(threads) + " threads (its largest kernel) x " +
-                              std::to_string(regs) + " registers (the module's cap" +
-                              (regs != register_cap(v) ? ", the rule's raised to " +
-                                                             std::to_string(mma_ptx::kMinRegisters) + " for mma.sync"
-                                                       : "") +
-                              ") exceed the " + std::to_string(limits.max_registers) + " registers per block");
-        const BlockSpec spec = w.spec();
-        if (strategy == kFusedTc) {
-            const BlockKnobs kn = block_knobs_from(v.knobs);
-            if (const std::string why = fused_tc_error(spec, kn); !why.empty()) throw KernelError(what() + why);
-            shared = fused_tc_shared_bytes(spec, kn);
-        }
-        const BlockKnobs kn = block_knobs_from(v.knobs);
-        for (size_t i = 0; strategy == kLayerByLayerTc && i < spec.layers.size(); ++i)
-            if (tensor_core_layer(spec.layers[i], kn))
-                if (const std::string why = tensor_core_layer_launch_error(v, w, i, limits); !why.empty())
-                    throw KernelError(what() + why);
+    const BlockSpec spec = w.spec();
+    const BlockKnobs kn = block_knobs_from(v.knobs);
+    LaunchShape shape;  // one block (the grid is the workload's, within every limit)
+    shape.threads = v.threads_per_block();
+    if (strategy == kFusedTc) {
+        if (const std::string why = fused_tc_error(spec, kn); !why.empty()) throw KernelError(what() + why);
+        shape.shared_bytes = fused_tc_shared_bytes(spec, kn);
+    } else if (tensor_core_strategy(strategy)) {
+        // (layer by layer: each tensor-core layer's own launch, checked below)
     } else if (strategy != "layer_by_layer") {
-        shared = fused_block_shared_bytes(w.spec(), v.knob("tile_x"), v.knob("tile_y"), v.knob("chunk"),
-                                          dtype_bytes(w.dtype), v.param("strategy") == "depth_first" ? w.blocks : 1,
-                                          v.knob("stage_weights"), v.knob("stage_padded") != 0);
+        shape.shared_bytes = fused_block_shared_bytes(spec, v.knob("tile_x"), v.knob("tile_y"), v.knob("chunk"),
+                                                      dtype_bytes(w.dtype), strategy == "depth_first" ? w.blocks : 1,
+                                                      v.knob("stage_weights"), v.knob("stage_padded") != 0);
     } else if (v.knob("full_stage_input") == 2) {  // the dense k x k layers' input tile + halo
         for (const Conv2dWorkload &l : w.layers())
             if (layer_mapping(l.r, l.groups) == LayerMapping::full)
-                shared = std::max(shared, staged_tile_bytes(l.c, v.knob("full_threads_x") * v.knob("full_tile_x"),
-                                                            v.knob("full_tile_y"), l.stride_w, l.r, 1));
+                shape.shared_bytes = std::max(shape.shared_bytes,
+                                              staged_tile_bytes(l.c, v.knob("full_threads_x") * v.knob("full_tile_x"),
+                                                                v.knob("full_tile_y"), l.stride_w, l.r, 1));
     }
-    if (shared > limits.max_shared)
-        throw KernelError(what() + std::to_string(shared) + " bytes of shared memory per block exceed the limit of " +
-                          std::to_string(limits.max_shared));
+    if (const std::string why = launch_limit_violation(shape, limits); !why.empty()) throw KernelError(what() + why);
+    if (!tensor_core_strategy(strategy)) return;
+    // The module's kernels share one JIT register cap (by default raised for mma.sync, runtime/mma_ptx.h): the
+    // largest thread block at that cap must fit the register file.
+    const long long regs = v.jit_register_cap(), threads = shape.threads;
+    if (v.device == Device::cuda && regs * threads > limits.max_registers)
+        throw KernelError(what() + std::to_string(threads) + " threads (its largest kernel) x " + std::to_string(regs) +
+                          " registers (the module's cap" +
+                          (regs != register_cap(v)
+                               ? ", the rule's raised to " + std::to_string(mma_ptx::kMinRegisters) + " for mma.sync"
+                               : "") +
+                          ") exceed the " + std::to_string(limits.max_registers) + " registers per block");
+    for (size_t i = 0; strategy == kLayerByLayerTc && i < spec.layers.size(); ++i)
+        if (tensor_core_layer(spec.layers[i], kn))
+            if (const std::string why = tensor_core_layer_launch_error(v, w, i, limits); !why.empty())
+                throw KernelError(what() + why);
 }
 
 void run_block(const KernelVariant &v, const BlockWorkload &w, BlockTensors &t) {

@@ -401,14 +401,13 @@ KernelVariant pool_kernel_for(const MeanPoolingWorkload &w, Device device, const
 namespace {
 long long tile_count(long long extent, int tile) { return (extent + tile - 1) / tile; }
 
-// Threads per block against the limit, and the grid of ceil(threads needed / threads per block) blocks.
-std::string threads_error(const KernelVariant &v, long long tiles, const LaunchLimits &limits) {
-    const int threads = v.threads_per_block();
-    const long long grid = (tiles + threads - 1) / threads;
-    if (threads > limits.max_threads)
-        return fmt::format("{} threads per block exceed the device limit of {}", threads, limits.max_threads);
-    if (grid > INT_MAX) return fmt::format("a grid of {} blocks exceeds the limit of {}", grid, INT_MAX);
-    return "";
+// A launch of one thread per tile: threads per block and the grid of ceil(tiles / threads per block) blocks
+// against the limits.
+std::string tile_launch_error(const KernelVariant &v, long long tiles, const LaunchLimits &limits) {
+    LaunchShape shape;
+    shape.threads = v.threads_per_block();
+    shape.grid[0] = (tiles + shape.threads - 1) / shape.threads;
+    return launch_limit_violation(shape, limits);
 }
 
 void call(const KernelVariant &v, void **args, const std::string &what) {
@@ -471,12 +470,12 @@ std::string pool_launch_error(const KernelVariant &v, const PoolWorkload &w, con
     }
     const long long tiles =
         1LL * w.n * w.c * (w.rank >= 3 ? w.out(0) : 1) * tile_count(oy, ty) * tile_count(ox, v.knob("tile_x"));
-    return threads_error(v, tiles, limits);
+    return tile_launch_error(v, tiles, limits);
 }
 
 std::string pool_launch_error(const KernelVariant &v, const MeanPoolingWorkload &w, const LaunchLimits &limits) {
     if (v.device == Device::cpu) return "";
-    return threads_error(v, 1LL * w.b * w.chunks() * w.h * tile_count(w.d, v.knob("tile_x")), limits);
+    return tile_launch_error(v, 1LL * w.b * w.chunks() * w.h * tile_count(w.d, v.knob("tile_x")), limits);
 }
 
 void run_pool(const KernelVariant &v, const PoolWorkload &w, PoolTensors &t) {

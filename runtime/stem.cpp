@@ -105,15 +105,11 @@ KernelVariant stem_kernel_for(const StemWorkload &w, const std::string &strategy
 std::string stem_launch_error(const KernelVariant &v, const StemWorkload &w, const LaunchLimits &limits) {
     if (v.device == Device::cpu) return "";
     const int tx = v.knob("tile_x"), ty = v.knob("tile_y");
-    if (v.threads_per_block() > limits.max_threads)
-        return fmt::format("{} threads per block exceed the device limit of {}", v.threads_per_block(),
-                           limits.max_threads);
-    if (v.param("strategy") == "depth_first") {  // the conv tile of a pool tile: (2t+1) pixels a side
-        long long shared = shared_pad8(w.k) * (2 * tx + 1) * (2 * ty + 1) * dtype_bytes(w.dtype);
-        if (shared > limits.max_shared)
-            return fmt::format("{} bytes of shared memory per block exceed the limit of {}", shared, limits.max_shared);
-    }
-    return "";
+    LaunchShape shape;  // one block (the grid is the workload's, within every limit)
+    shape.threads = v.threads_per_block();
+    if (v.param("strategy") == "depth_first")  // the conv tile of a pool tile: (2t+1) pixels a side
+        shape.shared_bytes = shared_pad8(w.k) * (2 * tx + 1) * (2 * ty + 1) * dtype_bytes(w.dtype);
+    return launch_limit_violation(shape, limits);
 }
 
 void check_stem_launch(const KernelVariant &v, const StemWorkload &w) {
