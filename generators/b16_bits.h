@@ -3,6 +3,7 @@
 // has none). The tensor-core kernels keep f16/bf16 data as bits from input to output.
 #pragma once
 #include "Halide.h"
+#include "generators/mma_abi.h"
 
 namespace blockfuse::mma {
 
@@ -43,15 +44,18 @@ inline Halide::Expr f32_to_b16(const Halide::Expr &f, Elem e) {
     return sign | mag;
 }
 
-// f32 -> bits of the storage type inside a kernel: f16 on CUDA (native) with the hardware's conversion
-// (cvt.rn.f16.f32, or cvt.rn.f16x2.f32 a pair of lanes: one instruction where f32_to_b16 takes about ten),
-// elsewhere f32_to_b16. Both round to nearest even; they differ only in a NaN's payload. The caller's schedule
-// must convert scalars or vectors of a multiple of 4 lanes: a two-lane vector is the trap described above
-// (tests/kernels/tensor_core_sass.py fails a kernel that stores an f32 as 16 bits).
+// f32 -> bits of the storage type inside a kernel: on CUDA (native) by the hardware's conversion, elsewhere
+// f32_to_b16. f16: Halide's native cast (cvt.rn.f16.f32, or cvt.rn.f16x2.f32 a pair of lanes: one instruction where
+// f32_to_b16 takes about ten); the caller's schedule must convert scalars or vectors of a multiple of 4 lanes (a
+// two-lane vector is the trap described above; tests/kernels/tensor_core_sass.py fails a kernel that stores an f32 as
+// 16 bits). bf16: the extern kCvtBf16, which the driver shim rewrites into cvt.rn.bf16.f32 (runtime/mma_ptx.h; ptxas
+// pairs two into one F2FP.BF16.F32.PACK_AB), so only kernels the shim rewrites may use it (the tensor-core
+// families). Both round to nearest even as f32_to_b16 does; they differ only in a NaN's payload.
 inline bool converts_natively(Elem e, bool native) { return native && e == Elem::f16; }
 inline Halide::Expr to_b16_bits(const Halide::Expr &f, Elem e, bool native) {
     using namespace Halide;
     if (converts_natively(e, native)) return reinterpret(UInt(16), cast(Float(16), f));
+    if (native && e == Elem::bf16) return Internal::Call::make(UInt(16), kCvtBf16, {f}, Internal::Call::PureExtern);
     return f32_to_b16(f, e);
 }
 

@@ -307,8 +307,8 @@ inline GemmFuncs gemm(const Halide::Func &A, const Halide::Func &B, const Halide
     if (!t.stage_c) f.rc.where(f.exact || (cn < s.N && cm < s.M));  // whole tiles: no guard at all
     // The epilogue in fragment space, ending in the storage bits: a schedule can compute it per thread and
     // specialize it on the activation (a uniform branch) without touching the accumulator, and each value is a
-    // scalar there, so on CUDA f16 rounds by the hardware's conversion (generators/b16_bits.h: to_b16_bits; a
-    // register pair converted as one 2-lane vector is the backend's trap; the integer rounding takes about ten
+    // scalar there, so on CUDA f16 and bf16 round by the hardware's conversion (generators/b16_bits.h: to_b16_bits;
+    // a register pair converted as one 2-lane vector is the f16 backend's trap; the integer rounding takes six to ten
     // instructions a value).
     f.epilogue = Func(io.prefix + "epilogue");
     std::vector<Var> c_args{f.q, lane, f.nt, f.mt, f.wn, f.wm, f.bn, f.bm};

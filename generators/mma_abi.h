@@ -44,6 +44,9 @@ constexpr int kWgmmaInterleave = 0, kWgmmaSwizzle128 = 1;
 // fence_proxy_async() -> 0 is fence.proxy.async.shared::cta: shared memory written by ordinary stores made visible to
 // wgmma, which reads it through the async proxy (before the barrier that hands the panels to the warpgroups).
 constexpr const char *kFenceProxyAsync = "blockfuse_fence_proxy_async";
+// cvt_bf16(x) -> bits is cvt.rn.bf16.f32: an f32 rounded to the nearest even bf16, as its 16 bits (Halide 21's CUDA
+// backend crashes on native bf16 casts, generators/storage.h; the integer rounding takes about six instructions).
+constexpr const char *kCvtBf16 = "blockfuse_cvt_bf16";
 // Every extern of this family starts with this: the rewriter rejects one it does not know.
 constexpr const char *kExternPrefix = "blockfuse_";
 

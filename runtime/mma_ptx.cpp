@@ -22,7 +22,8 @@ enum class Op {
     cp_async_wait,
     wgmma_f16,
     wgmma_bf16,
-    fence_proxy_async
+    fence_proxy_async,
+    cvt_bf16
 };
 
 // The externs the rewrite knows, once: their names and what each stands for.
@@ -35,7 +36,8 @@ constexpr std::pair<const char *, Op> kExterns[] = {{mma::kMmaF16, Op::mma_f16},
                                                     {mma::kCpAsyncWait, Op::cp_async_wait},
                                                     {mma::kWgmmaF16, Op::wgmma_f16},
                                                     {mma::kWgmmaBf16, Op::wgmma_bf16},
-                                                    {mma::kFenceProxyAsync, Op::fence_proxy_async}};
+                                                    {mma::kFenceProxyAsync, Op::fence_proxy_async},
+                                                    {mma::kCvtBf16, Op::cvt_bf16}};
 
 std::optional<Op> known_extern(const std::string &name) {
     for (const auto &[n, op] : kExterns)
@@ -52,9 +54,10 @@ bool is_wgmma(Op op) { return op == Op::wgmma_f16 || op == Op::wgmma_bf16; }
 // The wgmma extern's operands (generators/mma_abi.h): i, n, A's descriptor fields (shared address, leading and stride
 // byte offsets, layout type), B's, then c.
 constexpr size_t kWgmmaN = 1, kWgmmaA = 2, kWgmmaB = 6, kWgmmaC = 10;
-// The asynchronous copies and the proxy fence: one call, one instruction (no group).
+// The asynchronous copies, the proxy fence and the bf16 conversion: one call, one instruction (no group).
 bool is_single(Op op) {
-    return op == Op::cp_async_16 || op == Op::cp_async_commit || op == Op::cp_async_wait || op == Op::fence_proxy_async;
+    return op == Op::cp_async_16 || op == Op::cp_async_commit || op == Op::cp_async_wait ||
+           op == Op::fence_proxy_async || op == Op::cvt_bf16;
 }
 size_t params_of(Op op) {
     switch (op) {
@@ -65,7 +68,8 @@ size_t params_of(Op op) {
     case Op::cp_async_16: return 3;
     case Op::cp_async_commit:
     case Op::fence_proxy_async: return 0;
-    case Op::cp_async_wait: return 1;
+    case Op::cp_async_wait:
+    case Op::cvt_bf16: return 1;
     default: return 2;
     }
 }
@@ -407,6 +411,22 @@ private:
             text.push_back("\tfence.proxy.async.shared::cta;");
             in.kind = Instr::split;
             hopper = true;
+        } else if (op == Op::cvt_bf16) {
+            // The rounded 16 bits zero-extended into the call's 32-bit result (the extern returns a uint16).
+            if (call.result.empty())
+                fail(std::string(mma::kCvtBf16) + " call whose result is not read into a register");
+            const std::string x = temps.reg(call.operands[0]);
+            text.push_back("\t{");
+            text.push_back("\t.reg .b16 \t%bf_h;");
+            text.push_back("\tcvt.rn.bf16.f32 \t%bf_h, " + x + ";");
+            text.push_back("\tcvt.u32.u16 \t" + call.result + ", %bf_h;");
+            text.push_back("\t}");
+            in.kind = Instr::plain;
+            if (is_register(call.operands[0])) in.uses.insert(call.operands[0]);
+            in.defs.insert(call.result);
+            if (stats) stats->cvt_bf16++;
+            in.lines = temps.scoped(text);
+            return in;
         } else {
             const std::string &n = call.operands[0];
             if (!is_constant(n)) fail(std::string(mma::kCpAsyncWait) + " with '" + n + "', not a constant group count");

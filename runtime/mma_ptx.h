@@ -14,9 +14,10 @@
 //     => the matrix descriptors, D = C, then wgmma.fence; wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16.f16|
 //        bf16.bf16} {d0..}, a_desc, b_desc, 1, 1, 1, 0, 0; wgmma.commit_group; wgmma.wait_group 0;
 //   blockfuse_fence_proxy_async() => fence.proxy.async.shared::cta;
+//   blockfuse_cvt_bf16(x) -> bits => cvt.rn.bf16.f32 of x, zero-extended into the result;
 //
-// (the copies of schedules/panel_prefetch.h's multi-stage pipeline and the fence, one instruction each; their
-// results, if read, are 0; a module with wgmma or the fence is raised to PTX ISA 8.0 and .target sm_90a), and drops the externs' declarations. It is strict: a group split by a label, branch, barrier or store,
+// (the copies of schedules/panel_prefetch.h's multi-stage pipeline, the fence and the conversion, one instruction
+// each; the copies' and the fence's results, if read, are 0; a module with wgmma or the fence is raised to PTX ISA 8.0 and .target sm_90a), and drops the externs' declarations. It is strict: a group split by a label, branch, barrier or store,
 // a missing or duplicated member, a non-constant register index, operands it cannot order around the
 // fused instruction, any other blockfuse_ extern, or a call left over is an error naming the kernel (the
 // PTX .entry), never a module loaded with calls ptxas would reject or a silent fallback. Members need
@@ -40,7 +41,7 @@ struct RewriteError : std::runtime_error {
 };
 
 struct Stats {
-    int mma = 0, ldmatrix_x4 = 0, ldmatrix_x2 = 0, cp_async = 0, wgmma = 0;
+    int mma = 0, ldmatrix_x4 = 0, ldmatrix_x2 = 0, cp_async = 0, wgmma = 0, cvt_bf16 = 0;
     std::vector<std::string> kernels;  // entries that had at least one group
 };
 

@@ -59,8 +59,8 @@ int main(int argc, char **argv) {
         std::cout << "module " << written << ": kernels";
         for (const auto &k : st.kernels) std::cout << " " << k;
         std::cout << " mma " << st.mma << " ldmatrix.x4 " << st.ldmatrix_x4 << " ldmatrix.x2 " << st.ldmatrix_x2
-                  << " cp.async " << st.cp_async << " bytes " << modules[i].size() << " rewrite_ms " << ms
-                  << " local_depots_aligned " << depots << "\n";
+                  << " cp.async " << st.cp_async << " cvt.bf16 " << st.cvt_bf16 << " bytes " << modules[i].size()
+                  << " rewrite_ms " << ms << " local_depots_aligned " << depots << "\n";
         ++written;
     }
     std::cout << "modules " << written << "\n";

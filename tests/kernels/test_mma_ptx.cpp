@@ -28,6 +28,7 @@ std::string read(const std::string &path) {
 
 std::string fixture() { return read(BLOCKFUSE_SOURCE_DIR "/tests/data/mma_callseq.ptx"); }
 std::string cp_async_fixture() { return read(BLOCKFUSE_SOURCE_DIR "/tests/data/cp_async_callseq.ptx"); }
+std::string cvt_bf16_fixture() { return read(BLOCKFUSE_SOURCE_DIR "/tests/data/cvt_bf16_callseq.ptx"); }
 
 // The `{ // callseq N, 0 ... } // callseq N` block of call N.
 std::pair<size_t, size_t> block(const std::string &ptx, int n) {
@@ -213,6 +214,38 @@ TEST_CASE("malformed asynchronous copies are refused with an error naming the ke
         auto [a, b] = block(f, 2);
         require_refused(insert_after_block(fixture(), 9, f.substr(a, b - a - 1)),
                         "is split by 'cp.async.commit_group;'");
+    }
+}
+
+TEST_CASE("the bf16 conversion becomes cvt.rn.bf16.f32 into its result; the fixture is what the build emits",
+          "[mma_ptx]") {
+    mma_ptx::Stats st;
+    const std::string out = mma_ptx::rewrite(cvt_bf16_fixture(), &st);
+    CHECK(st.cvt_bf16 == 1);
+    CHECK(out.find("blockfuse_") == std::string::npos);
+    // The rounded bits zero-extended into the register the call's result was read into.
+    CHECK(out.find("\t{\n\t.reg .b16 \t%bf_h;\n\tcvt.rn.bf16.f32 \t%bf_h, %r2;\n\tcvt.u32.u16 \t%r3, %bf_h;\n\t}") !=
+          std::string::npos);
+    // A constant argument through a scoped register.
+    const std::string c =
+        mma_ptx::rewrite(replace_in_block(cvt_bf16_fixture(), 0, "[param0], %r2", "[param0], 0f3F800000"));
+    CHECK(c.find("\tmov.b32 \t%bf_s0, 0f3F800000;") != std::string::npos);
+    CHECK(c.find("\tcvt.rn.bf16.f32 \t%bf_h, %bf_s0;") != std::string::npos);
+    // A bf16 kernel's epilogue as this build emits it holds exactly the fixture's call shape.
+    const std::set<std::string> fixed = blockfuse_call_shapes(cvt_bf16_fixture());
+    REQUIRE(fixed.size() == 1);
+    require_same_shapes(blockfuse_call_shapes(emitted_ptx("gemm_a_bf16_cuda"), "blockfuse_cvt"), fixed);
+}
+
+TEST_CASE("malformed bf16 conversions are refused with an error naming the kernel", "[mma_ptx]") {
+    const std::string f = cvt_bf16_fixture();
+    SECTION("a result not read") {
+        require_refused(replace_in_block(f, 0, "\tld.param.b32 \t%r3, [retval0];\n", ""),
+                        "blockfuse_cvt_bf16 call whose result is not read into a register");
+    }
+    SECTION("the wrong arity") {
+        require_refused(replace_in_block(f, 0, "(param0);", "();"),
+                        "blockfuse_cvt_bf16 called with 0 arguments (1 passed), expected 1");
     }
 }
 
