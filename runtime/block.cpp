@@ -260,6 +260,11 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
     const BlockKnobs kn = block_knobs_from(v.knobs);
     LaunchShape shape;  // one block (the grid is the workload's, within every limit)
     shape.threads = v.threads_per_block();
+    auto check_shape = [&] {
+        if (const std::string why = launch_limit_violation(shape, limits); !why.empty())
+            throw KernelError(what() + why);
+    };
+    check_shape();  // threads first: past the limit, the tiling's other errors are its consequences
     if (strategy == kFusedTc) {
         if (const std::string why = fused_tc_error(spec, kn); !why.empty()) throw KernelError(what() + why);
         shape.shared_bytes = fused_tc_shared_bytes(spec, kn);
@@ -276,7 +281,7 @@ void check_block_launch(const KernelVariant &v, const BlockWorkload &w, const La
                                               staged_tile_bytes(l.c, v.knob("full_threads_x") * v.knob("full_tile_x"),
                                                                 v.knob("full_tile_y"), l.stride_w, l.r, 1));
     }
-    if (const std::string why = launch_limit_violation(shape, limits); !why.empty()) throw KernelError(what() + why);
+    check_shape();  // and the shared memory
     if (!tensor_core_strategy(strategy)) return;
     // The module's kernels share one JIT register cap (by default raised for mma.sync, runtime/mma_ptx.h): the
     // largest thread block at that cap must fit the register file.
