@@ -49,8 +49,9 @@ inline Halide::Expr f32_to_b16(const Halide::Expr &f, Elem e) {
 // f32_to_b16 takes about ten); the caller's schedule must convert scalars or vectors of a multiple of 4 lanes (a
 // two-lane vector is the trap described above; tests/kernels/tensor_core_sass.py fails a kernel that stores an f32 as
 // 16 bits). bf16: the extern kCvtBf16, which the driver shim rewrites into cvt.rn.bf16.f32 (runtime/mma_ptx.h; ptxas
-// pairs two into one F2FP.BF16.F32.PACK_AB), so only kernels the shim rewrites may use it (the tensor-core
-// families). Both round to nearest even as f32_to_b16 does; they differ only in a NaN's payload.
+// pairs two into one F2FP.BF16.F32.PACK_AB) when it loads any module that calls a blockfuse_ extern (every CUDA module
+// blockfuse loads goes through it). Both round to nearest even as f32_to_b16 does; they differ only in a NaN's
+// payload.
 inline bool converts_natively(Elem e, bool native) { return native && e == Elem::f16; }
 inline Halide::Expr to_b16_bits(const Halide::Expr &f, Elem e, bool native) {
     using namespace Halide;
