@@ -151,7 +151,6 @@ TEST_CASE("bad conv1d and conv3d keys get one message naming the field and the v
 }
 
 TEST_CASE("every workload of the conv1d and conv3d suites, shrunk, matches the float64 reference", "[conv_nd][suite]") {
-    install_halide_error_handler();
     std::vector<std::string> keys;
     for (const char *suite : {"conv1d", "conv3d"})
         for (const auto &k : test::suite_keys(BLOCKFUSE_SOURCE_DIR, suite)) keys.push_back(shrink_key(k));
@@ -159,7 +158,6 @@ TEST_CASE("every workload of the conv1d and conv3d suites, shrunk, matches the f
 }
 
 TEST_CASE("random conv1d and conv3d shapes match the float64 reference", "[conv_nd][random]") {
-    install_halide_error_handler();
     std::cout << "BLOCKFUSE_TEST_SEED=" << test::test_seed() << " (set it to reproduce this run)\n";
     INFO("BLOCKFUSE_TEST_SEED=" << test::test_seed());
     const int per_rank = std::stoi(test::env("BLOCKFUSE_TEST_SHAPES", "3"));
@@ -173,7 +171,6 @@ TEST_CASE("random conv1d and conv3d shapes match the float64 reference", "[conv_
 }
 
 TEST_CASE("the conv3d check fails on misplaced depth taps", "[conv_nd][compare]") {
-    install_halide_error_handler();
     const std::string key = "conv3d:n=1,c=2,d=4,h=5,w=5,k=3,kernel=3,stride=1,pad=1,groups=1,dtype=f32";
     for (Device dev : test::test_devices())
         test::for_each_kernel(dev, {key}, [](const std::string &k, const KernelVariant &v) {

@@ -114,7 +114,6 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
 }  // namespace
 
 TEST_CASE("fused_tc FFN blocks on random shapes and tilings match the float64 reference", "[blocks][ffn_tc]") {
-    install_halide_error_handler();
     std::cout << "BLOCKFUSE_TEST_SEED=" << test::test_seed() << " (set it to reproduce this run)\n";
     INFO("BLOCKFUSE_TEST_SEED=" << test::test_seed());
     const std::vector<test::KnobCase> all =
@@ -129,7 +128,6 @@ TEST_CASE("fused_tc FFN blocks on random shapes and tilings match the float64 re
 // (wgmma, swizzled K steps of 64, the 3-stage ring) on a partial tile of 70 pixels.
 TEST_CASE("layer_by_layer_tc blocks with their layers' panel ring and prefetch match the float64 reference",
           "[blocks][ffn_tc]") {
-    install_halide_error_handler();
     INFO("BLOCKFUSE_TEST_SEED=" << test::test_seed());
     test::check_knob_cases(
         {{"ffn:n=3,c=16,h=1,w=9,e=4,act=relu,dtype=f16", {{"tc0_stages", 2}, {"tc0_prefetch", 0}, {"tc1_prefetch", 1}}},
@@ -157,7 +155,6 @@ TEST_CASE("layer_by_layer_tc blocks with their layers' panel ring and prefetch m
 TEST_CASE("layer_by_layer_tc ConvFirst with its grouped layer's accumulator tile in local memory matches float64",
           "[blocks][ffn_tc][gpu]") {
     if (!test::testing_device(Device::cuda)) return;
-    install_halide_error_handler();
     INFO("BLOCKFUSE_TEST_SEED=" << test::test_seed());
     test::check_knob_cases({{"convfirst:n=2,c=256,h=14,w=14,e=4,k=3,stride=1,act=relu,dtype=f16",
                              {{"layer_flat_threads", 128},
@@ -173,7 +170,6 @@ TEST_CASE("layer_by_layer_tc ConvFirst with its grouped layer's accumulator tile
 
 TEST_CASE("fused_tc with the hidden A registers 1 and 2 swapped fails the reference check", "[blocks][ffn_tc]") {
     if (!test::testing_device(Device::cpu)) return;
-    install_halide_error_handler();
     const std::string key = "ffn:n=1,c=32,h=5,w=7,e=2,act=relu,dtype=f16";
     test::require_mutant_fails(*kernel_with_knobs(key, kFusedTc, Device::cpu, {}, 0, "test"), key, 2);
 }
@@ -181,7 +177,6 @@ TEST_CASE("fused_tc with the hidden A registers 1 and 2 swapped fails the refere
 TEST_CASE("fused_tc ConvFirst with its grouped layer's A registers 1 and 2 swapped fails the reference check",
           "[blocks][ffn_tc]") {
     if (!test::testing_device(Device::cpu)) return;
-    install_halide_error_handler();
     const std::string key = "convfirst:n=1,c=16,h=6,w=7,e=2,k=3,stride=1,act=relu,dtype=f16";
     test::require_mutant_fails(*kernel_with_knobs(key, kFusedTc, Device::cpu, {{"tc_grouped", 1}}, 0, "test"), key, 5);
 }
@@ -189,7 +184,6 @@ TEST_CASE("fused_tc ConvFirst with its grouped layer's A registers 1 and 2 swapp
 TEST_CASE("fused_tc ConvNeXt with LayerNorm statistics short of a channel group fails the reference check",
           "[blocks][ffn_tc]") {
     if (!test::testing_device(Device::cpu)) return;
-    install_halide_error_handler();
     const std::string key = "convnext:n=1,c=32,h=5,w=6,e=4,k=7,stride=1,act=gelu,dtype=f16";
     test::require_mutant_fails(*kernel_with_knobs(key, kFusedTc, Device::cpu, {}, 0, "test"), key, 4);
 }
