@@ -86,10 +86,10 @@ bool is_constant(const std::string &operand) {
 }
 
 // Immediate operands of a rewritten instruction through registers declared in a scope of its own (mma.sync and
-// cp.async take registers): %bf_s<i> 32-bit, %bf_d<i> 64-bit.
+// cp.async take registers): %bf_s<i> 32-bit, %bf_d<i> 64-bit; and temporaries the text writes, %bf_h<i> 16-bit too.
 struct ScopedTemps {
     std::vector<std::string> movs;
-    int b32 = 0, b64 = 0;
+    int b16 = 0, b32 = 0, b64 = 0;
     std::string reg(const std::string &v, bool wide = false) {
         if (is_register(v)) return v;
         const std::string t = wide ? fresh64() : "%bf_s" + std::to_string(b32++);
@@ -97,10 +97,12 @@ struct ScopedTemps {
         return t;
     }
     std::string fresh64() { return "%bf_d" + std::to_string(b64++); }  // a 64-bit temporary the text writes
+    std::string fresh16() { return "%bf_h" + std::to_string(b16++); }  // a 16-bit one
     // `text` after the immediates are set, in a scope declaring the temporaries; as it is without any.
     std::vector<std::string> scoped(const std::vector<std::string> &text) const {
-        if (!b32 && !b64) return text;
+        if (!b16 && !b32 && !b64) return text;
         std::vector<std::string> out{"\t{"};
+        if (b16) out.push_back("\t.reg .b16 \t%bf_h<" + std::to_string(b16) + ">;");
         if (b32) out.push_back("\t.reg .b32 \t%bf_s<" + std::to_string(b32) + ">;");
         if (b64) out.push_back("\t.reg .b64 \t%bf_d<" + std::to_string(b64) + ">;");
         out.insert(out.end(), movs.begin(), movs.end());
@@ -415,12 +417,9 @@ private:
             // The rounded 16 bits zero-extended into the call's 32-bit result (the extern returns a uint16).
             if (call.result.empty())
                 fail(std::string(mma::kCvtBf16) + " call whose result is not read into a register");
-            const std::string x = temps.reg(call.operands[0]);
-            text.push_back("\t{");
-            text.push_back("\t.reg .b16 \t%bf_h;");
-            text.push_back("\tcvt.rn.bf16.f32 \t%bf_h, " + x + ";");
-            text.push_back("\tcvt.u32.u16 \t" + call.result + ", %bf_h;");
-            text.push_back("\t}");
+            const std::string x = temps.reg(call.operands[0]), bits = temps.fresh16();
+            text.push_back("\tcvt.rn.bf16.f32 \t" + bits + ", " + x + ";");
+            text.push_back("\tcvt.u32.u16 \t" + call.result + ", " + bits + ";");
             in.kind = Instr::plain;
             if (is_register(call.operands[0])) in.uses.insert(call.operands[0]);
             in.defs.insert(call.result);

@@ -224,13 +224,14 @@ TEST_CASE("the bf16 conversion becomes cvt.rn.bf16.f32 into its result; the fixt
     CHECK(st.cvt_bf16 == 1);
     CHECK(out.find("blockfuse_") == std::string::npos);
     // The rounded bits zero-extended into the register the call's result was read into.
-    CHECK(out.find("\t{\n\t.reg .b16 \t%bf_h;\n\tcvt.rn.bf16.f32 \t%bf_h, %r2;\n\tcvt.u32.u16 \t%r3, %bf_h;\n\t}") !=
-          std::string::npos);
+    CHECK(
+        out.find("\t{\n\t.reg .b16 \t%bf_h<1>;\n\tcvt.rn.bf16.f32 \t%bf_h0, %r2;\n\tcvt.u32.u16 \t%r3, %bf_h0;\n\t}") !=
+        std::string::npos);
     // A constant argument through a scoped register.
     const std::string c =
         mma_ptx::rewrite(replace_in_block(cvt_bf16_fixture(), 0, "[param0], %r2", "[param0], 0f3F800000"));
     CHECK(c.find("\tmov.b32 \t%bf_s0, 0f3F800000;") != std::string::npos);
-    CHECK(c.find("\tcvt.rn.bf16.f32 \t%bf_h, %bf_s0;") != std::string::npos);
+    CHECK(c.find("\tcvt.rn.bf16.f32 \t%bf_h0, %bf_s0;") != std::string::npos);
     // A bf16 kernel's epilogue as this build emits it holds exactly the fixture's call shape.
     const std::set<std::string> fixed = blockfuse_call_shapes(cvt_bf16_fixture());
     REQUIRE(fixed.size() == 1);
