@@ -11,6 +11,7 @@
 #include "runtime/dispatch.h"
 #include "schedules/block_knobs.h"
 #include "schedules/heuristics.h"
+#include "tests/common/block_tc_cases.h"
 #include "tests/common/check_kernel.h"
 #include "tests/common/random_shapes.h"
 #include "tests/common/test_env.h"
@@ -106,12 +107,17 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
         const BlockSpec spec = parse_block(key).spec();
         if (!fused_tc_error(spec, block_knobs_from(knobs)).empty())
             knobs["chunk"] = 16;  // a chunk whose divisor of the hidden width is no multiple of 16
+        test::fit_fused_tc_shared(spec, knobs);
         out.push_back({key, knobs});
     }
     return out;
 }
 
 }  // namespace
+
+TEST_CASE("random fused_tc FFN-family tilings fit the smallest target's shared memory", "[blocks][ffn_tc]") {
+    test::require_fused_tc_cases_fit(cases);
+}
 
 TEST_CASE("fused_tc FFN blocks on random shapes and tilings match the float64 reference", "[blocks][ffn_tc]") {
     std::cout << "BLOCKFUSE_TEST_SEED=" << test::test_seed() << " (set it to reproduce this run)\n";

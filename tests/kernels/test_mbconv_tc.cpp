@@ -11,6 +11,7 @@
 #include "runtime/dispatch.h"
 #include "schedules/block_knobs.h"
 #include "schedules/heuristics.h"
+#include "tests/common/block_tc_cases.h"
 #include "tests/common/check_kernel.h"
 #include "tests/common/random_shapes.h"
 #include "tests/common/test_env.h"
@@ -75,12 +76,17 @@ std::vector<test::KnobCase> cases(uint64_t seed, int random_count) {
         const BlockSpec spec = parse_block(key).spec();
         if (effective_chunk(spec.hidden, knobs["chunk"]) % 16) knobs["chunk"] = 16;
         if (!fused_tc_error(spec, block_knobs_from(knobs)).empty()) knobs["tc_warps"] = 8;  // fewer m-tiles a warp
+        test::fit_fused_tc_shared(spec, knobs);
         out.push_back({key, knobs});
     }
     return out;
 }
 
 }  // namespace
+
+TEST_CASE("random fused_tc MBConv tilings fit the smallest target's shared memory", "[blocks][mbconv_tc]") {
+    test::require_fused_tc_cases_fit(cases);
+}
 
 TEST_CASE("fused_tc MBConv blocks on chosen and random shapes and tilings match the float64 reference",
           "[blocks][mbconv_tc]") {
