@@ -43,6 +43,15 @@ double distance(const Problem &a, const Problem &b) {
            4.0 * (a.stride_h != b.stride_h || a.stride_w != b.stride_w);
 }
 
+// Whether two record targets are GPUs of one architecture: "cuda:NAME:sm_XY" with the same sm_XY.
+bool same_architecture(const std::string &a, const std::string &b) {
+    auto arch = [](const std::string &t) {
+        const size_t at = t.rfind(":sm_");
+        return t.rfind("cuda:", 0) == 0 && at != std::string::npos ? t.substr(at) : std::string();
+    };
+    return !arch(a).empty() && arch(a) == arch(b);
+}
+
 // What one measurement times: a kernel (its name: the knobs it reads) at the register cap its module JITs at. Two
 // such caps of one kernel are one build but two measurements; caps a tensor-core module raises to its floor are one.
 std::string measured_kernel(const KernelVariant &k) { return k.name + ";regs=" + std::to_string(k.jit_register_cap()); }
@@ -126,6 +135,16 @@ void Tuner::seed_and_resume(const Task &t, const SearchSpace &space, Search &sea
     const bool seeded = std::string(search.name()) != "random";
     if (seeded) {
         search.add_seed(space.default_candidate());
+        // This workload's best record on each other GPU of this architecture (another sm_90 card's tiling is the
+        // likeliest good start): a seed, measured here like any candidate, never applied.
+        std::map<std::string, const TuningRecord *> sibling;
+        for (const TuningRecords *rs : {&own_, &others_})
+            for (const TuningRecord &r : rs->records)
+                if (r.ok() && r.workload == t.key && r.strategy == t.strategy && r.target != target_ &&
+                    same_architecture(r.target, target_) && r.halide_version == BLOCKFUSE_HALIDE_VERSION &&
+                    (!sibling.count(r.target) || r.median_ms < sibling[r.target]->median_ms))
+                    sibling[r.target] = &r;
+        for (const auto &[target, r] : sibling) search.add_seed(space.project(r->knobs, r->max_registers));
         for (const KernelVariant *v : data_variants_for(t.key, t.strategy, dev_))
             search.add_seed(space.project(v->schedule_knobs(), v->max_registers));
     }

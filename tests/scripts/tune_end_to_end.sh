@@ -182,4 +182,24 @@ caps = sorted(r["max_registers"] for r in plan)
 assert len(caps) == len(set(caps)) >= 4 and {64, 96, 128, 168} <= set(caps), caps
 assert len({json.dumps(r["knobs"], sort_keys=True) for r in plan}) == 1, plan
 print("register caps planned:", caps)' "$dir/c2.plan" || { cat "$dir/c2.txt"; fail "register caps not each planned"; }
-echo "ok: planted failures isolated, resume, dispatch, shards, plan/measure, held knobs, build limit, register caps"
+# 9. seeds from another GPU of the same architecture: this workload's record on another sm_90 card is among the first
+#    candidates planned (after the heuristic's), one of an sm_80 card is not.
+"$py" -c '
+import json, sys
+base = {"workload": sys.argv[1], "strategy": "fused_tc", "family": "block", "halide_version": "21.0.0",
+        "failure": "", "median_ms": 0.01, "version": 3}
+with open(sys.argv[2], "w") as f:
+    for target, knobs in (("cuda:ANOTHER SM90 GPU:sm_90", {"chunk": 32, "tc_warps": 2, "tile_x": 3, "tile_y": 5}),
+                          ("cuda:AN SM80 GPU:sm_80", {"chunk": 16, "tc_warps": 1, "tile_x": 2, "tile_y": 6})):
+        f.write(json.dumps(dict(base, target=target, knobs=knobs)) + "\n")' "$w4" "$dir/siblings.jsonl"
+"$bf" tune --device cuda --gpu "NVIDIA H200:sm_90" --seed-records "$dir/siblings.jsonl" --workload "$w4" \
+    --strategies fused_tc --trials 2 --batch 2 --records "$dir/s1.jsonl" --plan-out "$dir/s1.plan" > "$dir/s1.txt" 2>&1 \
+    || { cat "$dir/s1.txt"; fail "plan seeded from siblings exited $?"; }
+"$py" -c '
+import json, sys
+plan = [{k: r["knobs"][k] for k in ("chunk", "tc_warps", "tile_x", "tile_y")} for r in map(json.loads, open(sys.argv[1]))]
+assert {"chunk": 32, "tc_warps": 2, "tile_x": 3, "tile_y": 5} in plan, plan
+assert {"chunk": 16, "tc_warps": 1, "tile_x": 2, "tile_y": 6} not in plan, plan' "$dir/s1.plan" \
+    || { cat "$dir/s1.txt"; fail "the sm_90 sibling record was not planned first (or the sm_80 one was)"; }
+echo "ok: planted failures isolated, resume, dispatch, shards, plan/measure, held knobs, build limit, register caps, \
+sibling seeds"
