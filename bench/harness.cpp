@@ -201,6 +201,14 @@ std::vector<ChosenKernel> choose_kernels(const std::string &key, Device dev, con
                 std::cout << fmt::format("dispatch: {} {}: not available: {}\n", canonical_key(key), s, e.what());
             continue;
         }
+        // A record measured a kernel of its knobs built from the sources of then: where they changed since (the
+        // kernel's name hash differs), its time says nothing of this kernel, and a faster rule may lose to it.
+        if (p.record && !sel.quiet && !p.record->variant.empty() && p.record->variant != p.variant->name)
+            std::cout << fmt::format(
+                "tuning record: {} {}: measured {:.4g} ms as {} (commit {}); its sources changed since (now {}): "
+                "the time is not this kernel's; retune it (blockfuse tune --workload {} --strategies {})\n",
+                canonical_key(key), s, p.record->median_ms, p.record->variant,
+                p.record->commit.empty() ? "unknown" : p.record->commit, p.variant->name, canonical_key(key), s);
         out.push_back({p.variant, s, p.source});
         if (sel.all_variants)
             for (const KernelVariant *v : data_variants_for(key, s, dev))

@@ -98,6 +98,21 @@ grep -q "resumed: 11 candidates" "$dir/tune2s.txt" || { cat "$dir/tune2s.txt"; f
 "$bf" bench --device cpu --workload "$w1" --tuning-records "$dir/r.jsonl" --variants default \
     --min-seconds 0 --min-samples 1 > "$dir/bench.txt" 2>&1 || { cat "$dir/bench.txt"; fail "bench exited $?"; }
 grep -q "tuning record (blockfuse tune" "$dir/bench.txt" || { cat "$dir/bench.txt"; fail "the tuned record was not used"; }
+# A record whose kernel was built from other sources (the stale one above, made the fastest) still dispatches, and
+# says that its time is not this kernel's.
+"$py" - "$dir/stale.jsonl" "$dir/stale_best.jsonl" <<'PY' || fail "writing the fastest stale record"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+stale = next(r for r in recs if r["variant"].endswith("@00000000"))
+stale["median_ms"] = 1e-6
+with open(sys.argv[2], "w") as f:
+    f.write(json.dumps(stale) + "\n")
+PY
+"$bf" bench --device cpu --workload "$w1" --tuning-records "$dir/stale_best.jsonl" --variants default \
+    --min-seconds 0 --min-samples 1 > "$dir/bench_stale.txt" 2>&1 || { cat "$dir/bench_stale.txt"; fail "bench exited $?"; }
+grep -q "@00000000 (commit .*); its sources changed since (now .*): the time is not this kernel's" \
+    "$dir/bench_stale.txt" || { cat "$dir/bench_stale.txt"; fail "a stale record applied without a word"; }
+! grep -q "its sources changed since" "$dir/bench.txt" || { cat "$dir/bench.txt"; fail "a fresh record called stale"; }
 # records best names the fastest passing record's knobs, as the kernel line of bench does.
 "$bf" records best "$dir/r.jsonl" > "$dir/best.txt" 2>&1 || { cat "$dir/best.txt"; fail "records best exited $?"; }
 knobs=$(sed -n 's/^conv2d direct: [^[]*\[\(.*\)\] (tuning record.*/\1/p' "$dir/bench.txt")
