@@ -132,19 +132,28 @@ void Tuner::seed_and_resume(const Task &t, const SearchSpace &space, Search &sea
     };
     for (const TuningRecord &r : own_.records)
         if (same_target(r, t)) observe_record(r, true);
+    // The fastest passing record of this strategy and Halide version in each group (`group_of`) of those `keep` takes.
+    auto fastest_by = [&](auto keep, auto group_of) {
+        std::map<std::string, const TuningRecord *> best;
+        for (const TuningRecords *rs : {&own_, &others_})
+            for (const TuningRecord &r : rs->records)
+                if (r.ok() && r.strategy == t.strategy && r.halide_version == BLOCKFUSE_HALIDE_VERSION && keep(r)) {
+                    const TuningRecord *&b = best[group_of(r)];
+                    if (!b || r.median_ms < b->median_ms) b = &r;
+                }
+        return best;
+    };
     const bool seeded = std::string(search.name()) != "random";
     if (seeded) {
         search.add_seed(space.default_candidate());
         // This workload's best record on each other GPU of this architecture (another sm_90 card's tiling is the
         // likeliest good start): a seed, measured here like any candidate, never applied.
-        std::map<std::string, const TuningRecord *> sibling;
-        for (const TuningRecords *rs : {&own_, &others_})
-            for (const TuningRecord &r : rs->records)
-                if (r.ok() && r.workload == t.key && r.strategy == t.strategy && r.target != target_ &&
-                    same_architecture(r.target, target_) && r.halide_version == BLOCKFUSE_HALIDE_VERSION &&
-                    (!sibling.count(r.target) || r.median_ms < sibling[r.target]->median_ms))
-                    sibling[r.target] = &r;
-        for (const auto &[target, r] : sibling) search.add_seed(space.project(r->knobs, r->max_registers));
+        const auto siblings = fastest_by(
+            [&](const TuningRecord &r) {
+                return r.workload == t.key && r.target != target_ && same_architecture(r.target, target_);
+            },
+            [](const TuningRecord &r) { return r.target; });
+        for (const auto &[target, r] : siblings) search.add_seed(space.project(r->knobs, r->max_registers));
         for (const KernelVariant *v : data_variants_for(t.key, t.strategy, dev_))
             search.add_seed(space.project(v->schedule_knobs(), v->max_registers));
     }
@@ -153,13 +162,11 @@ void Tuner::seed_and_resume(const Task &t, const SearchSpace &space, Search &sea
     if (!seeded) return;
     // The nearest other workloads' best records of this family, strategy and target.
     const auto op = parse_op(t.key);
-    std::map<std::string, const TuningRecord *> best_of;
-    for (const TuningRecords *rs : {&own_, &others_})
-        for (const TuningRecord &r : rs->records)
-            if (r.ok() && r.workload != t.key && r.strategy == t.strategy && r.family == op->family(t.strategy) &&
-                r.target == target_ && r.halide_version == BLOCKFUSE_HALIDE_VERSION &&
-                (!best_of.count(r.workload) || r.median_ms < best_of[r.workload]->median_ms))
-                best_of[r.workload] = &r;
+    const auto best_of = fastest_by(
+        [&](const TuningRecord &r) {
+            return r.workload != t.key && r.family == op->family(t.strategy) && r.target == target_;
+        },
+        [](const TuningRecord &r) { return r.workload; });
     std::vector<std::pair<double, const TuningRecord *>> near;
     for (const auto &[w, r] : best_of)
         if (parse_op(w)->dtype() == op->dtype()) near.push_back({distance(parse_op(w)->problem(), op->problem()), r});
