@@ -558,6 +558,17 @@ ScheduleChoice stem_heuristic(const StemWorkload &w, const std::string &strategy
 }
 
 namespace {
+// K split over blocks where a tiling gives `blocks` < the 132 SMs and the reduction has at least 8 panels: up to about
+// 4 blocks per SM, each split keeping at least 2 panels (tensor_core_tiling says where it was measured).
+int split_k_for(long long blocks, long long panels) {
+    int split = 1;
+    while (blocks < 132 && panels >= 8 && split < 8 && blocks * split * 2 <= 4 * 132 && panels / (split * 2) >= 2)
+        split *= 2;
+    return split;
+}
+}  // namespace
+
+namespace {
 // The tensor-core tiling of a product of M x N outputs over a reduction of K (the GEMM family, and the
 // implicit GEMM of a convolution). CUDA: 128 x 128 block tiles of 2 x 2 warps of 64 x 64 and K steps of 64
 // (H200, bf16, the fastest of the tilings measured at 4096^3 and both FFN shapes: 268.5, 134.6 and 141.4
@@ -609,9 +620,7 @@ std::map<std::string, int> tensor_core_tiling(long long M, long long N, long lon
     // on the short reductions, so not there: late-stage-1x1 (4 panels) 0.0106 -> 0.0125 with 2, whisper-conv1
     // (4 panels, 240 blocks) 0.027 -> 0.039.
     const long long panels = ceil_div(K, k_step);
-    int split = 1;
-    while (blocks() < 132 && panels >= 8 && split < 8 && blocks() * split * 2 <= 4 * 132 && panels / (split * 2) >= 2)
-        split *= 2;
+    const int split = split_k_for(blocks(), panels);
     if (split > 1) t["split_k"] = split;
     t["prefetch"] = ceil_div(panels, split) > 1 && accumulator_registers + prefetch_registers <= 176 ? 1 : 0;
     return t;
@@ -640,8 +649,7 @@ ScheduleChoice mma_sync_gemm_choice(const GemmWorkload &w, Device device) {
 // against 0.0837 for the best mma.sync tiling (bench/results/h100/gemm-epilogue/, retune/). Shorter reductions not
 // measured. bf16 the same (H100, 25088 x 1024 x 256 bf16: 0.0533 ms against 0.0874 on mma.sync; every tiling of that
 // plan checked against float64 first, bench/results/h100/gemm-store-loop/).
-// Not a convolution's implicit GEMM either: over 9 dense conv2d rows the best of 8 tuner points each were level (H100,
-// mma.sync / wgmma 1.03x geomean, 0.83-1.29x, highres the slower on wgmma; same page). A block's 1x1 layer is that
+// A convolution's implicit GEMM takes one-warpgroup tiles (hopper_conv_wgmma_tiling, below). A block's 1x1 layer is that
 // GEMM with the layer's epilogue (layer_by_layer_tc below: FFN's and ConvFirst's project, K = 4c), its ring copying
 // the previous layer's buffer: H100, N=128, the blocks 1.07-1.11x faster than with that layer's stages = 1 (FFN c=256
 // 0.198 ms, ConvFirst c=256 0.246, c=128 0.369; medians of three alternated timings, bench/results/h100/block-ring/),
@@ -675,6 +683,34 @@ ScheduleChoice gemm_heuristic(const GemmWorkload &w, Device device) {
     return mma_sync_gemm_choice(w, device);
 }
 
+namespace {
+// A dense convolution's implicit GEMM on Hopper (compute capability 9.0), f16 or bf16: wgmma on one warpgroup (4 warps
+// of 16 rows: 64-row tiles) of warp_n columns, K steps of 64 in 128-byte swizzled panels, the epilogue staged in
+// shared memory; warp_n the widest of 128, 64, 32 not past twice N and giving the 132 SMs a tile each, then K split as
+// tensor_core_tiling does; a cp.async ring of 4 stages over reductions of at least 16 panels a split, 2 from 4, where
+// the input channels are a multiple of 8 (`ring`: cp.async copies whole 16-byte rows).
+// H100, 2026-12-07 (bench/results/h100/conv-tc-heuristic/): against the mma.sync tiling before, every one of the 41
+// dense rows of conv2d-dense, conv1d, conv3d and Conv3x3-BN-ReLU faster, 1.10-2.11x (geomean 1.46x; highres 0.125 ->
+// 0.071 ms, 68% of the mma.sync ceiling), all checked against float64; the same tiles unstaged 1.18x, 11 rows slower.
+std::optional<std::map<std::string, int>> hopper_conv_wgmma_tiling(const GemmWorkload &g, Device device, bool ring) {
+    if (device != Device::cuda || launch_limits(device).compute_capability != 90 ||
+        (g.dtype != DType::f16 && g.dtype != DType::bf16))
+        return std::nullopt;
+    int warp_n = 128;
+    auto tiles = [&] { return ceil_div(g.m, 64) * ceil_div(g.n, warp_n); };
+    while (warp_n > 32 && (warp_n >= 2 * ceil_div(g.n, 32) * 32 || tiles() < 132)) warp_n /= 2;
+    const long long panels = ceil_div(g.k, 64);
+    const int split = split_k_for(tiles(), panels);
+    const long long per_split = ceil_div(panels, split);
+    std::map<std::string, int> t{
+        {"warp_m", 16}, {"warp_n", warp_n}, {"warps_m", 4},
+        {"warps_n", 1}, {"k_step", 64},     {"pad", 0},
+        {"wgmma", 1},   {"stage_c", 1},     {"stages", !ring ? 1 : per_split >= 16 ? 4 : per_split >= 4 ? 2 : 1}};
+    if (split > 1) t["split_k"] = split;
+    return t;
+}
+}  // namespace
+
 ScheduleChoice conv2d_tc_heuristic(const Conv2dWorkload &w, Device device, const TcDepth &z) {
     if (const int window = conv_windows(w).window_n(); window > 0) {
         // Grouped: a warp's columns within one window (each window its own A fragments, so a warp over several
@@ -697,7 +733,19 @@ ScheduleChoice conv2d_tc_heuristic(const Conv2dWorkload &w, Device device, const
                             window, warp_n * s.knobs["warps_n"], s.knobs["warps_n"], k_step);
         return s;
     }
-    ScheduleChoice s = mma_sync_gemm_choice(implicit_gemm_of(w, z), device);
+    const GemmWorkload g = implicit_gemm_of(w, z);
+    if (auto t = hopper_conv_wgmma_tiling(g, device, w.c % 8 == 0)) {
+        ScheduleChoice s;
+        s.knobs = *t;
+        const GemmKnobs kn = gemm_knobs_from(s.knobs);
+        s.why =
+            fmt::format("heuristic: Hopper's wgmma, 64x{} block tiles of one warpgroup, K steps of 64 in 128-byte "
+                        "swizzled panels{}, the epilogue staged in shared memory{} (the convolution's implicit GEMM)",
+                        kn.warp_n, kn.stages > 1 ? fmt::format(", a {}-stage cp.async ring", kn.stages) : "",
+                        kn.split_k > 1 ? fmt::format(", K split over {} blocks", kn.split_k) : "");
+        return s;
+    }
+    ScheduleChoice s = mma_sync_gemm_choice(g, device);
     s.why += " (the convolution's implicit GEMM)";
     return s;
 }

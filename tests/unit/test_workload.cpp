@@ -10,6 +10,8 @@
 #include "runtime/block.h"
 #include "runtime/gemm.h"
 #include "runtime/model.h"
+#include "runtime/op.h"
+#include "runtime/conv2d_tc.h"
 #include "schedules/gemm_knobs.h"
 #include "schedules/heuristics.h"
 
@@ -238,6 +240,49 @@ TEST_CASE("GEMMs on Hopper take the swizzled wgmma ring where it was measured fa
     CHECK(block_wgmma("convfirst:n=128,c=256,h=14,w=14,e=4,k=3,stride=1,act=relu,dtype=f16", h200) ==
           (std::set<std::string>{"tc1_wgmma", "tc2_wgmma"}));
     CHECK(block_wgmma("ffn:n=8,c=64,h=14,w=14,e=4,act=relu,dtype=f16", h200).empty());  // K = 64-256, few tiles
+}
+
+TEST_CASE("dense convolutions on Hopper take one-warpgroup wgmma tiles, staged, within the knob checks",
+          "[heuristics]") {
+    auto knobs = [](const std::string &key, const char *gpu) {
+        setenv("BLOCKFUSE_GPU", gpu, 1);  // this machine has no GPU: the heuristics read the one named
+        const ScheduleChoice s = parse_op(key)->heuristic(kTensorCores, Device::cuda);
+        unsetenv("BLOCKFUSE_GPU");
+        return s.knobs;
+    };
+    const char *h200 = "NVIDIA H200:sm_90", *a100 = "NVIDIA A100-SXM4-80GB:sm_80";
+    auto at = [](const std::map<std::string, int> &k, const char *name) { return k.count(name) ? k.at(name) : 0; };
+    // The widest of 128, 64, 32 columns not past twice the output channels that still gives every SM a tile; the
+    // K split only where the narrowest leaves SMs idle; the ring's depth from the reduction a split runs.
+    const auto highres = knobs("conv2d:n=1,c=256,h=112,w=112,k=512,r=3,s=3,pad=1,dtype=f16", h200);
+    CHECK(at(highres, "wgmma") == 1);
+    CHECK(at(highres, "warp_n") == 128);
+    CHECK(at(highres, "stages") == 4);
+    CHECK(at(highres, "split_k") <= 1);
+    CHECK(at(highres, "stage_c") == 1);
+    const auto narrow = knobs("conv2d:n=128,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,bias=1,act=relu,dtype=f16", h200);
+    CHECK(at(narrow, "warp_n") == 64);
+    CHECK(at(narrow, "stages") == 2);
+    const auto few = knobs("conv2d:n=1,c=128,h=56,w=56,k=256,r=3,s=3,stride=2,pad=1,dtype=bf16", h200);
+    CHECK(at(few, "warp_n") == 32);  // 13 x 8 tiles of 64 x 32: fewer than the SMs, so K is split
+    CHECK(at(few, "split_k") == 4);
+    // No cp.async ring where the input channels are not a multiple of 8 (it copies whole 16-byte rows).
+    CHECK(at(knobs("conv2d:n=2,c=96,h=56,w=56,k=64,r=3,s=3,pad=1,dtype=f16", h200), "stages") == 2);
+    CHECK(at(knobs("conv2d:n=2,c=100,h=56,w=56,k=64,r=3,s=3,pad=1,dtype=f16", h200), "stages") == 1);
+    // conv1d and conv3d by the same rule (their implicit GEMMs); an odd, tiny shape too.
+    for (const char *key : {"conv1d:n=1,c=80,l=3000,k=1280,kernel=3,dtype=f16",
+                            "conv3d:n=1,c=3,d=16,h=112,w=112,k=64,kernel=3,pad=1,dtype=f16",
+                            "conv2d:n=1,c=3,h=1,w=1,k=5,r=1,s=1,dtype=bf16"}) {
+        const auto k = knobs(key, h200);
+        CHECK(at(k, "wgmma") == 1);
+        CHECK(gemm_knobs_error(gemm_knobs_from(k)).empty());
+    }
+    // Not before sm_90, not f32, not grouped (wgmma has no windows), not on the CPU.
+    CHECK(at(knobs("conv2d:n=1,c=256,h=112,w=112,k=512,r=3,s=3,pad=1,dtype=f16", a100), "wgmma") == 0);
+    CHECK(at(knobs("conv2d:n=1,c=64,h=56,w=56,k=128,r=3,s=3,pad=1,groups=8,dtype=f16", h200), "wgmma") == 0);
+    const auto cpu =
+        parse_op("conv2d:n=1,c=256,h=112,w=112,k=512,r=3,s=3,pad=1,dtype=f16")->heuristic(kTensorCores, Device::cpu);
+    CHECK(at(cpu.knobs, "wgmma") == 0);
 }
 
 TEST_CASE("a kernel built with wgmma counts against the wgmma ceiling in the waterline, the others as before",
