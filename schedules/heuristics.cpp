@@ -686,12 +686,16 @@ ScheduleChoice gemm_heuristic(const GemmWorkload &w, Device device) {
 namespace {
 // A dense convolution's implicit GEMM on Hopper (compute capability 9.0), f16 or bf16: wgmma on one warpgroup (4 warps
 // of 16 rows: 64-row tiles) of warp_n columns, K steps of 64 in 128-byte swizzled panels, the epilogue staged in
-// shared memory; warp_n the widest of 128, 64, 32 not past twice N and giving the 132 SMs a tile each, then K split as
-// tensor_core_tiling does; a cp.async ring of 4 stages over reductions of at least 16 panels a split, 2 from 4, where
-// the input channels are a multiple of 8 (`ring`: cp.async copies whole 16-byte rows).
-// H100, 2026-12-07 (bench/results/h100/conv-tc-heuristic/): against the mma.sync tiling before, every one of the 41
-// dense rows of conv2d-dense, conv1d, conv3d and Conv3x3-BN-ReLU faster, 1.10-2.11x (geomean 1.46x; highres 0.125 ->
-// 0.071 ms, 68% of the mma.sync ceiling), all checked against float64; the same tiles unstaged 1.18x, 11 rows slower.
+// shared memory; warp_n the widest of 128, 64, 32 not past twice N and giving the 132 SMs a tile each; K split as
+// tensor_core_tiling does, but only over a reduction of at least 32 panels or onto fewer than 33 tiles; where the
+// input channels are a multiple of 8 (`ring`: cp.async copies whole 16-byte rows) a cp.async ring of 4 stages over at
+// least 16 panels a split, 3 from 4 (2 on 64 x 128 tiles, whose panels take more shared memory).
+// H100, 2026-12-07 (bench/results/h100/conv-tc-heuristic/), 41 dense rows of conv2d-dense, conv1d, conv3d and
+// Conv3x3-BN-ReLU, every kernel checked against float64: the first form (K split as tensor_core_tiling, 2 stages from
+// 4 panels) against the mma.sync tilings before, every row faster, 1.10-2.11x (geomean 1.46x; highres 0.125 -> 0.071
+// ms, 68% of the mma.sync ceiling; the same tiles unstaged 1.18x, 11 rows slower); this form against the first in a
+// second run 1.00-1.49x (geomean 1.09x: bottleneck-reduce unsplit 1.49x, resnet-3x3 on 3 stages 1.28-1.30x; 3 stages
+// on whisper-conv1's 64 x 128 tiles ran 0.80x, so 2 there).
 std::optional<std::map<std::string, int>> hopper_conv_wgmma_tiling(const GemmWorkload &g, Device device, bool ring) {
     if (device != Device::cuda || launch_limits(device).compute_capability != 90 ||
         (g.dtype != DType::f16 && g.dtype != DType::bf16))
@@ -700,12 +704,11 @@ std::optional<std::map<std::string, int>> hopper_conv_wgmma_tiling(const GemmWor
     auto tiles = [&] { return ceil_div(g.m, 64) * ceil_div(g.n, warp_n); };
     while (warp_n > 32 && (warp_n >= 2 * ceil_div(g.n, 32) * 32 || tiles() < 132)) warp_n /= 2;
     const long long panels = ceil_div(g.k, 64);
-    const int split = split_k_for(tiles(), panels);
+    const int split = panels >= 32 || tiles() < 33 ? split_k_for(tiles(), panels) : 1;
     const long long per_split = ceil_div(panels, split);
-    std::map<std::string, int> t{
-        {"warp_m", 16}, {"warp_n", warp_n}, {"warps_m", 4},
-        {"warps_n", 1}, {"k_step", 64},     {"pad", 0},
-        {"wgmma", 1},   {"stage_c", 1},     {"stages", !ring ? 1 : per_split >= 16 ? 4 : per_split >= 4 ? 2 : 1}};
+    const int stages = !ring ? 1 : per_split >= 16 ? 4 : per_split >= 4 ? (warp_n >= 128 ? 2 : 3) : 1;
+    std::map<std::string, int> t{{"warp_m", 16}, {"warp_n", warp_n}, {"warps_m", 4}, {"warps_n", 1},    {"k_step", 64},
+                                 {"pad", 0},     {"wgmma", 1},       {"stage_c", 1}, {"stages", stages}};
     if (split > 1) t["split_k"] = split;
     return t;
 }
