@@ -46,9 +46,9 @@ std::vector<const KernelVariant *> data_variants_for(const std::string &key, con
     return out;
 }
 
-const KernelVariant *kernel_with_knobs(const std::string &key, const std::string &strategy, Device device,
-                                       const std::map<std::string, int> &knobs, int max_registers,
-                                       const std::string &why) {
+namespace {
+KernelVariant with_knobs(const std::string &key, const std::string &strategy, Device device,
+                         const std::map<std::string, int> &knobs, int max_registers, const std::string &why) {
     require_strategy(key, strategy);
     ScheduleChoice s;
     try {
@@ -59,7 +59,30 @@ const KernelVariant *kernel_with_knobs(const std::string &key, const std::string
     for (const auto &[k, v] : knobs) s.knobs[k] = v;
     if (max_registers > 0) s.max_registers = max_registers;
     s.why = why;
-    return keep_variant(generated(key, strategy, device, s));
+    return generated(key, strategy, device, s);
+}
+
+// A record's knobs as the kernel it rebuilds takes them: a knob declared since at its declared default, which is the
+// kernel the record measured (not at what the heuristic says now).
+std::map<std::string, int> record_knobs(const std::string &key, const TuningRecord &r, Device device) {
+    return schedule_knob_table(parse_op(key)->family(r.strategy), device).with_defaults(r.knobs);
+}
+
+// Whether the record measured the kernel its knobs build now (a record without a kernel name counts as one).
+bool measured_this_build(const std::string &key, const TuningRecord &r, Device device) {
+    if (r.variant.empty()) return true;
+    try {
+        return with_knobs(key, r.strategy, device, record_knobs(key, r, device), r.max_registers, "").name == r.variant;
+    } catch (const WorkloadError &) {
+        return false;  // knobs the schedule no longer declares
+    }
+}
+}  // namespace
+
+const KernelVariant *kernel_with_knobs(const std::string &key, const std::string &strategy, Device device,
+                                       const std::map<std::string, int> &knobs, int max_registers,
+                                       const std::string &why) {
+    return keep_variant(with_knobs(key, strategy, device, knobs, max_registers, why));
 }
 
 Pick dispatch(const std::string &key, const std::string &strategy, Device device, const TuningRecords *records,
@@ -69,17 +92,13 @@ Pick dispatch(const std::string &key, const std::string &strategy, Device device
     if (heuristics_only)
         return {keep_variant(generated(key, strategy, device, heuristic(key, strategy, device))), strategy, "heuristic",
                 nullptr};
+    auto current = [&](const TuningRecord &r) { return measured_this_build(key, r, device); };
     if (records)
         if (const TuningRecord *r =
-                records->best(canonical, strategy, record_target(device), BLOCKFUSE_HALIDE_VERSION)) {
-            // A record names every knob its kernel had; a knob declared since is at its declared default, which is
-            // the kernel the record measured (not at what the heuristic says now).
-            const std::map<std::string, int> knobs =
-                schedule_knob_table(parse_op(key)->family(strategy), device).with_defaults(r->knobs);
-            return {
-                kernel_with_knobs(key, strategy, device, knobs, r->max_registers, "tuning record (" + r->source + ")"),
-                strategy, "tuning record", r};
-        }
+                records->best(canonical, strategy, record_target(device), BLOCKFUSE_HALIDE_VERSION, current))
+            return {kernel_with_knobs(key, strategy, device, record_knobs(key, *r, device), r->max_registers,
+                                      "tuning record (" + r->source + ")"),
+                    strategy, "tuning record", r};
     for (const KernelVariant *v : data_variants_for(key, strategy, device))
         if (v->data_default) return {v, strategy, "variant data", nullptr};
     const ScheduleChoice s = heuristic(key, strategy, device);
@@ -87,9 +106,10 @@ Pick dispatch(const std::string &key, const std::string &strategy, Device device
 }
 
 std::string default_strategy(const std::string &key, Device device, const TuningRecords *records) {
+    auto current = [&](const TuningRecord &r) { return measured_this_build(key, r, device); };
     if (records)
         if (const TuningRecord *r =
-                records->best(canonical_key(key), "", record_target(device), BLOCKFUSE_HALIDE_VERSION))
+                records->best(canonical_key(key), "", record_target(device), BLOCKFUSE_HALIDE_VERSION, current))
             return r->strategy;
     return strategies_of(key).front();
 }

@@ -110,7 +110,8 @@ TuningRecords TuningRecords::load(const std::vector<std::string> &paths) {
 }
 
 const TuningRecord *TuningRecords::best(const std::string &workload, const std::string &strategy,
-                                        const std::string &target, const std::string &halide_version) const {
+                                        const std::string &target, const std::string &halide_version,
+                                        const std::function<bool(const TuningRecord &)> &current) const {
     std::vector<const TuningRecord *> mine;
     for (const auto &r : records)
         if (r.workload == workload && (strategy.empty() || r.strategy == strategy) && r.target == target &&
@@ -118,28 +119,37 @@ const TuningRecord *TuningRecords::best(const std::string &workload, const std::
             mine.push_back(&r);
     // A kernel's latest measurement stands for it: a later record of the same knobs (each at its declared default
     // where a record omits it), register cap and kind of L2 flush replaces an earlier one, passing or failed (the
-    // code those knobs build may have changed between the two).
+    // code those knobs build may have changed between the two); a record of this build's kernel is never replaced
+    // by one of an older build's, whatever the order of the files.
     std::vector<std::map<std::string, int>> knobs;
-    for (const TuningRecord *r : mine)
+    std::vector<bool> now;
+    for (const TuningRecord *r : mine) {
         knobs.push_back(schedule_knob_table(r->family, target_device(r->target)).with_defaults(r->knobs));
+        now.push_back(!current || current(*r));
+    }
     auto superseded = [&](size_t i) {
-        for (size_t j = i + 1; j < mine.size(); ++j)
-            if (mine[j]->strategy == mine[i]->strategy && mine[j]->max_registers == mine[i]->max_registers &&
+        for (size_t j = 0; j < mine.size(); ++j)
+            if (j != i && ((now[j] && !now[i]) || (now[j] == now[i] && j > i)) &&
+                mine[j]->strategy == mine[i]->strategy && mine[j]->max_registers == mine[i]->max_registers &&
                 default_flush(*mine[j]) == default_flush(*mine[i]) && knobs[j] == knobs[i])
                 return true;
         return false;
     };
     // Times are compared as they were measured: a record timed after a read-only L2 eviction (a clean L2) is
     // faster than the same kernel after the default write flush, so it competes only where no record of the
-    // default (write, or not recorded: every record before the field) exists.
-    const TuningRecord *by_default = nullptr, *other = nullptr;
-    for (size_t i = 0; i < mine.size(); ++i) {
-        const TuningRecord &r = *mine[i];
-        if (!r.ok() || superseded(i)) continue;
-        const TuningRecord *&b = default_flush(r) ? by_default : other;
-        if (!b || r.median_ms < b->median_ms) b = &r;
+    // default (write, or not recorded: every record before the field) exists; likewise an older build's time only
+    // where no record of this build's kernels exists.
+    for (const bool of_now : {true, false}) {
+        const TuningRecord *by_default = nullptr, *other = nullptr;
+        for (size_t i = 0; i < mine.size(); ++i) {
+            const TuningRecord &r = *mine[i];
+            if (now[i] != of_now || !r.ok() || superseded(i)) continue;
+            const TuningRecord *&b = default_flush(r) ? by_default : other;
+            if (!b || r.median_ms < b->median_ms) b = &r;
+        }
+        if (by_default || other) return by_default ? by_default : other;
     }
-    return by_default ? by_default : other;
+    return nullptr;
 }
 
 size_t TuningRecords::for_target(const std::string &target, const std::string &halide_version) const {

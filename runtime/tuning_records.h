@@ -13,6 +13,7 @@
 // applied, and a line says which record applied or that none did.
 #pragma once
 #include "runtime/kernel_registry.h"
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -51,8 +52,11 @@ struct TuningRecords {
     // The fastest passing record for (canonical key, strategy; empty: any) on `target` with `halide_version`, among
     // those timed after the default L2 flush (write, or not recorded) where there are any, else among the others;
     // each kernel (knobs, register cap, kind of flush) by its latest record, in load order (files, then lines).
+    // `current`, where given, says whether a record measured the kernel its knobs build now (the sources unchanged
+    // since): a record that did not replaces none that did, and competes only where no current record applies.
     const TuningRecord *best(const std::string &workload, const std::string &strategy, const std::string &target,
-                             const std::string &halide_version) const;
+                             const std::string &halide_version,
+                             const std::function<bool(const TuningRecord &)> &current = {}) const;
     // How many records are for this target and Halide version.
     size_t for_target(const std::string &target, const std::string &halide_version) const;
     // Records of the workload that do not apply here (another target or Halide version): for the line

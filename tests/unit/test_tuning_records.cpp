@@ -120,6 +120,47 @@ TEST_CASE("a kernel's latest record stands for it: a later measurement of the sa
     std::remove(q.c_str());
 }
 
+TEST_CASE("a record of this build's kernel outranks older builds' records, whatever the order of the files",
+          "[records]") {
+    const std::string cpu = record_target(Device::cpu);
+    const std::string key = canonical_key(kConv);
+    auto line = [&](int tile, double ms, const std::string &variant) {
+        return record_line(kConv, "direct", "conv2d", R"({"cpu_tile_x": )" + std::to_string(tile) + "}", cpu, ms,
+                           R"(, "variant": ")" + variant + "\"");
+    };
+    auto now = [](const TuningRecord &r) { return r.variant.rfind("now", 0) == 0; };
+    // Kernel 2 measured by this build at 0.30, listed before an older build's 0.10 of the same knobs; kernel 8 by an
+    // older build at 0.05; kernel 4 by this build at 0.40.
+    const std::string p = write_temp("records_current.jsonl", line(2, 0.30, "now2") + line(2, 0.10, "old2") +
+                                                                  line(8, 0.05, "old8") + line(4, 0.40, "now4"));
+    TuningRecords r = TuningRecords::load({p});
+    const TuningRecord *b = r.best(key, "direct", cpu, BLOCKFUSE_HALIDE_VERSION, now);
+    REQUIRE(b != nullptr);
+    CHECK(b->variant == "now2");  // 0.30: neither the older build's 0.10 of its knobs nor its 0.05 of others
+    // Without the predicate, load order as before: the later 0.10 replaces 0.30, and 0.05 wins.
+    CHECK(r.best(key, "direct", cpu, BLOCKFUSE_HALIDE_VERSION)->variant == "old8");
+    // Only older builds' records: the fastest of them.
+    const std::string q = write_temp("records_old.jsonl", line(2, 0.10, "old2") + line(8, 0.05, "old8"));
+    CHECK(TuningRecords::load({q}).best(key, "direct", cpu, BLOCKFUSE_HALIDE_VERSION, now)->variant == "old8");
+    // The dispatcher knows this build's kernel by its name: the record naming it is applied, not a faster one of
+    // another name (another build's) for the same knobs or other knobs.
+    const std::string name_now =
+        kernel_with_knobs(kConv, "direct", Device::cpu,
+                          schedule_knob_table("conv2d", Device::cpu).with_defaults({{"cpu_tile_x", 2}}), 0, "")
+            ->name;
+    const std::string d =
+        write_temp("records_dispatch.jsonl",
+                   line(2, 0.30, name_now) + line(2, 0.10, "conv2d_x@00000000") + line(8, 0.05, "conv2d_y@00000000"));
+    TuningRecords rd = TuningRecords::load({d});
+    const Pick pick = dispatch(kConv, "direct", Device::cpu, &rd);
+    REQUIRE(pick.record != nullptr);
+    CHECK(pick.record->variant == name_now);
+    CHECK(pick.variant->name == name_now);
+    std::remove(p.c_str());
+    std::remove(q.c_str());
+    std::remove(d.c_str());
+}
+
 TEST_CASE("a CUDA record says which L2 flush it was timed with, and keeps it through a write and a load", "[records]") {
     const std::string cuda = "cuda:NVIDIA H200:sm_90";
     const std::string p =
