@@ -688,27 +688,33 @@ namespace {
 // of 16 rows: 64-row tiles) of warp_n columns, K steps of 64 in 128-byte swizzled panels, the epilogue staged in
 // shared memory; warp_n the widest of 128, 64, 32 not past twice N and giving the 132 SMs a tile each; K split as
 // tensor_core_tiling does, but only over a reduction of at least 32 panels or onto fewer than 33 tiles; where the
-// input channels are a multiple of 8 (`ring`: cp.async copies whole 16-byte rows) a cp.async ring of 4 stages over at
-// least 16 panels a split, 3 from 4 (2 on 64 x 128 tiles, whose panels take more shared memory).
+// input channels are a multiple of 8 (cp.async copies whole 16-byte rows) a cp.async ring of 4 stages over at
+// least 16 panels a split, 3 from 4 (2 on 64 x 128 tiles, whose panels take more shared memory); K steps of 32 where
+// at most 4 channels (their taps packed, generators/conv_windows.h) make a reduction of at most 128.
 // H100, 2026-12-07 (bench/results/h100/conv-tc-heuristic/), 41 dense rows of conv2d-dense, conv1d, conv3d and
 // Conv3x3-BN-ReLU, every kernel checked against float64: the first form (K split as tensor_core_tiling, 2 stages from
 // 4 panels) against the mma.sync tilings before, every row faster, 1.10-2.11x (geomean 1.46x; highres 0.125 -> 0.071
 // ms, 68% of the mma.sync ceiling; the same tiles unstaged 1.18x, 11 rows slower); this form against the first in a
 // second run 1.00-1.49x (geomean 1.09x: bottleneck-reduce unsplit 1.49x, resnet-3x3 on 3 stages 1.28-1.30x; 3 stages
-// on whisper-conv1's 64 x 128 tiles ran 0.80x, so 2 there).
-std::optional<std::map<std::string, int>> hopper_conv_wgmma_tiling(const GemmWorkload &g, Device device, bool ring) {
+// on whisper-conv1's 64 x 128 tiles ran 0.80x, so 2 there). K steps of 32 against 64 on the 11 rows of at most 4
+// channels (few-channels.txt and conv2d's stem, reductions of 8-112): 1.05-1.09x on the conv1d rows (8-16), 1.33x on
+// conv3d r3d-stem (112), 0.97x on the conv2d stem (40), one run (bench/results/h100/conv-tc-heuristic/few/).
+std::optional<std::map<std::string, int>> hopper_conv_wgmma_tiling(const GemmWorkload &g, Device device, int channels) {
     if (device != Device::cuda || launch_limits(device).compute_capability != 90 ||
         (g.dtype != DType::f16 && g.dtype != DType::bf16))
         return std::nullopt;
     int warp_n = 128;
     auto tiles = [&] { return ceil_div(g.m, 64) * ceil_div(g.n, warp_n); };
     while (warp_n > 32 && (warp_n >= 2 * ceil_div(g.n, 32) * 32 || tiles() < 132)) warp_n /= 2;
-    const long long panels = ceil_div(g.k, 64);
+    const bool ring = channels % 8 == 0;
+    const int k_step = channels <= 4 && g.k <= 128 ? 32 : 64;
+    const long long panels = ceil_div(g.k, k_step);
     const int split = panels >= 32 || tiles() < 33 ? split_k_for(tiles(), panels) : 1;
     const long long per_split = ceil_div(panels, split);
     const int stages = !ring ? 1 : per_split >= 16 ? 4 : per_split >= 4 ? (warp_n >= 128 ? 2 : 3) : 1;
-    std::map<std::string, int> t{{"warp_m", 16}, {"warp_n", warp_n}, {"warps_m", 4}, {"warps_n", 1},    {"k_step", 64},
-                                 {"pad", 0},     {"wgmma", 1},       {"stage_c", 1}, {"stages", stages}};
+    std::map<std::string, int> t{{"warp_m", 16}, {"warp_n", warp_n}, {"warps_m", 4},
+                                 {"warps_n", 1}, {"k_step", k_step}, {"pad", 0},
+                                 {"wgmma", 1},   {"stage_c", 1},     {"stages", stages}};
     if (split > 1) t["split_k"] = split;
     return t;
 }
@@ -737,7 +743,7 @@ ScheduleChoice conv2d_tc_heuristic(const Conv2dWorkload &w, Device device, const
         return s;
     }
     const GemmWorkload g = implicit_gemm_of(w, z);
-    if (auto t = hopper_conv_wgmma_tiling(g, device, w.c % 8 == 0)) {
+    if (auto t = hopper_conv_wgmma_tiling(g, device, w.c)) {
         ScheduleChoice s;
         s.knobs = *t;
         const GemmKnobs kn = gemm_knobs_from(s.knobs);

@@ -273,6 +273,10 @@ TEST_CASE("dense convolutions on Hopper take one-warpgroup wgmma tiles, staged, 
     CHECK(at(knobs("conv2d:n=1,c=128,h=28,w=28,k=128,r=3,s=3,stride=2,pad=1,dtype=bf16", h200), "split_k") > 1);
     // 64 x 128 tiles over 4-15 panels keep 2 stages (whisper-conv1: 3 ran 0.80x).
     CHECK(at(knobs("conv1d:n=1,c=80,l=3000,k=1280,kernel=3,dtype=f16", h200), "stages") == 2);
+    // K steps of 32 where at most 4 channels (taps packed) make a reduction of at most 128; 64 elsewhere.
+    CHECK(at(knobs("conv3d:n=1,c=3,d=16,h=112,w=112,k=64,kernel=3,pad=1,dtype=f16", h200), "k_step") == 32);
+    CHECK(at(knobs("conv2d:n=2,c=64,h=56,w=56,k=256,r=1,s=1,dtype=f16", h200), "k_step") == 64);
+    CHECK(at(knobs("conv2d:n=1,c=4,h=56,w=56,k=64,r=7,s=7,pad=3,dtype=f16", h200), "k_step") == 64);  // K = 200
     // No cp.async ring where the input channels are not a multiple of 8 (it copies whole 16-byte rows).
     CHECK(at(knobs("conv2d:n=2,c=96,h=56,w=56,k=64,r=3,s=3,pad=1,dtype=f16", h200), "stages") == 3);
     CHECK(at(knobs("conv2d:n=2,c=100,h=56,w=56,k=64,r=3,s=3,pad=1,dtype=f16", h200), "stages") == 1);
