@@ -68,16 +68,18 @@ std::map<std::string, int> record_knobs(const std::string &key, const TuningReco
     return schedule_knob_table(parse_op(key)->family(r.strategy), device).with_defaults(r.knobs);
 }
 
-// Whether the record measured the kernel its knobs build now (a record without a kernel name counts as one).
-bool measured_this_build(const std::string &key, const TuningRecord &r, Device device) {
+}  // namespace
+
+bool measured_this_build(const TuningRecord &r) {
     if (r.variant.empty()) return true;
+    const Device device = target_device(r.target);
     try {
-        return with_knobs(key, r.strategy, device, record_knobs(key, r, device), r.max_registers, "").name == r.variant;
+        return with_knobs(r.workload, r.strategy, device, record_knobs(r.workload, r, device), r.max_registers, "")
+                   .name == r.variant;
     } catch (const WorkloadError &) {
         return false;  // knobs the schedule no longer declares
     }
 }
-}  // namespace
 
 const KernelVariant *kernel_with_knobs(const std::string &key, const std::string &strategy, Device device,
                                        const std::map<std::string, int> &knobs, int max_registers,
@@ -92,10 +94,9 @@ Pick dispatch(const std::string &key, const std::string &strategy, Device device
     if (heuristics_only)
         return {keep_variant(generated(key, strategy, device, heuristic(key, strategy, device))), strategy, "heuristic",
                 nullptr};
-    auto current = [&](const TuningRecord &r) { return measured_this_build(key, r, device); };
     if (records)
-        if (const TuningRecord *r =
-                records->best(canonical, strategy, record_target(device), BLOCKFUSE_HALIDE_VERSION, current))
+        if (const TuningRecord *r = records->best(canonical, strategy, record_target(device), BLOCKFUSE_HALIDE_VERSION,
+                                                  measured_this_build))
             return {kernel_with_knobs(key, strategy, device, record_knobs(key, *r, device), r->max_registers,
                                       "tuning record (" + r->source + ")"),
                     strategy, "tuning record", r};
@@ -106,10 +107,9 @@ Pick dispatch(const std::string &key, const std::string &strategy, Device device
 }
 
 std::string default_strategy(const std::string &key, Device device, const TuningRecords *records) {
-    auto current = [&](const TuningRecord &r) { return measured_this_build(key, r, device); };
     if (records)
-        if (const TuningRecord *r =
-                records->best(canonical_key(key), "", record_target(device), BLOCKFUSE_HALIDE_VERSION, current))
+        if (const TuningRecord *r = records->best(canonical_key(key), "", record_target(device),
+                                                  BLOCKFUSE_HALIDE_VERSION, measured_this_build))
             return r->strategy;
     return strategies_of(key).front();
 }

@@ -37,6 +37,10 @@ struct Pick {
 // kernel (how a shape no one tuned is served; bench --heuristics compares it with the hand-tuned ones).
 Pick dispatch(const std::string &key, const std::string &strategy, Device device, const TuningRecords *records,
               bool heuristics_only = false);
+// Whether a record measured the kernel its knobs build now on its target's device (its kernel name, which carries the
+// sources' hash, is the one dispatch would load; a record without a name counts as one): TuningRecords::best's
+// `current`, by which dispatch puts this build's records first.
+bool measured_this_build(const TuningRecord &r);
 // The strategy to run by default: the one with the fastest applicable record, else strategies_of()[0].
 std::string default_strategy(const std::string &key, Device device, const TuningRecords *records);
 

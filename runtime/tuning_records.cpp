@@ -19,12 +19,12 @@
 namespace blockfuse {
 namespace fs = std::filesystem;
 
-namespace {
-const char *const kFailures[] = {"", "wrong_answer", "build", "launch", "crash", "timeout"};
-
 Device target_device(const std::string &target) {
     return target.rfind("cuda", 0) == 0 ? Device::cuda : target.rfind("opencl", 0) == 0 ? Device::opencl : Device::cpu;
 }
+
+namespace {
+const char *const kFailures[] = {"", "wrong_answer", "build", "launch", "crash", "timeout"};
 
 bool default_flush(const TuningRecord &r) { return r.l2_flush.empty() || r.l2_flush == "write"; }
 

@@ -78,6 +78,8 @@ nlohmann::json record_json(const TuningRecord &r);
 // The target a record is keyed by: "cuda:<GPU name>:sm_<cc>" (the GPU here, else BLOCKFUSE_GPU, e.g. for
 // filling a cache for another machine), "cpu:<host target>", "opencl".
 std::string record_target(Device d);
+// The device a record's target names (record_target's form).
+Device target_device(const std::string &target);
 // The default record files: every autotune/records/*.jsonl of the source tree (BLOCKFUSE_TUNING_RECORDS,
 // a colon-separated list, replaces them; empty: none).
 std::vector<std::string> default_record_files();

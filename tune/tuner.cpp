@@ -526,10 +526,11 @@ int print_best_records(const std::vector<std::string> &files, const std::string 
         ++g.n;
         if (!r.ok()) ++g.failed;
     }
-    // The pick is dispatch's (TuningRecords::best: a kernel by its latest record, the default L2 flush first).
+    // The pick is dispatch's (TuningRecords::best: a kernel by its latest record, the default L2 flush first, this
+    // build's kernels before older builds').
     for (auto &[k, g] : groups) {
         const auto &[target, halide, workload, strategy] = k;
-        g.best = recs.best(workload, strategy, target, halide);
+        g.best = recs.best(workload, strategy, target, halide, measured_this_build);
     }
     if (json) {  // the picks as records, one JSON line each, for scripts
         for (const auto &[k, g] : groups)
@@ -543,9 +544,8 @@ int print_best_records(const std::vector<std::string> &files, const std::string 
         last_target = target + halide;
         std::string knobs;
         if (g.best)
-            knobs = knob_summary(
-                schedule_knob_table(g.best->family, target.rfind("cuda", 0) == 0 ? Device::cuda : Device::cpu),
-                g.best->knobs, g.best->max_registers);
+            knobs = knob_summary(schedule_knob_table(g.best->family, target_device(target)), g.best->knobs,
+                                 g.best->max_registers);
         std::cout << fmt::format("  {:<72} {:<15} {:>10} {:>4} records ({} failed) {}\n", workload, strategy,
                                  g.best ? fmt::format("{:.4g} ms", g.best->median_ms) : "-", g.n, g.failed, knobs);
     }
