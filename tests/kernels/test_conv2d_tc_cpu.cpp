@@ -158,6 +158,36 @@ TEST_CASE("wgmma on the emulated implicit GEMMs: conv2d and conv3d shapes and bl
 // block-diagonal implicit GEMM inside layer_by_layer_tc's pipeline, its weights in the windows' layout; with the
 // cp.async ring and the prefetch on it, a stage, stride 1 on odd sizes; on fused_tc ConvFirst's only; searched by the
 // tuner.
+// The tilings Hopper's heuristic picks for dense convolutions (schedules/heuristics.cpp, hopper_conv_wgmma_tiling),
+// run on the emulation: the staged epilogue, K steps of 32 on the packed few-channel reductions, the ring's 3 and 4
+// stages, the K split onto few tiles, over the conv2d shapes, a conv3d and shapes that reach each of those.
+TEST_CASE("Hopper's heuristic tilings of dense convolutions, emulated, match the float64 reference",
+          "[conv2d_tc][cpu]") {
+    install_halide_error_handler();
+    const uint64_t seed = std::random_device{}();
+    std::vector<std::string> keys = conv2d_and_conv3d_shapes();
+    for (const char *key :
+         {"conv2d:n=1,c=24,h=7,w=9,k=40,r=3,s=3,pad=1,bias=1,act=relu,dtype=f16",  // 4 panels: 3 stages
+          "conv2d:n=1,c=128,h=5,w=3,k=24,r=3,s=3,pad=1,dtype=bf16",                // 18 panels on 1 tile: split
+          "conv3d:n=1,c=3,d=4,h=9,w=7,k=16,kernel=3,pad=1,dtype=f16",              // taps packed: K steps of 32
+          "conv2d:n=1,c=128,h=47,w=49,k=24,r=3,s=3,pad=1,dtype=f16"})              // 18 panels on 36 tiles: 4 stages
+        keys.push_back(key);
+    std::set<std::string> reached;
+    for (const auto &key : keys) {
+        if (std::regex_search(key, std::regex("groups=([2-9]|[1-9][0-9])"))) continue;  // wgmma has no windows
+        setenv("BLOCKFUSE_GPU", "NVIDIA H200:sm_90", 1);  // the heuristic of a Hopper GPU, none needed here
+        const std::map<std::string, int> knobs = parse_op(key)->heuristic(kTensorCores, Device::cuda).knobs;
+        unsetenv("BLOCKFUSE_GPU");
+        REQUIRE(knobs.at("wgmma") == 1);
+        REQUIRE(knobs.at("stage_c") == 1);
+        if (knobs.at("k_step") == 32) reached.insert("k_step 32");
+        if (knobs.at("stages") >= 3) reached.insert("stages " + std::to_string(knobs.at("stages")));
+        if (knobs.count("split_k") && knobs.at("split_k") > 1) reached.insert("split_k");
+        check_with_knobs(key, kTensorCores, knobs, seed);
+    }
+    CHECK(reached == std::set<std::string>{"k_step 32", "stages 3", "stages 4", "split_k"});
+}
+
 TEST_CASE("layer_by_layer_tc with tc_grouped: the grouped layer on the emulated tensor cores matches float64",
           "[blocks][conv2d_tc][cpu]") {
     install_halide_error_handler();
