@@ -566,9 +566,7 @@ int split_k_for(long long blocks, long long panels) {
         split *= 2;
     return split;
 }
-}  // namespace
 
-namespace {
 // The tensor-core tiling of a product of M x N outputs over a reduction of K (the GEMM family, and the
 // implicit GEMM of a convolution). CUDA: 128 x 128 block tiles of 2 x 2 warps of 64 x 64 and K steps of 64
 // (H200, bf16, the fastest of the tilings measured at 4096^3 and both FFN shapes: 268.5, 134.6 and 141.4
@@ -685,8 +683,8 @@ ScheduleChoice gemm_heuristic(const GemmWorkload &w, Device device) {
 
 namespace {
 // A dense convolution's implicit GEMM on Hopper (compute capability 9.0), f16 or bf16: wgmma on one warpgroup (4 warps
-// of 16 rows: 64-row tiles) of warp_n columns, K steps of 64 in 128-byte swizzled panels, the epilogue staged in
-// shared memory; warp_n the widest of 128, 64, 32 not past twice N and giving the 132 SMs a tile each; K split as
+// of 16 rows: 64-row tiles) of warp_n columns, K steps of 64 in 128-byte swizzled panels (32: below), the epilogue
+// staged in shared memory; warp_n the widest of 128, 64, 32 not past twice N and giving the 132 SMs a tile each; K split as
 // tensor_core_tiling does, but only over a reduction of at least 32 panels or onto fewer than 33 tiles; where the
 // input channels are a multiple of 8 (cp.async copies whole 16-byte rows) a cp.async ring of 4 stages over at
 // least 16 panels a split, 3 from 4 (2 on 64 x 128 tiles, whose panels take more shared memory); K steps of 32 where
@@ -747,11 +745,11 @@ ScheduleChoice conv2d_tc_heuristic(const Conv2dWorkload &w, Device device, const
         ScheduleChoice s;
         s.knobs = *t;
         const GemmKnobs kn = gemm_knobs_from(s.knobs);
-        s.why =
-            fmt::format("heuristic: Hopper's wgmma, 64x{} block tiles of one warpgroup, K steps of 64 in 128-byte "
-                        "swizzled panels{}, the epilogue staged in shared memory{} (the convolution's implicit GEMM)",
-                        kn.warp_n, kn.stages > 1 ? fmt::format(", a {}-stage cp.async ring", kn.stages) : "",
-                        kn.split_k > 1 ? fmt::format(", K split over {} blocks", kn.split_k) : "");
+        s.why = fmt::format("heuristic: Hopper's wgmma, 64x{} block tiles of one warpgroup, K steps of {}{}{}, the "
+                            "epilogue staged in shared memory{} (the convolution's implicit GEMM)",
+                            kn.warp_n, kn.k_step, kn.k_step == 64 ? " in 128-byte swizzled panels" : "",
+                            kn.stages > 1 ? fmt::format(", a {}-stage cp.async ring", kn.stages) : "",
+                            kn.split_k > 1 ? fmt::format(", K split over {} blocks", kn.split_k) : "");
         return s;
     }
     ScheduleChoice s = mma_sync_gemm_choice(g, device);
