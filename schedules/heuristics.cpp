@@ -647,16 +647,16 @@ ScheduleChoice mma_sync_gemm_choice(const GemmWorkload &w, Device device) {
 // against 0.0837 for the best mma.sync tiling (bench/results/h100/gemm-epilogue/, retune/). Shorter reductions not
 // measured. bf16 the same (H100, 25088 x 1024 x 256 bf16: 0.0533 ms against 0.0874 on mma.sync; every tiling of that
 // plan checked against float64 first, bench/results/h100/gemm-store-loop/).
-// A convolution's implicit GEMM takes one-warpgroup tiles (hopper_conv_wgmma_tiling, below). A block's 1x1 layer is that
-// GEMM with the layer's epilogue (layer_by_layer_tc below: FFN's and ConvFirst's project, K = 4c), its ring copying
-// the previous layer's buffer: H100, N=128, the blocks 1.07-1.11x faster than with that layer's stages = 1 (FFN c=256
-// 0.198 ms, ConvFirst c=256 0.246, c=128 0.369; medians of three alternated timings, bench/results/h100/block-ring/),
-// which was 1.03-1.06x faster than the layer on mma.sync (../wgmma/README.md, blocks/). The epilogue staged through
-// shared memory (stage_c) where K <= 1024, the output's store then a larger share of the time: H100, same kernels
-// otherwise, 25088 x 1024 x 256 0.0714 -> 0.0529 ms, 25088 x 256 x 1024 0.0467 -> 0.0424, but 4096^3 0.2645 -> 0.2747
-// (bench/results/h100/stage-c/); with the staged store's barriers gone (schedules/gemm_schedule.cpp) 0.0499 and
-// 0.0412, and 4096^3 staged level with unstaged (0.2620-0.2658 against 0.2645, ../gemm-store-loop/): not measured
-// enough to stage it there.
+// A convolution's implicit GEMM takes one-warpgroup tiles (hopper_conv_wgmma_tiling, below). A block's 1x1 layer is
+// that GEMM with the layer's epilogue (layer_by_layer_tc below: FFN's and ConvFirst's project, K = 4c), its ring
+// copying the previous layer's buffer: H100, N=128, the blocks 1.07-1.11x faster than with that layer's stages = 1 (FFN
+// c=256 0.198 ms, ConvFirst c=256 0.246, c=128 0.369; medians of three alternated timings,
+// bench/results/h100/block-ring/), which was 1.03-1.06x faster than the layer on mma.sync (../wgmma/README.md,
+// blocks/). The epilogue staged through shared memory (stage_c) where K <= 1024, the output's store then a larger share
+// of the time: H100, same kernels otherwise, 25088 x 1024 x 256 0.0714 -> 0.0529 ms, 25088 x 256 x 1024 0.0467 ->
+// 0.0424, but 4096^3 0.2645 -> 0.2747 (bench/results/h100/stage-c/); with the staged store's barriers gone
+// (schedules/gemm_schedule.cpp) 0.0499 and 0.0412, and 4096^3 staged level with unstaged (0.2620-0.2658 against 0.2645,
+// ../gemm-store-loop/): not measured enough to stage it there.
 namespace {
 std::optional<std::map<std::string, int>> hopper_wgmma_tiling(const GemmWorkload &w, Device device, long long min_k) {
     const long long tiles = ceil_div(w.m, 128) * ceil_div(w.n, 128);
@@ -682,13 +682,13 @@ ScheduleChoice gemm_heuristic(const GemmWorkload &w, Device device) {
 }
 
 namespace {
-// A dense convolution's implicit GEMM on Hopper (compute capability 9.0), f16 or bf16: wgmma on one warpgroup (4 warps
-// of 16 rows: 64-row tiles) of warp_n columns, K steps of 64 in 128-byte swizzled panels (32: below), the epilogue
-// staged in shared memory; warp_n the widest of 128, 64, 32 not past twice N and giving the 132 SMs a tile each; K split as
-// tensor_core_tiling does, but only over a reduction of at least 32 panels or onto fewer than 33 tiles; where the
-// input channels are a multiple of 8 (cp.async copies whole 16-byte rows) a cp.async ring of 4 stages over at
-// least 16 panels a split, 3 from 4 (2 on 64 x 128 tiles, whose panels take more shared memory); K steps of 32 where
-// at most 4 channels (their taps packed, generators/conv_windows.h) make a reduction of at most 128.
+// A dense convolution's implicit GEMM on Hopper (compute capability 9.0), f16 or bf16: wgmma on one warpgroup (4
+// warps of 16 rows: 64-row tiles) of warp_n columns, K steps of 64 in 128-byte swizzled panels, the epilogue staged in
+// shared memory. warp_n: the widest of 128, 64, 32 not past twice N that gives the 132 SMs a tile each. K split as
+// tensor_core_tiling does, but only over a reduction of at least 32 panels or onto fewer than 33 tiles. Where the
+// input channels are a multiple of 8 (cp.async copies whole 16-byte rows), a cp.async ring of 4 stages over at least
+// 16 panels a split, 3 from 4 (2 on 64 x 128 tiles, whose panels take more shared memory). K steps of 32 where at
+// most 4 channels (their taps packed, generators/conv_windows.h) make a reduction of at most 128.
 // H100, 2026-12-07 (bench/results/h100/conv-tc-heuristic/), 41 dense rows of conv2d-dense, conv1d, conv3d and
 // Conv3x3-BN-ReLU, every kernel checked against float64: the first form (K split as tensor_core_tiling, 2 stages from
 // 4 panels) against the mma.sync tilings before, every row faster, 1.10-2.11x (geomean 1.46x; highres 0.125 -> 0.071
