@@ -253,7 +253,7 @@ TEST_CASE("dense convolutions on Hopper take one-warpgroup wgmma tiles, staged, 
     const char *h200 = "NVIDIA H200:sm_90", *a100 = "NVIDIA A100-SXM4-80GB:sm_80";
     auto at = [](const std::map<std::string, int> &k, const char *name) { return k.count(name) ? k.at(name) : 0; };
     // The widest of 128, 64, 32 columns not past twice the output channels that still gives every SM a tile; the
-    // K split only where the narrowest leaves SMs idle; the ring's depth from the reduction a split runs.
+    // ring's depth from the reduction a split runs.
     const auto highres = knobs("conv2d:n=1,c=256,h=112,w=112,k=512,r=3,s=3,pad=1,dtype=f16", h200);
     CHECK(at(highres, "wgmma") == 1);
     CHECK(at(highres, "warp_n") == 128);
@@ -288,7 +288,7 @@ TEST_CASE("dense convolutions on Hopper take one-warpgroup wgmma tiles, staged, 
         CHECK(at(k, "wgmma") == 1);
         CHECK(gemm_knobs_error(gemm_knobs_from(k)).empty());
     }
-    // Not before sm_90, not f32, not grouped (wgmma has no windows), not on the CPU.
+    // Not before sm_90, not grouped (wgmma has no windows), not on the CPU.
     CHECK(at(knobs("conv2d:n=1,c=256,h=112,w=112,k=512,r=3,s=3,pad=1,dtype=f16", a100), "wgmma") == 0);
     CHECK(at(knobs("conv2d:n=1,c=64,h=56,w=56,k=128,r=3,s=3,pad=1,groups=8,dtype=f16", h200), "wgmma") == 0);
     const auto cpu =
