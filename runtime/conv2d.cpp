@@ -311,6 +311,12 @@ public:
                                                      w_.c / w_.groups, w_.k, w_.groups);
             !why.empty())
             return why;
+        // The conv2d generator's channel counts are not constants: a grouped window in registers spans its group's
+        // input channels, whose extent Halide cannot bound ("unable to infer constant upper bound on extent of
+        // realization conv2d_padded_global_wrapper"; a block's layer, with static channels, builds it).
+        if (kind == ConvKind::general && w_.groups > 1 && v.knob("stage_input") == 1)
+            return "stage_input=1 (the window in registers) does not build for a grouped conv2d (its group's channel "
+                   "range has no constant bound): 0 or 2";
         if (!flat_tiles_fit(v.knob("flat_threads"), v.knob("tile_x"), v.knob("tile_y"), w_.out_w(), w_.out_h()))
             return "the flat mapping's tile_x x tile_y exceeds the output";
         return conv2d_launch_error(v, w_, limits);

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <utility>
+#include <vector>
 
 using namespace blockfuse;
 
@@ -233,5 +235,26 @@ TEST_CASE("a wgmma point takes the tiling wgmma allows; --knob wgmma=1 alone mak
         Candidate c = off.default_candidate();
         c.knobs[p + "wgmma"] = 1;
         CHECK_THAT(off.invalid(c), Catch::Contains("needs a GPU of compute capability 9.0"));
+    }
+}
+
+TEST_CASE(
+    "a grouped conv2d's window in registers (stage_input=1), which its generator cannot build, is refused first") {
+    // The conv2d generator's grouped kernels fail with "unable to infer constant upper bound on extent" there;
+    // dense ones build it.
+    for (const auto &[key, refused] : std::vector<std::pair<std::string, bool>>{
+             {"conv2d:n=3,c=48,h=9,w=9,k=48,r=3,s=3,pad=1,groups=6,dtype=f16", true},
+             {"conv2d:n=3,c=48,h=9,w=9,k=48,r=3,s=3,pad=1,dtype=f16", false}}) {
+        INFO(key);
+        const auto op = parse_op(key);
+        const SearchSpace space(*op, "direct", Device::cuda, kH200);
+        Candidate c = space.default_candidate();
+        c.knobs["stage_input"] = 1;
+        c.knobs["flat_threads"] = 0;
+        c.knobs["stage_channels"] = 0;
+        if (refused) CHECK_THAT(space.invalid(c), Catch::Contains("stage_input=1"));
+        else CHECK(space.invalid(c).empty());
+        c.knobs["stage_input"] = 0;
+        CHECK(space.invalid(c).empty());
     }
 }
