@@ -347,6 +347,8 @@ namespace {
 // Hopper's wgmma tiling of a GEMM where it measured faster than mma.sync, else none (below gemm_heuristic).
 // min_k: the shortest reduction measured faster there (a GEMM's and a block layer's differ, below).
 std::optional<std::map<std::string, int>> hopper_wgmma_tiling(const GemmWorkload &w, Device device, long long min_k);
+// Hopper's wgmma tiling of a dense convolution's implicit GEMM (below conv2d_tc_heuristic).
+std::optional<std::map<std::string, int>> hopper_conv_wgmma_tiling(const GemmWorkload &g, Device device, int channels);
 enum class WideTiles { allowed, not_in_blocks };
 std::map<std::string, int> tensor_core_tiling(long long M, long long N, long long K, Device device,
                                               WideTiles wide = WideTiles::allowed);
@@ -376,8 +378,13 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
             // blocks by their staged records 0.1177 / 0.1959 / 0.2845 ms, with that layer on the staged wgmma tiling
             // too 0.1001 / 0.1680 / 0.2746 (FFN c=256, ConvFirst c=256 / 128; bench/results/h100/stage-c/records/).
             // f16 only: no bf16 block was measured with it.
-            const auto hopper =
-                plain_gemm && w.dtype == DType::f16 ? hopper_wgmma_tiling(g, device, 128) : std::nullopt;
+            // A dense k x k layer (FusedMBConv's expand) is the dense convolution's kernel (conv2d_tc) and takes its
+            // Hopper tiling (hopper_conv_wgmma_tiling), measured on convolutions: H100, 1.10-2.11x over the mma.sync
+            // tilings on 41 dense rows, Conv3x3-BN-ReLU's epilogue among them (bench/results/h100/conv-tc-heuristic/).
+            const auto hopper = plain_gemm && w.dtype == DType::f16 ? hopper_wgmma_tiling(g, device, 128)
+                                : !plain_gemm && spec.layers[i].groups == 1
+                                    ? hopper_conv_wgmma_tiling(g, device, spec.layers[i].in_ch)
+                                    : std::nullopt;
             const std::map<std::string, int> tiling =
                 hopper                      ? *hopper
                 : spec.layers[i].groups > 1 ? conv2d_tc_heuristic(layers[i], device).knobs

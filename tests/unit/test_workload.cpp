@@ -4,6 +4,8 @@
 #include "runtime/workload.h"
 #include <cstdlib>
 #include <set>
+#include <utility>
+#include <vector>
 #include <catch2/catch.hpp>
 
 #include "runtime/dispatch.h"
@@ -12,6 +14,7 @@
 #include "runtime/model.h"
 #include "runtime/op.h"
 #include "runtime/conv2d_tc.h"
+#include "schedules/block_knobs.h"
 #include "schedules/gemm_knobs.h"
 #include "schedules/heuristics.h"
 
@@ -287,6 +290,29 @@ TEST_CASE("dense convolutions on Hopper take one-warpgroup wgmma tiles, staged, 
         const auto k = knobs(key, h200);
         CHECK(at(k, "wgmma") == 1);
         CHECK(gemm_knobs_error(gemm_knobs_from(k)).empty());
+    }
+    // A block's dense k x k layer on layer_by_layer_tc (FusedMBConv's expand, stride 1 and 2) by the rule of the
+    // convolution it is, within the block's knob check; its 1x1 project (48 columns) stays on mma.sync.
+    for (const auto &[block_key, conv_key] : std::vector<std::pair<std::string, std::string>>{
+             {"fused_mbconv:n=128,c=48,h=56,w=56,e=4,k=3,stride=1,act=silu,dtype=f16",
+              "conv2d:n=128,c=48,h=56,w=56,k=192,r=3,s=3,pad=1,dtype=f16"},
+             {"fused_mbconv:n=8,c=24,h=112,w=112,e=4,k=3,stride=2,act=silu,dtype=f16",
+              "conv2d:n=8,c=24,h=112,w=112,k=96,r=3,s=3,stride=2,pad=1,dtype=f16"}}) {
+        const BlockWorkload b = parse_block(block_key);
+        setenv("BLOCKFUSE_GPU", h200, 1);
+        const ScheduleChoice s = block_heuristic(b, "layer_by_layer_tc", Device::cuda);
+        unsetenv("BLOCKFUSE_GPU");
+        const auto conv = knobs(conv_key, h200);
+        CHECK(at(conv, "wgmma") == 1);
+        for (const auto &[k, v] : conv) {
+            INFO(block_key << " tc0_" << k);
+            CHECK(at(s.knobs, ("tc0_" + k).c_str()) == v);
+        }
+        CHECK(at(s.knobs, "tc1_wgmma") == 0);
+        CHECK(block_knobs_error(b.spec(), "layer_by_layer_tc", block_knobs_from(s.knobs), true).empty());
+        setenv("BLOCKFUSE_GPU", a100, 1);
+        CHECK(at(block_heuristic(b, "layer_by_layer_tc", Device::cuda).knobs, "tc0_wgmma") == 0);
+        unsetenv("BLOCKFUSE_GPU");
     }
     // Not before sm_90, not grouped (wgmma has no windows), not on the CPU.
     CHECK(at(knobs("conv2d:n=1,c=256,h=112,w=112,k=512,r=3,s=3,pad=1,dtype=f16", a100), "wgmma") == 0);
