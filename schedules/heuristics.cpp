@@ -364,8 +364,9 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
         const BlockSpec spec = w.spec();
         const auto layers = w.layers();
         // Grouped layers on their CUDA-core mapping (tc_grouped 0: on the H200 each of a tuner round's 1-3 draws of
-        // the block-diagonal GEMM per ConvFirst row ran the block 2-7x slower), with that GEMM's tiling beside it for
-        // the tuner's tc_grouped = 1.
+        // the block-diagonal GEMM per ConvFirst row ran the block 2-7x slower; on the H100 that GEMM on this tiling
+        // ran ConvFirst c=128 and c=256 0.76-0.85x as fast, c=64 level, bench/results/h100/block-dense-wgmma/), with
+        // that GEMM's tiling beside it for the tuner's tc_grouped = 1.
         for (size_t i = 0; i < layers.size(); ++i) {
             if (spec.layers[i].groups > 1)  // depthwise, grouped: their CUDA-core mapping
                 set_mapping(s, "layer_",
@@ -379,8 +380,9 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
             // too 0.1001 / 0.1680 / 0.2746 (FFN c=256, ConvFirst c=256 / 128; bench/results/h100/stage-c/records/).
             // f16 only: no bf16 block was measured with it.
             // A dense k x k layer (FusedMBConv's expand) is the dense convolution's kernel (conv2d_tc) and takes its
-            // Hopper tiling (hopper_conv_wgmma_tiling), measured on convolutions: H100, 1.10-2.11x over the mma.sync
-            // tilings on 41 dense rows, Conv3x3-BN-ReLU's epilogue among them (bench/results/h100/conv-tc-heuristic/).
+            // Hopper tiling (hopper_conv_wgmma_tiling). H100, FusedMBConv N=128 (bench/results/h100/block-dense-wgmma/,
+            // four passes in two runs): c=48 56x56 0.579-0.595 ms against 0.954-0.977 on the mma.sync tiling
+            // (1.64-1.68x), c=64 28x28 1.12-1.24x, c=24 stride 2 at N=8 1.22-1.32x.
             const auto hopper = plain_gemm && w.dtype == DType::f16 ? hopper_wgmma_tiling(g, device, 128)
                                 : !plain_gemm && spec.layers[i].groups == 1
                                     ? hopper_conv_wgmma_tiling(g, device, spec.layers[i].in_ch)
