@@ -317,6 +317,19 @@ public:
         if (kind == ConvKind::general && w_.groups > 1 && v.knob("stage_input") == 1)
             return "stage_input=1 (the window in registers) does not build for a grouped conv2d (its group's channel "
                    "range has no constant bound): 0 or 2";
+        // Staged in shared memory, a grouped block's input tile is bounded the same way: from the block's first input
+        // channel, as wide as the whole input. Every block but the first reads past the input's channels and Halide's
+        // bounds check refuses the launch (c=k=128, groups of 8, 64 channels a block: "accessed at 191, which is
+        // beyond the max (127)", H200); the knobs' check refuses only partial tiles, all a block's layer needs.
+        if (kind == ConvKind::general && w_.groups > 1 && v.knob("stage_input") == 2) {
+            const int vk = std::max(1, v.knob("vec_k", 1));
+            const long long block_k = 1LL * v.knob("threads_k") * (w_.k % vk == 0 ? vk : 1);  // vec_k's fallback: 1
+            if (block_k < w_.k)
+                return "stage_input=2 (the input tile in shared memory) of a grouped conv2d needs one block of output "
+                       "channels (threads_k x vec_k >= K = " +
+                       std::to_string(w_.k) +
+                       "; its tile's channel range has no tighter bound): " + std::to_string(block_k) + " here";
+        }
         if (!flat_tiles_fit(v.knob("flat_threads"), v.knob("tile_x"), v.knob("tile_y"), w_.out_w(), w_.out_h()))
             return "the flat mapping's tile_x x tile_y exceeds the output";
         return conv2d_launch_error(v, w_, limits);

@@ -238,6 +238,38 @@ TEST_CASE("a wgmma point takes the tiling wgmma allows; --knob wgmma=1 alone mak
     }
 }
 
+TEST_CASE("a grouped conv2d's input tile in shared memory (stage_input=2) is refused unless one block holds every "
+          "output channel") {
+    // Measured on the H200 (bench/results/h200/dense-wgmma-round/): groups of 8 with c=k=128 and a block of 64 or 32
+    // output channels failed their launch in Halide's bounds check (the tile read channels up to 191 of 128).
+    struct Case {
+        const char *key;
+        int threads_k, vec_k;
+        bool refused;
+    };
+    // Tiles that divide K: the knobs' own check (conv2d_gpu_knobs_error) refuses only partial tiles, which is what a
+    // block's grouped layer, with constant channel counts, needs.
+    for (const Case &t : std::vector<Case>{
+             {"conv2d:n=3,c=48,h=9,w=9,k=48,r=3,s=3,pad=1,groups=6,dtype=f16", 4, 4, true},    // 16 of 48
+             {"conv2d:n=3,c=48,h=9,w=9,k=48,r=3,s=3,pad=1,groups=6,dtype=f16", 16, 4, false},  // 64 >= 48
+             {"conv2d:n=3,c=36,h=9,w=9,k=36,r=3,s=3,pad=1,groups=6,dtype=f16", 12, 8, true},   // K % 8: 12 of 36
+             {"conv2d:n=3,c=48,h=9,w=9,k=48,r=3,s=3,pad=1,dtype=f16", 4, 4, false}}) {         // dense
+        INFO(t.key << " threads_k=" << t.threads_k << " vec_k=" << t.vec_k);
+        const auto op = parse_op(t.key);
+        const SearchSpace space(*op, "direct", Device::cuda, kH200);
+        Candidate c = space.default_candidate();
+        c.knobs["flat_threads"] = 0;
+        c.knobs["stage_channels"] = 0;
+        c.knobs["threads_k"] = t.threads_k;
+        c.knobs["vec_k"] = t.vec_k;
+        c.knobs["stage_input"] = 0;
+        REQUIRE(space.invalid(c).empty());
+        c.knobs["stage_input"] = 2;
+        if (t.refused) CHECK_THAT(space.invalid(c), Catch::Contains("stage_input=2"));
+        else CHECK(space.invalid(c).empty());
+    }
+}
+
 TEST_CASE(
     "a grouped conv2d's window in registers (stage_input=1), which its generator cannot build, is refused first") {
     // The conv2d generator's grouped kernels fail with "unable to infer constant upper bound on extent" there;
