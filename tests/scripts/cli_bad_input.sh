@@ -60,4 +60,8 @@ expect "results '/nonexistent/results.json': no such file" records --from /nonex
 expect "field 'dtype' = 'f32' is not supported by the tensor-core GEMM" check "gemm:m=8,n=8,k=8,dtype=f32"
 expect "field 'k' = 0 must be positive" bench --workload "gemm:m=8,n=8,k=0"
 expect "'bogus' is not a knob of the gemm GPU schedules" generate "gemm:m=8,n=8,k=8" --device cuda --knob bogus=1 --out /tmp
+# Knobs the schedule declares but this workload's kernel cannot take: the tuner's check, before Halide's own error.
+expect "stage_input=1 (the window in registers) does not build for a grouped conv2d" generate \
+    "conv2d:n=3,c=48,h=9,w=9,k=48,r=3,s=3,pad=1,groups=6" --strategy direct --device cuda --knob stage_input=1 \
+    --knob flat_threads=0 --knob stage_channels=0 --out /tmp
 exit $fail
