@@ -367,6 +367,7 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
         // the block-diagonal GEMM per ConvFirst row ran the block 2-7x slower; on the H100 that GEMM on this tiling
         // ran ConvFirst c=128 and c=256 0.76-0.85x as fast, c=64 level, bench/results/h100/block-dense-wgmma/), with
         // that GEMM's tiling beside it for the tuner's tc_grouped = 1.
+        bool gemm_on_wgmma = false;
         for (size_t i = 0; i < layers.size(); ++i) {
             if (spec.layers[i].groups > 1)  // depthwise, grouped: their CUDA-core mapping
                 set_mapping(s, "layer_",
@@ -392,7 +393,17 @@ ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strate
                 : spec.layers[i].groups > 1 ? conv2d_tc_heuristic(layers[i], device).knobs
                                             : tensor_core_tiling(g.m, g.n, g.k, device, WideTiles::not_in_blocks);
             for (const auto &[k, v] : tiling) s.knobs[tensor_core_prefix(i) + k] = v;
+            gemm_on_wgmma = gemm_on_wgmma || (plain_gemm && hopper);
         }
+        // FFN and ConvFirst with their 1x1 layers on wgmma (8-warp blocks): at 128 registers two blocks share an SM,
+        // where the default cap (255 for 256 threads) leaves one. These knobs at 0 against 128: FFN c=256 N=128
+        // 0.1180-0.1204 against 0.0892-0.0901 ms (H100, each pair in one run, three runs), 0.1186 against 0.1023
+        // (H200, one run); ConvFirst c=128 0.321 against 0.2723, c=256 0.1879 against 0.1551 at 96 (H200, two
+        // consecutive runs on one machine; 168 in another run: 0.2737, 0.1778) (bench/results/h200/dense-wgmma-round/,
+        // stage-c-records/; h100/tc-tune-round-2/, tc-tune-round-3/, block-dense-wgmma/). ConvFirst c=64, whose 1x1
+        // layers stay on mma.sync, ran level at 168 and 0.74x at 128 on another grouped mapping: no cap there.
+        if ((w.family == BlockFamily::ffn || w.family == BlockFamily::convfirst) && gemm_on_wgmma)
+            s.max_registers = 128;
         s.why = "heuristic: each dense layer's tensor-core tiling from its implicit GEMM, the others' mapping from "
                 "their shape";
         return s;

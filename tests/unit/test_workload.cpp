@@ -243,6 +243,22 @@ TEST_CASE("GEMMs on Hopper take the swizzled wgmma ring where it was measured fa
     CHECK(block_wgmma("convfirst:n=128,c=256,h=14,w=14,e=4,k=3,stride=1,act=relu,dtype=f16", h200) ==
           (std::set<std::string>{"tc1_wgmma", "tc2_wgmma"}));
     CHECK(block_wgmma("ffn:n=8,c=64,h=14,w=14,e=4,act=relu,dtype=f16", h200).empty());  // K = 64-256, few tiles
+    // With their 1x1 layers on wgmma, FFN and ConvFirst at 128 registers (two 8-warp blocks an SM); not where those
+    // layers stay on mma.sync, not off sm_90, not FusedMBConv (its wgmma layer a convolution, not measured capped).
+    auto cap = [](const std::string &key, const char *gpu) {
+        setenv("BLOCKFUSE_GPU", gpu, 1);
+        const int r = block_heuristic(parse_block(key), "layer_by_layer_tc", Device::cuda).max_registers;
+        unsetenv("BLOCKFUSE_GPU");
+        return r;
+    };
+    CHECK(cap(ffn, h200) == 128);
+    CHECK(cap("convfirst:n=128,c=256,h=14,w=14,e=4,k=3,stride=1,act=relu,dtype=f16", h200) == 128);
+    CHECK(cap("convfirst:n=128,c=128,h=28,w=28,e=4,k=3,stride=1,act=relu,dtype=f16", h200) == 128);
+    CHECK(cap("convfirst:n=128,c=64,h=56,w=56,e=4,k=3,stride=1,act=relu,dtype=f16", h200) == 0);
+    CHECK(cap("ffn:n=8,c=64,h=14,w=14,e=4,act=relu,dtype=f16", h200) == 0);
+    CHECK(cap(ffn, a100) == 0);
+    CHECK(cap("ffn:n=128,c=256,h=14,w=14,e=4,act=relu,dtype=bf16", h200) == 0);  // bf16: mma.sync
+    CHECK(cap("fused_mbconv:n=128,c=48,h=56,w=56,e=4,k=3,stride=1,act=silu,dtype=f16", h200) == 0);
 }
 
 TEST_CASE("dense convolutions on Hopper take one-warpgroup wgmma tiles, staged, within the knob checks",
