@@ -265,17 +265,15 @@ int main(int argc, char **argv) {
                     const KernelVariant *v = knobs.empty() && !gen_registers
                                                  ? dispatch(key, st, d, nullptr).variant
                                                  : kernel_with_knobs(key, st, d, knobs, gen_registers, "--knob");
-                    // The tuner's check of a candidate, before Halide sees knobs it cannot schedule. For a GPU not
+                    // The tuner's check of a candidate, before Halide sees knobs it cannot schedule; for a GPU not
                     // named (no GPU here, BLOCKFUSE_GPU unset) with Hopper's limits: only what no target runs is refused.
-                    LaunchLimits limits = launch_limits(d);
-                    if (d == Device::cuda && limits.compute_capability == 0) {
-                        limits.compute_capability = 90;
-                        limits.max_shared = 227 * 1024;
-                    }
-                    if (v != nullptr && (!knobs.empty() || gen_registers))
+                    if (!knobs.empty() || gen_registers) {
+                        LaunchLimits limits = launch_limits(d);
+                        if (d == Device::cuda && limits.compute_capability == 0) limits = launch_limits_of_sm(90);
                         if (const std::string why = parse_op(key)->candidate_error(*v, limits); !why.empty())
                             throw WorkloadError(fmt::format("--knob: no {} kernel for {} with these knobs: {}", st,
                                                             canonical_key(key), why));
+                    }
                     std::string dir_name = v->name;
                     std::replace(dir_name.begin(), dir_name.end(), '@', '_');
                     const std::string dir = gen_out + "/" + dir_name;

@@ -33,13 +33,17 @@ LaunchLimits launch_limits(Device device) {
         l.compute_capability = 10 * cuda::device().cc_major + cuda::device().cc_minor;
         return l;
     }
-    // No GPU here: the GPU the kernels are for (BLOCKFUSE_GPU "NAME:sm_XY"), by the opt-in shared memory
-    // per block of its compute capability (CUDA C Programming Guide, technical specifications).
+    // No GPU here: the GPU the kernels are for (BLOCKFUSE_GPU "NAME:sm_XY"), by its compute capability.
     const char *gpu = std::getenv("BLOCKFUSE_GPU");
     const std::string g = gpu ? gpu : "";
     const size_t at = g.rfind(":sm_");
     if (at == std::string::npos) return l;
-    const int sm = std::atoi(g.c_str() + at + 4);
+    return launch_limits_of_sm(std::atoi(g.c_str() + at + 4));
+}
+
+LaunchLimits launch_limits_of_sm(int sm) {
+    // The opt-in shared memory per block of a compute capability (CUDA C Programming Guide, technical specifications).
+    LaunchLimits l;
     l.compute_capability = sm;
     l.max_shared = sm == 80 || sm == 87    ? 163 * 1024
                    : sm == 90 || sm == 100 ? 227 * 1024
@@ -311,20 +315,22 @@ public:
                                                      w_.c / w_.groups, w_.k, w_.groups);
             !why.empty())
             return why;
-        // The conv2d generator's channel counts are not constants: a grouped window in registers spans its group's
-        // input channels, whose extent Halide cannot bound ("unable to infer constant upper bound on extent of
-        // realization conv2d_padded_global_wrapper"; a block's layer, with static channels, builds it).
-        if (kind == ConvKind::general && w_.groups > 1 && v.knob("stage_input") == 1)
-            return "stage_input=1 (the window in registers) does not build for a grouped conv2d (its group's channel "
-                   "range has no constant bound): 0 or 2";
-        // Staged in shared memory, a grouped block's input tile is bounded the same way: from the block's first input
-        // channel, as wide as the whole input. Every block but the first reads past the input's channels and Halide's
-        // bounds check refuses the launch (c=k=128, groups of 8, 64 channels a block: "accessed at 191, which is
-        // beyond the max (127)", H200); the knobs' check refuses only partial tiles, all a block's layer needs.
-        if (kind == ConvKind::general && w_.groups > 1 && v.knob("stage_input") == 2) {
+        // The conv2d generator's channel counts are not constants, so Halide bounds a grouped layer's input channels
+        // no tighter than the whole input.
+        if (kind == ConvKind::general && w_.groups > 1) {
+            // A window in registers spans its group's input channels, whose extent Halide cannot bound ("unable to
+            // infer constant upper bound on extent of realization conv2d_padded_global_wrapper"; a block's layer,
+            // with static channels, builds it).
+            if (v.knob("stage_input") == 1)
+                return "stage_input=1 (the window in registers) does not build for a grouped conv2d (its group's "
+                       "channel range has no constant bound): 0 or 2";
+            // A tile in shared memory is bounded from the block's first input channel, as wide as the whole input:
+            // every block but the first reads past the input's channels and Halide's bounds check refuses the launch
+            // (c=k=128, groups of 8, 64 channels a block: "accessed at 191, which is beyond the max (127)", H200);
+            // the knobs' check refuses only partial tiles, all a block's layer needs.
             const int vk = std::max(1, v.knob("vec_k", 1));
             const long long block_k = 1LL * v.knob("threads_k") * (w_.k % vk == 0 ? vk : 1);  // vec_k's fallback: 1
-            if (block_k < w_.k)
+            if (v.knob("stage_input") == 2 && block_k < w_.k)
                 return "stage_input=2 (the input tile in shared memory) of a grouped conv2d needs one block of output "
                        "channels (threads_k x vec_k >= K = " +
                        std::to_string(w_.k) +

@@ -65,6 +65,8 @@ struct LaunchLimits {
     int compute_capability = 0;  // 10 major + minor (90: Hopper); 0 unknown (no GPU, BLOCKFUSE_GPU unset)
 };
 LaunchLimits launch_limits(Device device);
+// The limits of a GPU of compute capability sm (10 major + minor) that this machine need not have.
+LaunchLimits launch_limits_of_sm(int sm);
 
 struct LaunchShape {
     long long grid[3] = {1, 1, 1};
