@@ -185,6 +185,32 @@ def merge(ours, torch_doc):
     return table, notes
 
 
+def summary_lines(table, below=0.7):
+    """The table's rows with both sides timed: geomean of best-PyTorch / ours (the faster of eager and torch.compile
+    over our best), of eager / ours and of compile / ours, and the rows behind (below 1.0, and below `below`)."""
+    def ms(cell):
+        try:
+            return float(cell)
+        except ValueError:
+            return None
+    ratios = []
+    for row in table:
+        ours = ms(row[2])
+        torch_ms = [t for t in (ms(row[8]), ms(row[9])) if t]
+        if ours and torch_ms:
+            ratios.append((f"{row[0]} {row[1]}", min(torch_ms) / ours, ms(row[8]), ms(row[9]), ours))
+    if not ratios:
+        return []
+    geo = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
+    eager = [e / o for _, _, e, _, o in ratios if e]
+    comp = [c / o for _, _, _, c, o in ratios if c]
+    behind = sorted((r, name) for name, r, *_ in ratios if r < 1.0)
+    low = [f"{name} {r:.2f}" for r, name in behind if r < below]
+    return [f"Summary: {len(ratios)} rows; geomean best-PyTorch / ours {geo([r for _, r, *_ in ratios]):.3f} "
+            f"(eager / ours {geo(eager):.3f} over {len(eager)}, compile / ours {geo(comp):.3f} over {len(comp)}); "
+            f"{len(behind)} rows below 1.0, {len(low)} below {below:g}" + (f": {', '.join(low)}" if low else "")]
+
+
 def to_markdown(table, ours, torch_doc, notes):
     oc = ours.get("context", {}) or {}
     gpu = (oc.get("gpu") or {}).get("name") if isinstance(oc.get("gpu"), dict) else oc.get("gpu")
@@ -221,6 +247,9 @@ def to_markdown(table, ours, torch_doc, notes):
     lines.append("|" + "|".join("---" if i in (0, 1, 3, 12, 13) else "---:" for i in range(len(COLUMNS))) + "|")
     for row in table:
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+    summary = summary_lines(table)
+    if summary:
+        lines += [""] + summary
     if notes:
         lines += ["", "Notes:"] + [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"

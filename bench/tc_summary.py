@@ -7,7 +7,7 @@ torch.compile (best of the two) and the seed library's own time, with the geomea
 kernel of each strategy (layer by layer on CUDA cores and on tensor cores, fused, depth-first, the tensor-core
 conv2d), the tensor-core row's share of the mma.sync ceiling and its waterline, PyTorch eager and torch.compile.
 
-    python3 bench/tc_summary.py DIR [--seed-library CSV] > summary.md
+    python3 bench/tc_summary.py DIR [--seed-library CSV] [--conv2d STEP] [--torch-conv2d FILE] > summary.md
     python3 bench/tc_summary.py --blocks DIR > summary.md
 """
 import argparse
@@ -16,6 +16,9 @@ import json
 import math
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results_schema  # noqa: E402
 
 
 def load(path):
@@ -88,18 +91,29 @@ def main(argv=None):
     ap.add_argument("dir")
     ap.add_argument("--seed-library", default=None, help="CSV workload,dtype,seed_library_ms")
     ap.add_argument("--blocks", action="store_true", help="DIR is a blocks-tc run")
+    ap.add_argument("--conv2d", default="conv2d_tc", help="the conv2d bench step's folder in DIR (default conv2d_tc)")
+    ap.add_argument("--torch-conv2d", default="torch_conv2d.json", help="its PyTorch file in DIR")
     a = ap.parse_args(argv)
     if a.blocks:
         print("\n".join(blocks_table(a.dir)))
         return 0
     out = []
-    g = load(os.path.join(a.dir, "gemm", "results.json"))
+    if os.path.exists(os.path.join(a.dir, "gemm", "results.json")):  # a run without GEMMs has the conv2d table only
+        out += gemm_table(a.dir)
+    out += conv2d_table(a.dir, a.conv2d, a.torch_conv2d, a.seed_library)
+    print("\n".join(out))
+    return 0
+
+
+def gemm_table(run_dir):
+    out = []
+    g = load(os.path.join(run_dir, "gemm", "results.json"))
     ceil = g["context"].get("ceilings", {})
     mma = {"f16": ceil.get("mma_f16_tflops"), "bf16": ceil.get("mma_bf16_tflops")}
     out.append(f"Ceilings measured at the start of the GEMM bench: mma.sync f16 {mma['f16']:.1f}, bf16 {mma['bf16']:.1f} "
                f"TFLOP/s; FFMA {ceil.get('ffma_f32_tflops', float('nan')):.1f} TFLOP/s; copy {ceil.get('copy_gbps', float('nan')):.0f} GB/s.\n")
     torch_g = {}
-    tg = os.path.join(a.dir, "torch_gemm.json")
+    tg = os.path.join(run_dir, "torch_gemm.json")
     if os.path.exists(tg):
         for r in load(tg)["results"]:
             torch_g[r["key"]] = r
@@ -118,19 +132,25 @@ def main(argv=None):
         out.append(f"| `{k[1]}` | {r['strategy']} | {r['runtime_ms']:.4f} | {tf:.1f} | {pct:.1f}% | "
                    + (f"{t['ms']:.4f} | {t['tflops']:.1f} | {t['ms'] / r['runtime_ms']:.2f}" if t else "n/a | n/a | n/a")
                    + f" | {failed.get(k, 0)} |")
+    return out
+
+
+def conv2d_table(run_dir, conv2d, torch_file, seed_library):
+    out = []
     seed = {}
-    if a.seed_library:
-        with open(a.seed_library) as f:
+    if seed_library:
+        with open(seed_library) as f:
             for row in csv.DictReader(f):
                 seed[(row["workload"], row["dtype"])] = float(row["seed_library_ms"])
-    c = load(os.path.join(a.dir, "conv2d_tc", "results.json"))
+    c = load(os.path.join(run_dir, conv2d, "results.json"))
     cc = c["context"].get("ceilings", {})  # the conv2d bench's own measurement
     mma = {"f16": cc.get("mma_f16_tflops"), "bf16": cc.get("mma_bf16_tflops")}
-    out.append(f"\nCeilings measured at the start of the conv2d bench: mma.sync f16 {mma['f16']:.1f}, bf16 {mma['bf16']:.1f} TFLOP/s.")
+    out.append(f"\nCeilings measured at the start of the conv2d bench: mma.sync f16 {mma['f16']:.1f}, bf16 {mma['bf16']:.1f} TFLOP/s."
+               if mma["f16"] and mma["bf16"] else "\nNo ceilings measured in the conv2d bench (--no-ceilings).")
     torch_c = {}
-    tc = os.path.join(a.dir, "torch_conv2d.json")
+    tc = os.path.join(run_dir, torch_file)
     if os.path.exists(tc):
-        for r in load(tc)["results"]:
+        for r in results_schema.torch_records(load(tc)):  # schema'd or older files
             torch_c[(r["name"], r["dtype"])] = r
     out.append("\n| conv2d | dtype | ours ms | TFLOP/s | % of mma.sync | eager ms | torch.compile ms | best PyTorch / ours | "
                "seed library ms | seed library / ours |")
@@ -158,8 +178,7 @@ def main(argv=None):
     out.append(f"\nconv2d rows: {len(best)} passing, {nfail} failed checks; geomean best-PyTorch / ours "
                f"{geomean(ratios):.2f} (lowest {min(ratios) if ratios else float('nan'):.2f}); geomean seed library / "
                f"ours {geomean(seed_ratios):.2f}.")
-    print("\n".join(out))
-    return 0
+    return out
 
 
 if __name__ == "__main__":

@@ -644,6 +644,26 @@ def test_merge_by_provider():
     table, _ = mr.merge(run(1.0, 0.1, 9.0), None)
     assert dict(zip(mr.COLUMNS, table[0]))["ours best ms"] == "1", table
 
+
+def test_merge_summary_line():
+    # The Markdown's Summary: best-PyTorch (the faster of eager and compile) over our fastest passing row, per row;
+    # rows without a PyTorch time are left out; the rows below 0.7 named.
+    import merge_results as mr
+
+    def ours(name, ms):
+        return {"workload": name, "key": f"conv2d:{name}", "dtype": "f16", "check_ok": True, "runtime_ms": ms,
+                "default": True, "strategy": "direct"}
+    doc = {"context": {}, "results": [ours("a", 1.0), ours("b", 2.0), ours("c", 1.0), ours("d", 1.0)]}
+    torch_doc = {"context": {}, "results": [
+        {"name": "a", "key": "conv2d:a", "dtype": "f16", "eager_ms": 4.0, "compile_ms": 2.0},  # 2.0
+        {"name": "b", "key": "conv2d:b", "dtype": "f16", "eager_ms": 1.0, "compile_ms": None},  # 0.5
+        {"name": "c", "key": "conv2d:c", "dtype": "f16", "eager_ms": 0.8, "compile_ms": 3.0},  # 0.8
+        {"name": "e", "key": "conv2d:e", "dtype": "f16", "eager_ms": 1.0, "compile_ms": 1.0}]}
+    md = mr.to_markdown(*mr.merge(doc, torch_doc)[:1], doc, torch_doc, [])
+    want = ("Summary: 3 rows; geomean best-PyTorch / ours 0.928 (eager / ours 1.170 over 3, compile / ours 2.449 over 2); "
+            "2 rows below 1.0, 1 below 0.7: b f16 0.50")
+    assert want in md, md
+
 def test_convpool_op_names_and_chunks():
     """torch_convpool.py names every suite row by the op its pool.txt comment header gives (the table's names),
     and cuts ragged mean pooling into FLA's chunks."""

@@ -142,6 +142,27 @@ class ResultsSchemaTest(unittest.TestCase):
         p = run(os.path.join(ROOT, "bench", "compare.py"), old, os.path.join(self.tmp.name, "merged_old.json"))
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
+    def test_compare_per_workload(self):
+        """--per-workload: each side's fastest strategy stands for the workload, whatever strategy it is."""
+        def results(name, rows):
+            path = os.path.join(self.tmp.name, name)
+            with open(path, "w") as fh:
+                json.dump({"results": [{"key": k, "workload": k, "provider": "blockfuse", "strategy": s,
+                                        "runtime_ms": ms, "check_ok": ok} for k, s, ms, ok in rows]}, fh)
+            return path
+        hand = results("hand.json", [("w1", "direct", 1.0, True), ("w1", "tensor_cores", 2.0, True),
+                                     ("w2", "direct", 1.0, True), ("w2", "tensor_cores", 0.1, False)])
+        tuned = results("tuned.json", [("w1", "tensor_cores", 0.5, True), ("w2", "direct", 1.3, True)])
+        p = run(os.path.join(ROOT, "bench", "compare.py"), hand, tuned, "--per-workload", "--names", "hand,tuned")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)  # w2 30% slower (its failed row does not count)
+        self.assertIn("| w1 | direct / tensor_cores | 1 | 0.5 | 0.50 |", p.stdout)
+        self.assertIn("| w2 | direct | 1 | 1.3 | 1.30 |", p.stdout)
+        self.assertIn("2 rows; geomean tuned / hand = 0.806; 1 rows where tuned is more than 15% slower than hand; "
+                      "1 where tuned is at least 1.2x faster.", p.stdout)
+        # per strategy, w1 joins tensor_cores with tensor_cores
+        p = run(os.path.join(ROOT, "bench", "compare.py"), hand, tuned)
+        self.assertIn("| w1 | tensor_cores | 2 | 0.5 | 0.25 |", p.stdout)
+
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:
