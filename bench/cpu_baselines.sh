@@ -27,16 +27,26 @@ records="${TUNING_RECORDS:-}"
 "$py" -c 'import onnxruntime' 2>/dev/null || { echo "error: onnxruntime missing: ./run install --anchors" >&2; exit 2; }
 mkdir -p "$out"
 { lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|L1d|L2|L3|Flags)'; echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"; } > "$out/cpu.txt"
+# One bench run into DIR (results.json, DIR.log). Exit 1 means some rows failed (e.g. an autoscheduler's kernel
+# that could not be built): they are in the results as failed and the table leaves their cells out, so the
+# comparison goes on and cpu.txt says so; any other failure stops it.
+bench_rows() {
+    local dir="$1" rc=0
+    shift
+    "$bf" bench "$@" --out "$dir" > "$dir.log" 2>&1 || rc=$?
+    [ "$rc" -le 1 ] || { echo "error: bench exited $rc ($dir.log)" >&2; exit 1; }
+    [ "$rc" -eq 0 ] || echo "$(basename "$dir"): failed rows (see $(basename "$dir").log)" >> "$out/cpu.txt"
+}
 ours=() tuned=() ort=()
 for i in $(seq 1 "$repeats"); do
     for part in conv2d ${blocks:+blocks}; do
         if [ "$part" = conv2d ]; then list="$suite"; as="$conv_as"; else list="$blocks"; as="$block_as"; fi
-        "$bf" bench --device cpu --suite "$list" --variants default --no-tuning-records \
-            ${as:+--autoscheduler "$as"} --min-seconds 0.3 --out "$out/run$i-$part" > "$out/run$i-$part.log" 2>&1
+        bench_rows "$out/run$i-$part" --device cpu --suite "$list" --variants default --no-tuning-records \
+            ${as:+--autoscheduler "$as"} --min-seconds 0.3
         ours+=("$out/run$i-$part/results.json")
         if [ -n "$records" ]; then
-            "$bf" bench --device cpu --suite "$list" --variants default --tuning-records "$records" --min-seconds 0.3 \
-                --out "$out/run$i-$part-tuned" > "$out/run$i-$part-tuned.log" 2>&1
+            bench_rows "$out/run$i-$part-tuned" --device cpu --suite "$list" --variants default \
+                --tuning-records "$records" --min-seconds 0.3
             tuned+=("$out/run$i-$part-tuned/results.json")
         fi
     done
