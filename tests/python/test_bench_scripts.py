@@ -647,7 +647,7 @@ def test_merge_by_provider():
 
 def test_merge_summary_line():
     # The Markdown's Summary: best-PyTorch (the faster of eager and compile) over our fastest passing row, per row;
-    # rows without a PyTorch time are left out; the rows below 0.7 named.
+    # rows without a PyTorch time are left out, a torch.compile that did not match eager too; the rows below 0.7 named.
     import merge_results as mr
 
     def ours(name, ms):
@@ -658,9 +658,10 @@ def test_merge_summary_line():
         {"name": "a", "key": "conv2d:a", "dtype": "f16", "eager_ms": 4.0, "compile_ms": 2.0},  # 2.0
         {"name": "b", "key": "conv2d:b", "dtype": "f16", "eager_ms": 1.0, "compile_ms": None},  # 0.5
         {"name": "c", "key": "conv2d:c", "dtype": "f16", "eager_ms": 0.8, "compile_ms": 3.0},  # 0.8
+        {"name": "d", "key": "conv2d:d", "dtype": "f16", "eager_ms": 2.0, "compile_ms": 0.1, "compile_check_ok": False},
         {"name": "e", "key": "conv2d:e", "dtype": "f16", "eager_ms": 1.0, "compile_ms": 1.0}]}
     md = mr.to_markdown(*mr.merge(doc, torch_doc)[:1], doc, torch_doc, [])
-    want = ("Summary: 3 rows; geomean best-PyTorch / ours 0.928 (eager / ours 1.170 over 3, compile / ours 2.449 over 2); "
+    want = ("Summary: 4 rows; geomean best-PyTorch / ours 1.125 (eager / ours 1.337 over 4, compile / ours 2.449 over 2); "
             "2 rows below 1.0, 1 below 0.7: b f16 0.50")
     assert want in md, md
 
