@@ -764,6 +764,11 @@ public:
             return why;
         if (v.device == Device::cpu) return "";
         const BlockKnobs kn = block_knobs_from(v.knobs);
+        if (strategy == "depth_first")
+            if (std::string why = depth_first_one_point_per_thread(spec, w_.blocks, kn.tile_x, kn.tile_y, kn.vec_k,
+                                                                   kn.chunk, kn.hidden_vec);
+                !why.empty())
+                return why;
         const auto layers = w_.layers();
         for (size_t i = 0; i < layers.size(); ++i) {
             const Conv2dWorkload &l = layers[i];

@@ -328,7 +328,10 @@ ScheduleChoice fused_gpu(const BlockWorkload &w, int blocks, long long shared_bu
         throw WorkloadError(fmt::format("{} for {}: the smallest tile needs {} bytes of shared memory per block, more "
                                         "than the {} the generated kernels may use",
                                         depth_first ? "depth_first" : "fused", to_key(w), tile.need, shared_budget));
-    const int hidden_vec = chunk >= 16 && chunk % 8 == 0 ? 8 : chunk % 4 == 0 ? 4 : chunk % 2 == 0 && f32 ? 2 : 1;
+    int hidden_vec = chunk >= 16 && chunk % 8 == 0 ? 8 : chunk % 4 == 0 ? 4 : chunk % 2 == 0 && f32 ? 2 : 1;
+    while (hidden_vec > 1 &&
+           !depth_first_one_point_per_thread(spec, blocks, tile.x, tile.y, tile.vec, chunk, hidden_vec).empty())
+        hidden_vec = hidden_vec == 4 && f32 ? 2 : hidden_vec == 8 ? 4 : 1;
     ScheduleChoice s;
     s.knobs = {{"vec_k", tile.vec}, {"tile_x", tile.x},         {"tile_y", tile.y},
                {"chunk", chunk},    {"hidden_vec", hidden_vec}, {"full_vec", full_vec}};
@@ -353,6 +356,24 @@ enum class WideTiles { allowed, not_in_blocks };
 std::map<std::string, int> tensor_core_tiling(long long M, long long N, long long K, Device device,
                                               WideTiles wide = WideTiles::allowed);
 }  // namespace
+
+std::string depth_first_one_point_per_thread(const BlockSpec &spec, int blocks, int tile_x, int tile_y, int vec_k,
+                                             int chunk, int hidden_vec) {
+    const long long threads = fused_block_threads(spec.cout, vec_k, tile_x);
+    const long long vectors = effective_chunk(spec.hidden, chunk) / std::max(hidden_vec, 1);
+    for (int b = 0; b + 1 < blocks; ++b)
+        for (size_t i = 0; i < spec.layers.size(); ++i) {
+            if (!spec.layers[i].hidden) continue;
+            long long rx = tile_x, ry = tile_y;  // the tile grown through the blocks after b, then b's layers after i
+            for (int later = b + 1; later < blocks; ++later) grow_through_layers(spec, rx, ry);
+            grow_through_layers(spec, rx, ry, i + 1);
+            if (vectors * rx * ry == threads)
+                return fmt::format("depth_first: block {}'s hidden layer {} has one point per thread ({} chunk vectors "
+                                   "x {}x{} pixels = {} threads), which Halide 21 does not build",
+                                   b, i, vectors, rx, ry, threads);
+        }
+    return "";
+}
 
 ScheduleChoice block_heuristic(const BlockWorkload &w, const std::string &strategy, Device device) {
     if (strategy == "depth_first" && w.blocks < 2)

@@ -29,6 +29,12 @@ constexpr long long kHeuristicSharedBytes = 99 * 1024;
 constexpr long long kOpenClSharedBytes = 48 * 1024;  // OpenCL: no opt-in (what the launch checker allows there)
 constexpr int kHeuristicMaxThreads = 512;
 
+// Depth-first on the GPU: Halide 21 refuses to build the kernel (an explicit-bounds assertion it proves to fail)
+// where a hidden layer of a block before the last has exactly one point per thread: (chunk / hidden_vec) times its
+// region's pixels (the tile grown by the halos after it) equal to the thread block's threads. Names that layer, or
+// "" where no layer does.
+std::string depth_first_one_point_per_thread(const BlockSpec &spec, int blocks, int tile_x, int tile_y, int vec_k,
+                                             int chunk, int hidden_vec);
 ScheduleChoice conv2d_heuristic(const Conv2dWorkload &w, Device device);
 // strategy: layer_by_layer, fused, depth_first. Throws WorkloadError naming the limit if the strategy
 // cannot serve the workload within it (e.g. a depth-first stage whose tiles do not fit in shared memory).

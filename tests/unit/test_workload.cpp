@@ -352,3 +352,22 @@ TEST_CASE("a kernel built with wgmma counts against the wgmma ceiling in the wat
     CHECK(waterline_seconds(ks, R, B, mma) == Approx(expect(ks[0], mma) + expect(ks[1], mma)));  // no wgmma ceiling
     CHECK(kernel_roof(KernelCost{"cuda cores", 1, 1}, R, mma, wg) == R);
 }
+
+TEST_CASE("a depth-first pick never gives an earlier block's hidden layer one point per thread", "[heuristics]") {
+    // The key a random draw failed on (PoCL): chunk 8 in vectors of 4 over block 1's 6 x 4 pixels is 48 points, the
+    // thread block's 48 threads; Halide 21 proves the kernel's bounds check false and builds nothing.
+    const BlockWorkload w = parse_block("convfirst:n=2,c=24,h=5,w=7,e=3,k=3,stride=1,blocks=3,act=relu,dtype=f32");
+    const std::string why = depth_first_one_point_per_thread(w.spec(), w.blocks, 4, 2, 2, 8, 4);
+    CHECK(why.find("block 1's hidden layer 1 has one point per thread") != std::string::npos);
+    CHECK(depth_first_one_point_per_thread(w.spec(), w.blocks, 4, 2, 2, 8, 2).empty());
+    CHECK(depth_first_one_point_per_thread(w.spec(), 1, 4, 2, 2, 8, 4).empty());  // one block: the fused kernel
+    for (Device d : {Device::opencl, Device::cuda}) {
+        const ScheduleChoice s = block_heuristic(w, "depth_first", d);
+        const BlockKnobs kn = block_knobs_from(s.knobs);
+        INFO(s.why);
+        CHECK(depth_first_one_point_per_thread(w.spec(), w.blocks, kn.tile_x, kn.tile_y, kn.vec_k, kn.chunk,
+                                               kn.hidden_vec)
+                  .empty());
+        CHECK(block_knobs_error(w.spec(), "depth_first", kn, true).empty());
+    }
+}
