@@ -46,7 +46,7 @@ std::vector<std::string> draw_keys(Device d, std::mt19937_64 &rng) {
     // Shapes a random draw once failed on, every run: SE blocks whose fused kernels came out wrong under PoCL's
     // optimizer on 2x2 tiles (docs/correctness.md; the OpenCL pick tiles them one row high); a ConvFirst stage whose
     // depth-first pick had an earlier block's hidden layer at one point per thread, which Halide 21 does not build
-    // (the heuristic now takes a narrower hidden_vec there).
+    // (the heuristic takes a narrower hidden_vec there: depth_first_one_point_per_thread).
     for (const char *key : {"mbconv:n=2,c=2,h=9,w=12,e=3,k=7,stride=2,se=1,act=sigmoid,dtype=f32",
                             "mbconv:n=1,c=2,h=12,w=15,e=5,k=7,stride=2,se=1,act=gelu,dtype=f32",
                             "convfirst:n=2,c=24,h=5,w=7,e=3,k=3,stride=1,blocks=3,act=relu,dtype=f32"})
