@@ -14,22 +14,17 @@ bytes exceed the L2 at >= 80% of copy bandwidth; conv1d/conv3d geomean >= 1.0) a
 """
 import argparse
 import json
-import math
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results_schema  # noqa: E402
 import torch_convpool as tc  # noqa: E402
 
 POOL_OPS = ("AvgPool1dFwd", "AvgPool2dFwd", "AvgPool3dFwd", "MaxPool1dFwd", "MaxPool1dIndicesFwd", "MaxPool2dFwd",
             "MaxPool2dIndicesFwd", "MaxPool3dFwd", "MaxPool3dIndicesFwd", "AdaptiveAvgPool2dFwd",
             "AdaptiveMaxPool2dFwd", "AdaptiveMaxPool2dIndicesFwd", "MeanPoolingFwd")
 CONV_OPS = ("Conv1dFwd", "Conv3dFwd")
-
-
-def geomean(xs):
-    xs = [x for x in xs if x and x > 0]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
 def load(paths):
@@ -108,11 +103,12 @@ def report(rs):
         op_rows = [r for r in rs if r["op"] == op]
         if not op_rows:
             continue
-        g = geomean(r["ratio"] for r in op_rows)
+        g = results_schema.geomean((r["ratio"] for r in op_rows), empty=None)
         out += [f"### {op}", "", table(op_rows), "", f"geomean ratio: {fmt(g, '.2f')}x", ""]
     pool = [r for r in rs if r["op"] in POOL_OPS]
     conv = [r for r in rs if r["op"] in CONV_OPS]
-    gp, gc = geomean(r["ratio"] for r in pool), geomean(r["ratio"] for r in conv)
+    gp = results_schema.geomean((r["ratio"] for r in pool), empty=None)
+    gc = results_schema.geomean((r["ratio"] for r in conv), empty=None)
     below = [r for r in pool if r["ratio"] is not None and r["ratio"] < 1.0]
     past = [r for r in pool + conv if r["past_l2"] and r["ours"]]
     past_low = [r for r in past if (r["pct_copy"] or 0) < 80]

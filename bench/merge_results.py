@@ -141,10 +141,11 @@ def check_cell(rows, best, trow):
 
 
 def merge(ours, torch_doc):
-    """Returns the table rows (lists of strings, COLUMNS order) and notes for the footer."""
+    """Returns the table rows (lists of strings, COLUMNS order), notes for the footer, and per row with both sides
+    timed its (name dtype, best-PyTorch / ours, eager / ours, compile / ours) from the unrounded times."""
     groups = group_ours(ours["results"])
     tindex = index_torch(results_schema.torch_records(torch_doc)) if torch_doc else {}
-    table, notes = [], []
+    table, notes, ratios = [], [], []
     has_ceilings = bool((ours.get("context") or {}).get("ceilings"))
     for (name, key), rows in groups.items():
         best, default = pick_best(rows), pick_default(rows)
@@ -163,6 +164,9 @@ def merge(ours, torch_doc):
         t_comp = trow.get("compile_ms") if trow else None
         t_eager_host = trow.get("eager_host_ms") if trow else None
         dtype = b.get("dtype") or rows[0].get("dtype") or (trow or {}).get("dtype")
+        r = results_schema.torch_ratios(trow or {}, b.get("runtime_ms"))
+        if r[0]:
+            ratios.append((f"{name} {dtype or NA}", *r))
         table.append([
             str(name), str(dtype or NA),
             fmt_ms(b.get("runtime_ms")), str(label(b)) if b else NA,
@@ -182,38 +186,25 @@ def merge(ours, torch_doc):
     for (name, key) in tindex:
         if (name, key) not in ours_keys:
             notes.append(f"{name}: torch row only (not in ours): {key}")
-    return table, notes
+    return table, notes, ratios
 
 
-def summary_lines(table, below=0.7):
-    """The table's rows with both sides timed: geomean of best-PyTorch / ours (the faster of eager and torch.compile
-    over our best), of eager / ours and of compile / ours, and the rows behind (below 1.0, and below `below`).
-    A torch.compile time whose output did not match eager's (the check cell says so) does not count."""
-    def ms(cell):
-        try:
-            return float(cell)
-        except ValueError:
-            return None
-    ratios = []
-    for row in table:
-        ours = ms(row[2])
-        compile_ms = None if "torch.compile mismatch" in row[12] else ms(row[9])
-        torch_ms = [t for t in (ms(row[8]), compile_ms) if t]
-        if ours and torch_ms:
-            ratios.append((f"{row[0]} {row[1]}", min(torch_ms) / ours, ms(row[8]), compile_ms, ours))
+def summary_lines(ratios, below=0.7):
+    """merge()'s ratios as one line: geomean of best-PyTorch / ours (the faster of eager and torch.compile over our
+    best), of eager / ours and of compile / ours, and the rows behind (below 1.0, and below `below`)."""
     if not ratios:
         return []
-    geo = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
-    eager = [e / o for _, _, e, _, o in ratios if e]
-    comp = [c / o for _, _, _, c, o in ratios if c]
-    behind = sorted((r, name) for name, r, *_ in ratios if r < 1.0)
+    geo = results_schema.geomean
+    eager = [e for _, _, e, _ in ratios if e]
+    comp = [c for _, _, _, c in ratios if c]
+    behind = sorted((r, name) for name, r, _, _ in ratios if r < 1.0)
     low = [f"{name} {r:.2f}" for r, name in behind if r < below]
-    return [f"Summary: {len(ratios)} rows; geomean best-PyTorch / ours {geo([r for _, r, *_ in ratios]):.3f} "
+    return [f"Summary: {len(ratios)} rows; geomean best-PyTorch / ours {geo([r for _, r, _, _ in ratios]):.3f} "
             f"(eager / ours {geo(eager):.3f} over {len(eager)}, compile / ours {geo(comp):.3f} over {len(comp)}); "
             f"{len(behind)} rows below 1.0, {len(low)} below {below:g}" + (f": {', '.join(low)}" if low else "")]
 
 
-def to_markdown(table, ours, torch_doc, notes):
+def to_markdown(table, ours, torch_doc, notes, ratios=()):
     oc = ours.get("context", {}) or {}
     gpu = (oc.get("gpu") or {}).get("name") if isinstance(oc.get("gpu"), dict) else oc.get("gpu")
     ceil = oc.get("ceilings") or {}
@@ -249,7 +240,7 @@ def to_markdown(table, ours, torch_doc, notes):
     lines.append("|" + "|".join("---" if i in (0, 1, 3, 12, 13) else "---:" for i in range(len(COLUMNS))) + "|")
     for row in table:
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
-    summary = summary_lines(table)
+    summary = summary_lines(ratios)
     if summary:
         lines += [""] + summary
     if notes:
@@ -373,8 +364,9 @@ def main(argv=None):
         raise SystemExit("error: several --ours or --torch files need --by-provider")
     ours = load_json(args.ours[0], "ours")
     torch_doc = load_json(args.torch[0], "torch") if args.torch else None
-    table, notes = merge(ours, torch_doc)
-    write_outputs(to_markdown(table, ours, torch_doc, notes), COLUMNS, table, args, merged_document(ours, torch_doc))
+    table, notes, ratios = merge(ours, torch_doc)
+    write_outputs(to_markdown(table, ours, torch_doc, notes, ratios), COLUMNS, table, args,
+                  merged_document(ours, torch_doc))
     return 0
 
 

@@ -7,6 +7,7 @@ tests/python/test_results_schema.py). Standard library only; validate() uses jso
 """
 import csv
 import json
+import math
 import os
 import subprocess
 
@@ -70,6 +71,24 @@ def torch_records(doc):
     """A PyTorch baseline file's per-workload records (eager_ms, compile_ms, ...): under "workloads" in schema'd
     files, under "results" in files written before the schema."""
     return doc["workloads"] if "schema_version" in doc else doc["results"]
+
+
+def geomean(xs, empty=math.nan):
+    """The geometric mean of the positive values of xs (`empty` if there are none)."""
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else empty
+
+
+def torch_ratios(record, ours_ms):
+    """(best-PyTorch, eager, torch.compile) / ours for one PyTorch baseline record, each None where a side has no time:
+    the best is the faster of eager and torch.compile, and a torch.compile whose output did not match eager's
+    (compile_check_ok false) counts for neither."""
+    if not ours_ms:
+        return None, None, None
+    eager = record.get("eager_ms")
+    compiled = record.get("compile_ms") if record.get("compile_check_ok") is not False else None
+    best = min((t for t in (eager, compiled) if t), default=None)
+    return tuple(t / ours_ms if t else None for t in (best, eager, compiled))
 
 
 def torch_rows(records):

@@ -13,7 +13,6 @@ conv2d), the tensor-core row's share of the mma.sync ceiling and its waterline, 
 import argparse
 import csv
 import json
-import math
 import os
 import sys
 
@@ -37,11 +36,6 @@ def best_rows(results):
         if k not in best or r["runtime_ms"] < best[k]["runtime_ms"]:
             best[k] = r
     return best, failed
-
-
-def geomean(xs):
-    xs = [x for x in xs if x and x > 0]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
 TC_STRATEGIES = ("layer_by_layer_tc", "tensor_cores")
@@ -163,21 +157,20 @@ def conv2d_table(run_dir, conv2d, torch_file, seed_library):
         tf = r["flops"] / (r["runtime_ms"] * 1e-3) / 1e12
         pct = 100 * tf / mma[dt] if mma.get(dt) else float("nan")
         t = torch_c.get((name, dt), {})
-        cands = [x for x in (t.get("eager_ms"), t.get("compile_ms") if t.get("compile_check_ok", True) else None) if x]
-        bt = min(cands) if cands else None
+        best_ratio = results_schema.torch_ratios(t, r["runtime_ms"])[0]
         s = seed.get((name, dt))
-        if bt:
-            ratios.append(bt / r["runtime_ms"])
+        if best_ratio:
+            ratios.append(best_ratio)
         if s:
             seed_ratios.append(s / r["runtime_ms"])
         fmt = lambda x: f"{x:.4f}" if x else "n/a"  # noqa: E731
         out.append(f"| {name} | {dt} | {r['runtime_ms']:.4f} | {tf:.1f} | {pct:.1f}% | {fmt(t.get('eager_ms'))} | "
-                   f"{fmt(t.get('compile_ms'))} | {bt / r['runtime_ms'] if bt else float('nan'):.2f} | {fmt(s)} | "
+                   f"{fmt(t.get('compile_ms'))} | {best_ratio or float('nan'):.2f} | {fmt(s)} | "
                    f"{s / r['runtime_ms'] if s else float('nan'):.2f} |")
     nfail = sum(failed.values())
     out.append(f"\nconv2d rows: {len(best)} passing, {nfail} failed checks; geomean best-PyTorch / ours "
-               f"{geomean(ratios):.2f} (lowest {min(ratios) if ratios else float('nan'):.2f}); geomean seed library / "
-               f"ours {geomean(seed_ratios):.2f}.")
+               f"{results_schema.geomean(ratios):.2f} (lowest {min(ratios) if ratios else float('nan'):.2f}); geomean seed library / "
+               f"ours {results_schema.geomean(seed_ratios):.2f}.")
     return out
 
 

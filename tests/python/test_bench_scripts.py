@@ -452,7 +452,7 @@ def test_merge():
     del ours["context"]["l2_flush"], torch_doc["context"]["timing"]
     # Without measured ceilings the harness writes 0 for the percentages: shown as n/a.
     del ours["context"]["ceilings"]
-    table, _ = mr.merge(ours, torch_doc)
+    table, _, _ = mr.merge(ours, torch_doc)
     row_a = dict(zip(mr.COLUMNS, table[0]))
     assert row_a["% copy BW"] == "n/a" and row_a["% FFMA"] == "n/a" and row_a["GB/s"] == "5.0", row_a
 
@@ -641,7 +641,7 @@ def test_merge_by_provider():
     assert header == ["workload", "blockfuse ms", "halide-autoscheduler-Adams2019 ms", "onnxruntime ms",
                       "halide-autoscheduler-Adams2019 / blockfuse", "onnxruntime / blockfuse"], header
     assert rows == [["a", "2 [1-3]", "5 [4-6]", "1 [0.5-1.5]", "2.50", "0.50"]], rows
-    table, _ = mr.merge(run(1.0, 0.1, 9.0), None)
+    table, _, _ = mr.merge(run(1.0, 0.1, 9.0), None)
     assert dict(zip(mr.COLUMNS, table[0]))["ours best ms"] == "1", table
 
 
@@ -660,7 +660,8 @@ def test_merge_summary_line():
         {"name": "c", "key": "conv2d:c", "dtype": "f16", "eager_ms": 0.8, "compile_ms": 3.0},  # 0.8
         {"name": "d", "key": "conv2d:d", "dtype": "f16", "eager_ms": 2.0, "compile_ms": 0.1, "compile_check_ok": False},
         {"name": "e", "key": "conv2d:e", "dtype": "f16", "eager_ms": 1.0, "compile_ms": 1.0}]}
-    md = mr.to_markdown(*mr.merge(doc, torch_doc)[:1], doc, torch_doc, [])
+    table, _, ratios = mr.merge(doc, torch_doc)
+    md = mr.to_markdown(table, doc, torch_doc, [], ratios)
     want = ("Summary: 4 rows; geomean best-PyTorch / ours 1.125 (eager / ours 1.337 over 4, compile / ours 2.449 over 2); "
             "2 rows below 1.0, 1 below 0.7: b f16 0.50")
     assert want in md, md
