@@ -7,6 +7,8 @@
 #include <array>
 #include <cmath>
 #include <optional>
+#include <utility>
+#include <vector>
 #include <fmt/format.h>
 #include <thread>
 
@@ -361,17 +363,23 @@ std::string depth_first_one_point_per_thread(const BlockSpec &spec, int blocks, 
                                              int chunk, int hidden_vec) {
     const long long threads = fused_block_threads(spec.cout, vec_k, tile_x);
     const long long vectors = effective_chunk(spec.hidden, chunk) / std::max(hidden_vec, 1);
-    for (int b = 0; b + 1 < blocks; ++b)
+    // Block b's output region: the tile grown through the blocks after b (once per block, not per layer).
+    std::vector<std::pair<long long, long long>> region(std::max(blocks, 1), {tile_x, tile_y});
+    for (int b = blocks - 2; b >= 0; --b) {
+        region[b] = region[b + 1];
+        grow_through_layers(spec, region[b].first, region[b].second);
+    }
+    for (int b = 0; b + 1 < blocks; ++b) {
         for (size_t i = 0; i < spec.layers.size(); ++i) {
             if (!spec.layers[i].hidden) continue;
-            long long rx = tile_x, ry = tile_y;  // the tile grown through the blocks after b, then b's layers after i
-            for (int later = b + 1; later < blocks; ++later) grow_through_layers(spec, rx, ry);
+            auto [rx, ry] = region[b];  // then grown through b's layers after i
             grow_through_layers(spec, rx, ry, i + 1);
             if (vectors * rx * ry == threads)
                 return fmt::format("depth_first: block {}'s hidden layer {} has one point per thread ({} chunk vectors "
                                    "x {}x{} pixels = {} threads), which Halide 21 does not build",
                                    b, i, vectors, rx, ry, threads);
         }
+    }
     return "";
 }
 
