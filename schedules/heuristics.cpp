@@ -746,10 +746,20 @@ namespace {
 // on whisper-conv1's 64 x 128 tiles ran 0.80x, so 2 there). K steps of 32 against 64 on the 11 rows of at most 4
 // channels (few-channels.txt and conv2d's stem, reductions of 8-112): 1.05-1.09x on the conv1d rows (8-16), 1.33x on
 // conv3d r3d-stem (112), 0.97x on the conv2d stem (40), one run (bench/results/h100/conv-tc-heuristic/few/).
+// Long reductions (at least 16 panels, with the ring) onto enough 128 x 128 tiles for two blocks on every SM take the
+// GEMM's tiling instead (hopper_wgmma_tiling: two warpgroups, a 3-stage ring, its C tile over the ring's memory): H100,
+// 2026-12-07 (bench/results/h100/conv2d-wide-tiles/), highres (12544 x 512 x 2304) 0.0625 against 0.0724 ms on the
+// one-warpgroup tiling above, highres-bias 0.0636 against 0.0729; 64 x 256 tiles 0.066-0.069, 128 x 256 0.076, a
+// 2- or 4-stage ring 0.066-0.073.
 std::optional<std::map<std::string, int>> hopper_conv_wgmma_tiling(const GemmWorkload &g, Device device, int channels) {
     if (device != Device::cuda || launch_limits(device).compute_capability != 90 ||
         (g.dtype != DType::f16 && g.dtype != DType::bf16))
         return std::nullopt;
+    if (channels % 8 == 0 && ceil_div(g.k, 64) >= 16 && g.n >= 128 &&
+        ceil_div(g.m, 128) * ceil_div(g.n, 128) >= 2 * 132)
+        return std::map<std::string, int>{{"warp_m", 16}, {"warp_n", 128}, {"warps_m", 8},
+                                          {"warps_n", 1}, {"k_step", 64},  {"pad", 0},
+                                          {"wgmma", 1},   {"stage_c", 1},  {"stages", 3}};
     int warp_n = 128;
     auto tiles = [&] { return ceil_div(g.m, 64) * ceil_div(g.n, warp_n); };
     while (warp_n > 32 && (warp_n >= 2 * ceil_div(g.n, 32) * 32 || tiles() < 132)) warp_n /= 2;
@@ -794,9 +804,11 @@ ScheduleChoice conv2d_tc_heuristic(const Conv2dWorkload &w, Device device, const
         ScheduleChoice s;
         s.knobs = *t;
         const GemmKnobs kn = gemm_knobs_from(s.knobs);
-        s.why = fmt::format("heuristic: Hopper's wgmma, 64x{} block tiles of one warpgroup, K steps of {}{}{}, the "
+        s.why = fmt::format("heuristic: Hopper's wgmma, {}x{} block tiles of {}, K steps of {}{}{}, the "
                             "epilogue staged in shared memory{} (the convolution's implicit GEMM)",
-                            kn.warp_n, kn.k_step, kn.k_step == 64 ? " in 128-byte swizzled panels" : "",
+                            kn.warp_m * kn.warps_m, kn.warp_n,
+                            kn.warps_m == 4 ? "one warpgroup" : fmt::format("{} warpgroups", kn.warps_m / 4), kn.k_step,
+                            kn.k_step == 64 ? " in 128-byte swizzled panels" : "",
                             kn.stages > 1 ? fmt::format(", a {}-stage cp.async ring", kn.stages) : "",
                             kn.split_k > 1 ? fmt::format(", K split over {} blocks", kn.split_k) : "");
         return s;

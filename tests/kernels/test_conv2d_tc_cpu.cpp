@@ -186,6 +186,17 @@ TEST_CASE("Hopper's heuristic tilings of dense convolutions, emulated, match the
         check_with_knobs(key, kTensorCores, knobs, seed);
     }
     CHECK(reached == std::set<std::string>{"k_step 32", "stages 3", "stages 4", "split_k"});
+    // Long reductions onto two 128 x 128 tiles an SM take two warpgroups: no shape that large is emulated here, so
+    // highres's tiling runs on a small shape whose M, N and K are no multiple of its tiles.
+    setenv("BLOCKFUSE_GPU", "NVIDIA H200:sm_90", 1);
+    const std::map<std::string, int> wide = parse_op("conv2d:n=1,c=256,h=112,w=112,k=512,r=3,s=3,pad=1,dtype=f16")
+                                                ->heuristic(kTensorCores, Device::cuda)
+                                                .knobs;
+    unsetenv("BLOCKFUSE_GPU");
+    REQUIRE(wide.at("warps_m") == 8);
+    REQUIRE(wide.at("warp_n") == 128);
+    check_with_knobs("conv2d:n=1,c=72,h=13,w=11,k=136,r=3,s=3,pad=1,bias=1,act=relu,dtype=bf16", kTensorCores, wide,
+                     seed);
 }
 
 TEST_CASE("layer_by_layer_tc with tc_grouped: the grouped layer on the emulated tensor cores matches float64",
