@@ -749,8 +749,9 @@ namespace {
 // Long reductions (at least 16 panels, with the ring) onto enough 128 x 128 tiles for two blocks on every SM take the
 // GEMM's tiling instead (hopper_wgmma_tiling: two warpgroups, a 3-stage ring, its C tile over the ring's memory): H100,
 // 2026-12-07 (bench/results/h100/conv2d-wide-tiles/), highres (12544 x 512 x 2304) 0.0625 against 0.0724 ms on the
-// one-warpgroup tiling above, highres-bias 0.0636 against 0.0729; 64 x 256 tiles 0.066-0.069, 128 x 256 0.076, a
-// 2- or 4-stage ring 0.066-0.073.
+// one-warpgroup tiling above, highres-bias 0.0636 against 0.0729 (64 x 256 tiles 0.066-0.069, 128 x 256 0.076, a
+// 2- or 4-stage ring 0.066-0.073); in two further runs 1.09-1.17x the one-warpgroup tiling on highres and three larger
+// 3x3 shapes (reductions of 1152-2304), the fastest of its neighbours in every pass.
 std::optional<std::map<std::string, int>> hopper_conv_wgmma_tiling(const GemmWorkload &g, Device device, int channels) {
     if (device != Device::cuda || launch_limits(device).compute_capability != 90 ||
         (g.dtype != DType::f16 && g.dtype != DType::bf16))
