@@ -1,8 +1,8 @@
-"""The two grid plans of this run, one `blockfuse tune --plan-out` a grid point with every other knob held by --knob.
+"""The two grid plans of this run, one `blockfuse tune --plan-out` a grid point with every other knob held by --knob
+(tools/grid_plans.py).
 usage (from anywhere; REPO = the repository root with build/ made, BLOCKFUSE_KERNEL_CACHE = where the kernels go):
-    python3 make_plans.py convfirst | grouped      -> PLANS (default plans_<which>/): one plan file a point"""
+    python3 make_plans.py convfirst | grouped      -> PLAN (default plan_<which>.jsonl)"""
 
-import concurrent.futures as cf
 import itertools
 import json
 import os
@@ -11,9 +11,8 @@ import sys
 import tempfile
 
 WHICH = sys.argv[1]
-PLANS = os.path.abspath(os.environ.get("PLANS", f"plans_{WHICH}"))
+PLAN = os.path.abspath(os.environ.get("PLAN", f"plan_{WHICH}.jsonl"))
 os.chdir(os.environ.get("REPO", "."))
-EMPTY = tempfile.mkstemp(suffix=".jsonl")[1]  # no records: each plan holds its one point
 GRID = list(itertools.product((4, 8), ((2, 1), (2, 2)), (0, 2)))  # threads along x, tile, shared input tile
 
 
@@ -76,42 +75,8 @@ def grouped_jobs():
 
 
 JOBS = list(convfirst_jobs() if WHICH == "convfirst" else grouped_jobs())
-
-
-def plan(i):
-    workload, strategy, knobs = JOBS[i]
-    out = f"{PLANS}/p{i:03d}.jsonl"
-    args = [
-        "build/bench/blockfuse",
-        "tune",
-        "--device",
-        "cuda",
-        "--gpu",
-        "NVIDIA H200:sm_90",
-        "--workload",
-        workload,
-        "--strategies",
-        strategy,
-        "--trials",
-        "1",
-        "--batch",
-        "1",
-        "--jobs",
-        "1",
-        "--no-seed-records",
-        "--records",
-        EMPTY,
-        "--plan-out",
-        out,
-    ]
-    for a, b in knobs.items():
-        args += ["--knob", f"{a}={b}"]
-    p = subprocess.run(args, capture_output=True, text=True)
-    return i, p.stdout.strip().splitlines()[-1][-120:] if p.returncode == 0 else "FAIL " + (p.stdout + p.stderr)[-600:]
-
-
-os.makedirs(PLANS, exist_ok=True)
-print(len(JOBS), "candidates", flush=True)
-with cf.ThreadPoolExecutor(2) as ex:
-    for i, s in ex.map(plan, range(len(JOBS))):
-        print(i, s, flush=True)
+with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+    for workload, strategy, knobs in JOBS:
+        f.write(json.dumps({"workload": workload, "strategy": strategy, "knobs": knobs}) + "\n")
+grid_plans = [sys.executable, "tools/grid_plans.py", f.name, "--out", PLAN, "--gpu", "NVIDIA H200:sm_90"]
+sys.exit(subprocess.run(grid_plans).returncode)
