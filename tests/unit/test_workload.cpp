@@ -2,6 +2,7 @@
 #include "runtime/conv2d.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/workload.h"
+#include "schedules/gemm_knobs.h"
 #include <cstdlib>
 #include <set>
 #include <utility>
@@ -271,14 +272,28 @@ TEST_CASE("dense convolutions on Hopper take one-warpgroup wgmma tiles, staged, 
     };
     const char *h200 = "NVIDIA H200:sm_90", *a100 = "NVIDIA A100-SXM4-80GB:sm_80";
     auto at = [](const std::map<std::string, int> &k, const char *name) { return k.count(name) ? k.at(name) : 0; };
-    // The widest of 128, 64, 32 columns not past twice the output channels that still gives every SM a tile; the
-    // ring's depth from the reduction a split runs.
+    // Long reductions onto two 128 x 128 tiles for every SM: two warpgroups, a 3-stage ring (highres: 36 panels, 392
+    // tiles); one fewer tile's worth of rows keeps one warpgroup.
     const auto highres = knobs("conv2d:n=1,c=256,h=112,w=112,k=512,r=3,s=3,pad=1,dtype=f16", h200);
     CHECK(at(highres, "wgmma") == 1);
+    CHECK(at(highres, "warps_m") == 8);
     CHECK(at(highres, "warp_n") == 128);
-    CHECK(at(highres, "stages") == 4);
+    CHECK(at(highres, "stages") == 3);
     CHECK(at(highres, "split_k") <= 1);
     CHECK(at(highres, "stage_c") == 1);
+    CHECK(gemm_knobs_error(gemm_knobs_from(highres)).empty());
+    // 65 x 4 = 260 tiles of 128 x 128 (M = 8320), fewer than 264: one warpgroup
+    const auto below = knobs("conv2d:n=1,c=256,h=64,w=130,k=512,r=3,s=3,pad=1,dtype=f16", h200);
+    CHECK(at(below, "warps_m") == 4);
+    CHECK(at(knobs("conv2d:n=1,c=256,h=66,w=130,k=512,r=3,s=3,pad=1,dtype=f16", h200), "warps_m") == 8);
+    // Short reductions (15 panels: 1 x 1 over 960 channels) keep one warpgroup however many tiles.
+    CHECK(at(knobs("conv2d:n=64,c=960,h=28,w=28,k=512,r=1,s=1,dtype=f16", h200), "warps_m") == 4);
+    // The widest of 128, 64, 32 columns not past twice the output channels that still gives every SM a tile; the
+    // ring's depth from the reduction a split runs.
+    const auto one_group = knobs("conv2d:n=1,c=256,h=56,w=56,k=512,r=3,s=3,pad=1,dtype=f16", h200);
+    CHECK(at(one_group, "warps_m") == 4);
+    CHECK(at(one_group, "warp_n") == 128);
+    CHECK(at(one_group, "stages") == 4);
     const auto narrow = knobs("conv2d:n=128,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,bias=1,act=relu,dtype=f16", h200);
     CHECK(at(narrow, "warp_n") == 64);
     CHECK(at(narrow, "stages") == 3);  // 9 panels of 64
