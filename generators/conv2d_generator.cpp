@@ -118,6 +118,7 @@ public:
         g.dilation_y = static_dilation > 0 ? Expr(int(static_dilation)) : Expr(dilation_y);
         g.pad_left = pad_left;
         g.pad_top = pad_top;
+        g.trim_window = !get_target().has_gpu_feature() && cpu_trim_window && !using_autoscheduler();
 
         Expr act = activation;
         Func in = input;

@@ -742,8 +742,9 @@ public:
             }
             for (const auto &[p, ks] : kinds)
                 for (const KnobDecl &k : (d == Device::cpu ? conv2d_cpu_knobs() : conv2d_gpu_knobs()).knobs)
-                    if (d != Device::cpu || std::any_of(ks.begin(), ks.end(),
-                                                        [&](ConvKind c) { return conv2d_cpu_knob_applies(k.name, c); }))
+                    if (d != Device::cpu || std::any_of(ks.begin(), ks.end(), [&](ConvKind c) {
+                            return conv2d_cpu_knob_applies(k.name, c, true);
+                        }))
                         out.push_back(p + k.name);
             return out;
         }

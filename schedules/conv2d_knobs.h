@@ -37,7 +37,10 @@
       "1: the kernel window innermost in the reduction (channels outside it); 0: the input channels innermost")        \
     X(cpu_rows, 1, (1, 2, 4, 8), "tile rows per task of the parallel loop over rows and images")                       \
     X(cpu_stage_input, 1, (0, 1),                                                                                      \
-      "1: the zero-padded input rows a task reads copied once into a buffer (no bounds selects in the reduction)")
+      "1: the zero-padded input rows a task reads copied once into a buffer (no bounds selects in the reduction)")     \
+    X(cpu_trim_window, 0, (0, 1),                                                                                      \
+      "1: each register tile's window loops bounded to the taps inside the image, the zero padding's skipped "         \
+      "(the algorithm's reduction predicated, Halide making the predicate the loops' bounds); 0: every tap")
 
 namespace blockfuse {
 
@@ -119,6 +122,7 @@ inline std::string conv2d_cpu_knobs_error(const Conv2dCpuKnobs &kn) {
     if (kn.cpu_lanes % 4) return "cpu_lanes = " + std::to_string(kn.cpu_lanes) + " must be a multiple of 4";
     if (kn.cpu_window_inner != 0 && kn.cpu_window_inner != 1) return "cpu_window_inner must be 0 or 1";
     if (kn.cpu_stage_input != 0 && kn.cpu_stage_input != 1) return "cpu_stage_input must be 0 or 1";
+    if (kn.cpu_trim_window != 0 && kn.cpu_trim_window != 1) return "cpu_trim_window must be 0 or 1";
     const int vectors = kn.cpu_vec_k * kn.cpu_tile_x * kn.cpu_tile_y;
     if (vectors > kMaxCpuTileVectors)
         return "cpu_vec_k*cpu_tile_x*cpu_tile_y = " + std::to_string(vectors) + " accumulator vectors exceed " +
@@ -127,7 +131,10 @@ inline std::string conv2d_cpu_knobs_error(const Conv2dCpuKnobs &kn) {
 }
 // The CPU knobs a layer of this kind reads: a depthwise layer reduces over the window only, so the
 // input-channel knobs (cpu_unroll_c, cpu_window_inner) change nothing there.
-inline bool conv2d_cpu_knob_applies(const std::string &name, ConvKind kind) {
+// cpu_trim_window is the stand-alone kernel's (the conv2d generator predicates its reduction); a block's layers and a
+// 1x1 layer, which has no window, keep every tap.
+inline bool conv2d_cpu_knob_applies(const std::string &name, ConvKind kind, bool block_layer = false) {
+    if (name == "cpu_trim_window" && (block_layer || kind == ConvKind::pointwise)) return false;
     return kind != ConvKind::depthwise || (name != "cpu_unroll_c" && name != "cpu_window_inner");
 }
 

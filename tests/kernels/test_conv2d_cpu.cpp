@@ -55,3 +55,26 @@ TEST_CASE("grouped conv2d on the CPU: vectors of output channels within a group,
         },
         "direct");
 }
+
+TEST_CASE("cpu_trim_window: the padding's taps skipped, every tile's window bounded to the image, matches float64",
+          "[conv2d][cpu]") {
+    // Register tiles that straddle the padded border (tile widths 3 and 5 against dilations 2-12), stride 2 on odd
+    // sizes, a window wider than the image (1x1 images, every tap but the centre in the padding), asymmetric
+    // padding from the output extent, depthwise and grouped, channels not a whole tile, the window innermost.
+    using K = std::map<std::string, int>;
+    const K trim{{"cpu_trim_window", 1}};
+    test::check_knob_cases(
+        {
+            {"conv2d:n=1,c=24,h=13,w=11,k=20,r=3,s=3,pad=12,dil=12,dtype=f32",
+             {{"cpu_trim_window", 1}, {"cpu_tile_x", 5}, {"cpu_vec_k", 2}}},
+            {"conv2d:n=2,c=9,h=7,w=9,k=12,r=3,s=3,stride=2,pad=2,dil=2,bias=1,act=relu,dtype=f32",
+             {{"cpu_trim_window", 1}, {"cpu_tile_x", 3}, {"cpu_tile_y", 2}, {"cpu_stage_input", 0}}},
+            {"conv2d:n=1,c=16,h=1,w=1,k=8,r=3,s=3,pad=6,dil=6,dtype=f16", trim},
+            {"conv2d:n=1,c=8,h=6,w=5,k=16,r=5,s=5,pad=2,dtype=bf16",
+             {{"cpu_trim_window", 1}, {"cpu_window_inner", 1}, {"cpu_unroll_c", 2}}},
+            {"conv2d:n=1,c=32,h=9,w=7,k=32,r=3,s=3,pad=3,dil=3,groups=32,dtype=f32", trim},
+            {"conv2d:n=1,c=12,h=5,w=6,k=24,r=3,s=3,pad=1,groups=3,act=silu,dtype=f32",
+             {{"cpu_trim_window", 1}, {"cpu_rows", 2}}},
+        },
+        "direct");
+}

@@ -30,9 +30,11 @@ w2="conv2d:n=2,c=3,h=5,w=9,k=6,r=1,s=1,dtype=f32"
 w3="conv2d:n=1,c=4,h=6,w=5,k=7,r=3,s=3,stride=2,pad=1,dtype=f32"
 
 # 1. failures planted on parts of the CPU conv2d space (cpu_lanes, cpu_rows); random search with a fixed seed
-#    proposes the same 12 candidates every run, whatever they measure.
+#    proposes the same 12 candidates every run, whatever they measure (cpu_trim_window held too: the space those
+#    12 were drawn from, each kind of failure among them).
 plant="wrong_answer:cpu_lanes=16;timeout:cpu_rows=8;crash:cpu_rows=2"
-BLOCKFUSE_TUNE_PLANT="$plant" "$bf" tune "${quick[@]}" --workload "$w1" --trials 12 --search random --seed 4 \
+BLOCKFUSE_TUNE_PLANT="$plant" "$bf" tune "${quick[@]}" --knob cpu_trim_window=0 --workload "$w1" --trials 12 \
+    --search random --seed 4 \
     --timeout 3 --records "$dir/r.jsonl" --out "$dir/summary" > "$dir/tune1.txt" 2>&1 \
     || { cat "$dir/tune1.txt"; fail "tune exited $?"; }
 grep -q "trial 12/12" "$dir/tune1.txt" || { cat "$dir/tune1.txt"; fail "no progress line of trial 12"; }
