@@ -1,7 +1,7 @@
 """A tuning plan of exactly the given candidates: one `blockfuse tune --plan-out` a candidate, each of its knobs held
-by `--knob` (the tuner fills the knobs not named from the schedule's defaults and checks the point before it builds
-it), the plans joined in the jobs' order. For grids the search would not draw as a whole (tune/README.md: a plan is
-measured on the GPU host with `blockfuse tune --measure`).
+by `--knob` (the knobs not named are the shape heuristic's pick for that GPU, the tuner's first draw; it checks the
+point before it builds it), the plans joined in the candidates' order. For grids the search would not draw as a
+whole (tune/README.md: a plan is measured on the GPU host with `blockfuse tune --measure`).
 usage: python3 tools/grid_plans.py CANDIDATES.jsonl --out PLAN.jsonl [--gpu "NVIDIA H200:sm_90"] [--jobs 2]
   CANDIDATES.jsonl: one candidate a line, {"workload": KEY, "strategy": NAME, "knobs": {NAME: VALUE, ...}}
   (BLOCKFUSE_KERNEL_CACHE: where the kernels are built; BLOCKFUSE_BUILD_DIR: the build, default build/)"""
