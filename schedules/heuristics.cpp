@@ -205,7 +205,10 @@ double padding_tap_share(const Conv2dWorkload &w) {
     auto inside = [](int outs, int size, int taps, int stride, int dil, int pad) {
         long long n = 0;
         for (int o = 0; o < outs; ++o)
-            for (int t = 0; t < taps; ++t) n += o * stride + t * dil - pad >= 0 && o * stride + t * dil - pad < size;
+            for (int t = 0; t < taps; ++t) {
+                const int at = o * stride + t * dil - pad;  // the input row or column the tap reads
+                n += at >= 0 && at < size;
+            }
         return double(n) / (double(outs) * taps);
     };
     return 1 - inside(w.out_h(), w.h, w.r, w.stride_h, w.dil_h, w.pad_t) *
@@ -726,14 +729,20 @@ ScheduleChoice mma_sync_gemm_choice(const GemmWorkload &w, Device device) {
 // (schedules/gemm_schedule.cpp) 0.0499 and 0.0412, and 4096^3 staged level with unstaged (0.2620-0.2658 against 0.2645,
 // ../gemm-store-loop/): not measured enough to stage it there.
 namespace {
+// wgmma's 128 x 128 block tiles of two warpgroups (8 warps of 16 x 128), K steps of 64 in 128-byte swizzled panels, a
+// 3-stage cp.async ring; the epilogue staged in shared memory or not.
+std::map<std::string, int> two_warpgroup_tiling(bool stage_c) {
+    return {{"warp_m", 16}, {"warp_n", 128}, {"warps_m", 8},
+            {"warps_n", 1}, {"k_step", 64},  {"pad", 0},
+            {"wgmma", 1},   {"stages", 3},   {"stage_c", stage_c ? 1 : 0}};
+}
+
 std::optional<std::map<std::string, int>> hopper_wgmma_tiling(const GemmWorkload &w, Device device, long long min_k) {
     const long long tiles = ceil_div(w.m, 128) * ceil_div(w.n, 128);
     if (device != Device::cuda || launch_limits(device).compute_capability != 90 ||
         (w.dtype != DType::f16 && w.dtype != DType::bf16) || w.k < min_k || w.m < 128 || w.n < 128 || tiles < 132)
         return std::nullopt;
-    return std::map<std::string, int>{{"warp_m", 16}, {"warp_n", 128}, {"warps_m", 8},
-                                      {"warps_n", 1}, {"k_step", 64},  {"pad", 0},
-                                      {"wgmma", 1},   {"stages", 3},   {"stage_c", w.k <= 1024 ? 1 : 0}};
+    return two_warpgroup_tiling(w.k <= 1024);
 }
 }  // namespace
 
@@ -766,7 +775,7 @@ namespace {
 // channels (few-channels.txt and conv2d's stem, reductions of 8-112): 1.05-1.09x on the conv1d rows (8-16), 1.33x on
 // conv3d r3d-stem (112), 0.97x on the conv2d stem (40), one run (bench/results/h100/conv-tc-heuristic/few/).
 // Long reductions (at least 16 panels, with the ring) onto enough 128 x 128 tiles for two blocks on every SM take the
-// GEMM's tiling instead (hopper_wgmma_tiling: two warpgroups, a 3-stage ring, its C tile over the ring's memory): H100,
+// GEMM's tiling instead (two_warpgroup_tiling, staged: its C tile over the ring's memory): H100,
 // 2026-12-07 (bench/results/h100/conv2d-wide-tiles/), highres (12544 x 512 x 2304) 0.0625 against 0.0724 ms on the
 // one-warpgroup tiling above, highres-bias 0.0636 against 0.0729 (64 x 256 tiles 0.066-0.069, 128 x 256 0.076, a
 // 2- or 4-stage ring 0.066-0.073); in two further runs 1.09-1.17x the one-warpgroup tiling on highres and three larger
@@ -777,9 +786,7 @@ std::optional<std::map<std::string, int>> hopper_conv_wgmma_tiling(const GemmWor
         return std::nullopt;
     if (channels % 8 == 0 && ceil_div(g.k, 64) >= 16 && g.n >= 128 &&
         ceil_div(g.m, 128) * ceil_div(g.n, 128) >= 2 * 132)
-        return std::map<std::string, int>{{"warp_m", 16}, {"warp_n", 128}, {"warps_m", 8},
-                                          {"warps_n", 1}, {"k_step", 64},  {"pad", 0},
-                                          {"wgmma", 1},   {"stage_c", 1},  {"stages", 3}};
+        return two_warpgroup_tiling(true);
     int warp_n = 128;
     auto tiles = [&] { return ceil_div(g.m, 64) * ceil_div(g.n, warp_n); };
     while (warp_n > 32 && (warp_n >= 2 * ceil_div(g.n, 32) * 32 || tiles() < 132)) warp_n /= 2;
