@@ -85,6 +85,42 @@ TEST_CASE("every tensor-core conv2d shape (implicit GEMM on mma.sync) matches th
     if (build_all(kernels)) test::check_conv2d_tc_shapes(Device::cuda);
 }
 
+// The Hopper heuristic's wgmma tilings of dense convolutions (schedules/heuristics.cpp, hopper_conv_wgmma_tiling):
+// one warpgroup's 64 x 128 tiles on a 4-stage ring, and the two warpgroups' 128 x 128 tiles on a 3-stage ring that
+// long reductions onto many tiles take (highres), both with the staged epilogue, on shapes whose M, N and K are no
+// multiple of the tiles (one of 116 tiles of 128 x 128, 228 of 64 x 128), against the float64 reference. compute-sanitizer runs
+// this case too (bench/recipes/wgmma_conv_sanitize.txt). wgmma is Hopper's: other GPUs skip it, saying so.
+TEST_CASE("the Hopper wgmma conv tilings (one and two warpgroups) on ragged shapes match the float64 reference",
+          "[gemm][gpu][wgmma_conv]") {
+    if (!test::testing_device(Device::cuda)) return;
+    if (!test::fill_only() && cuda::device().cc_major != 9) {
+        WARN("wgmma needs compute capability 9.x; " << cuda::device().name << " skips these tilings");
+        return;
+    }
+    const std::map<std::string, int> common{{"warp_m", 16}, {"warp_n", 128}, {"warps_n", 1},
+                                            {"k_step", 64}, {"pad", 0},      {"prefetch", 0},
+                                            {"split_k", 1}, {"wgmma", 1},    {"stage_c", 1}};
+    std::vector<std::map<std::string, int>> tilings(2, common);
+    tilings[0]["warps_m"] = 4, tilings[0]["stages"] = 4;  // one warpgroup
+    tilings[1]["warps_m"] = 8, tilings[1]["stages"] = 3;  // two warpgroups
+    const std::vector<std::string> keys{"conv2d:n=1,c=72,h=13,w=11,k=136,r=3,s=3,pad=1,bias=1,act=relu,dtype=bf16",
+                                        "conv2d:n=2,c=40,h=15,w=9,k=200,r=3,s=3,stride=2,pad=2,dil=2,dtype=f16",
+                                        "conv2d:n=1,c=264,h=61,w=59,k=392,r=3,s=3,pad=1,act=silu,dtype=f16"};
+    std::vector<const KernelVariant *> kernels;
+    for (const auto &key : keys)
+        for (const auto &knobs : tilings)
+            kernels.push_back(kernel_with_knobs(key, kTensorCores, Device::cuda, knobs, 0, "test"));
+    if (!build_all(kernels)) return;
+    const uint64_t seed = std::random_device{}();
+    for (size_t i = 0; i < kernels.size(); ++i) {
+        const std::string &key = keys[i / tilings.size()];
+        INFO(kernels[i]->name << " [" << kernels[i]->knob_summary() << "] on " << key << ", seed " << seed);
+        const Comparison c = test::run_conv2d_tc_case(*kernels[i], key, seed);
+        INFO(c.summary());
+        CHECK(c.ok());
+    }
+}
+
 TEST_CASE("every block shape layer by layer on the tensor cores (mma.sync) matches the float64 reference",
           "[gemm][gpu]") {
     if (!test::testing_device(Device::cuda)) return;
