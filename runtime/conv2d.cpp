@@ -328,8 +328,7 @@ public:
             // every block but the first reads past the input's channels and Halide's bounds check refuses the launch
             // (c=k=128, groups of 8, 64 channels a block: "accessed at 191, which is beyond the max (127)", H200);
             // the knobs' check refuses only partial tiles, all a block's layer needs.
-            const int vk = std::max(1, v.knob("vec_k", 1));
-            const long long block_k = 1LL * v.knob("threads_k") * (w_.k % vk == 0 ? vk : 1);  // vec_k's fallback: 1
+            const int block_k = conv2d_gpu_knobs_from(v.knobs).block_channels(w_.k);
             if (v.knob("stage_input") == 2 && block_k < w_.k)
                 return "stage_input=2 (the input tile in shared memory) of a grouped conv2d needs one block of output "
                        "channels (threads_k x vec_k >= K = " +

@@ -53,6 +53,11 @@ constexpr int kMaxThreadsPerBlock = 1024;
 struct Conv2dGpuKnobs {
     BLOCKFUSE_CONV2D_GPU_KNOBS(BLOCKFUSE_KNOB_FIELD)
     int threads_per_block() const { return flat_threads > 0 ? flat_threads : threads_k * threads_x; }
+    // Output channels a block of the 2-D mapping covers: threads_k vectors of vec_k, or threads_k channels where
+    // vec_k does not divide the layer's out_channels (the schedule's fallback to one channel a thread).
+    int block_channels(int out_channels) const {
+        return threads_k * (vec_k > 0 && out_channels % vec_k == 0 ? vec_k : 1);
+    }
 };
 
 struct Conv2dCpuKnobs {
@@ -89,7 +94,7 @@ inline std::string conv2d_gpu_knobs_error(const Conv2dGpuKnobs &kn, ConvKind kin
     // past the input's channels, which Halide's bounds check refuses at launch ("accessed at 119, beyond the max
     // (63)", ConvFirst c=64 with threads_k 9 on the H200).
     if (kn.stage_input == 2 && groups > 1 && out_channels > 0) {
-        const int tile = kn.threads_k * (out_channels % kn.vec_k == 0 ? kn.vec_k : 1);
+        const int tile = kn.block_channels(out_channels);
         if (tile < out_channels && out_channels % tile)
             return "stage_input=2 on a grouped layer needs its channel tile (threads_k x vec_k = " +
                    std::to_string(tile) + ") to divide its " + std::to_string(out_channels) +
