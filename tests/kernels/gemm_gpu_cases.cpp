@@ -88,8 +88,9 @@ TEST_CASE("every tensor-core conv2d shape (implicit GEMM on mma.sync) matches th
 // The Hopper heuristic's wgmma tilings of dense convolutions (schedules/heuristics.cpp, hopper_conv_wgmma_tiling):
 // one warpgroup's 64 x 128 tiles on a 4-stage ring, and the two warpgroups' 128 x 128 tiles on a 3-stage ring that
 // long reductions onto many tiles take (highres), both with the staged epilogue, on shapes whose M, N and K are no
-// multiple of the tiles (one of 116 tiles of 128 x 128, 228 of 64 x 128), against the float64 reference. compute-sanitizer runs
-// this case too (bench/recipes/wgmma_conv_sanitize.txt). wgmma is Hopper's: other GPUs skip it, saying so.
+// multiple of the tiles (one of 116 tiles of 128 x 128, 228 of 64 x 128), against the float64 reference.
+// compute-sanitizer runs this case too (bench/recipes/wgmma_conv_sanitize.txt). wgmma is Hopper's: other GPUs skip
+// it, saying so.
 TEST_CASE("the Hopper wgmma conv tilings (one and two warpgroups) on ragged shapes match the float64 reference",
           "[gemm][gpu][wgmma_conv]") {
     if (!test::testing_device(Device::cuda)) return;
