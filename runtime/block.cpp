@@ -393,15 +393,34 @@ BlockReference block_reference(const BlockWorkload &w, BlockTensors &t) {
     auto layers = w.layers();
     const size_t L = layers.size();
     std::vector<double> x = to_doubles(t.input, w.dtype), y, scale;
+    // err: the bound on the error the kernel's value of x may carry (BlockReference::carried says how it grows).
+    const double u_store = dtype_unit_roundoff(w.dtype), u32 = std::ldexp(1.0, -24), lipschitz = 1.2;
+    std::vector<double> err(x.size(), 0.0), carried, unused;
     for (int blk = 0; blk < w.blocks; ++blk) {
-        if (blk > 0) round_to_storage(x, w.dtype);  // the previous block's output, stored
-        const std::vector<double> input = x;
+        if (blk > 0) {  // the previous block's output, stored
+            round_to_storage(x, w.dtype);
+            for (size_t e = 0; e < x.size(); ++e) err[e] += u_store * std::fabs(x[e]);
+        }
+        const std::vector<double> input = x, input_err = err;
         for (size_t i = 0; i < L; ++i) {
             const size_t j = blk * L + i;
             std::vector<double> wt = to_doubles(t.weights[j], w.dtype), b(layers[i].k);
             t.biases[j].copy_to_host();
             for (int k = 0; k < layers[i].k; ++k) b[k] = t.biases[j](k);
             conv2d_reference(layers[i], x, wt, b, &y, &scale);
+            // The input's error through this layer: the same convolution of it with |weights|, no bias or activation.
+            Conv2dWorkload linear = layers[i];
+            linear.act = Activation::none;
+            for (double &v : wt) v = std::fabs(v);
+            conv2d_reference(linear, err, wt, std::vector<double>(layers[i].k, 0.0), &carried, &unused);
+            for (double &v : carried) v *= lipschitz;
+            if (i + 1 < L) {  // a hidden layer: its own accumulation and its rounding to storage join the error
+                const double gamma =
+                    lipschitz * 4.0 * double(layers[i].c / layers[i].groups * layers[i].r * layers[i].s + 2) * u32;
+                for (size_t e = 0; e < carried.size(); ++e)
+                    carried[e] += gamma * scale[e] + 2 * u_store * std::fabs(y[e]);
+            }
+            err = carried;
             if (i + 1 < L) {  // hidden layers are stored in the storage type
                 round_to_storage(y, w.dtype);
                 if (w.spec().layers[i].norm_after) {
@@ -417,10 +436,11 @@ BlockReference block_reference(const BlockWorkload &w, BlockTensors &t) {
             for (size_t i = 0; i < y.size(); ++i) {
                 y[i] += input[i];
                 scale[i] += std::fabs(input[i]);
+                err[i] += input_err[i];
             }
         x = y;
     }
-    return {std::move(y), std::move(scale)};
+    return {std::move(y), std::move(scale), std::move(err)};
 }
 
 Comparison compare_to_reference(const BlockWorkload &w, BlockTensors &t, const BlockReference &ref) {
@@ -433,7 +453,7 @@ Comparison compare_to_reference(const BlockWorkload &w, BlockTensors &t, const B
     // Squeeze-Excitation's gated layer is one more stored rounding.
     double extra = 4.0 * 2 * dtype_unit_roundoff(w.dtype) * double(w.blocks * L - 1 + (w.se ? 1 : 0));
     return compare(to_doubles(t.output, w.dtype), ref.out, ref.scale, 1LL * (last.c / last.groups) * last.r * last.s,
-                   w.dtype, extra);
+                   w.dtype, extra, ref.carried.empty() ? nullptr : &ref.carried);
 }
 
 namespace {

@@ -75,6 +75,11 @@ Comparison check_block(const BlockWorkload &w, BlockTensors &t);
 // the float64 output and its scale (sum of |terms|) from t's input, weights and biases...
 struct BlockReference {
     std::vector<double> out, scale;
+    // Per output, a bound on the error the kernel's hidden layers may carry into it: each hidden layer's f32
+    // accumulation (gamma bound on its scale) and rounding to storage, propagated through the later layers by the
+    // absolute weights (activations Lipschitz <= 1.2) and the residuals. A hidden layer that cancels keeps an error
+    // relative to its terms, not to its small values, which the last layer's scale does not see.
+    std::vector<double> carried;
 };
 BlockReference block_reference(const BlockWorkload &w, BlockTensors &t);
 // ...and t's output compared with it.

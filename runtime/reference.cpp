@@ -65,8 +65,9 @@ std::string Comparison::summary() const {
 }
 
 Comparison compare(const std::vector<double> &out, const std::vector<double> &ref, const std::vector<double> &scale,
-                   long long L, DType out_dtype, double extra_rel) {
-    if (out.size() != ref.size()) throw std::logic_error("compare: size mismatch");
+                   long long L, DType out_dtype, double extra_rel, const std::vector<double> *carried) {
+    if (out.size() != ref.size() || (carried && carried->size() != ref.size()))
+        throw std::logic_error("compare: size mismatch");
     Comparison c;
     c.elements = out.size();
     const double u32 = std::ldexp(1.0, -24), uo = dtype_unit_roundoff(out_dtype);
@@ -81,7 +82,8 @@ Comparison compare(const std::vector<double> &out, const std::vector<double> &re
         }
         double err = std::fabs(out[i] - ref[i]);
         double tol = 1.2 * 4.0 * double(L + 2) * u32 * scale[i] + 2 * uo * std::fabs(ref[i]) +
-                     16 * u32 * std::fabs(ref[i]) + extra_rel * scale[i] + subnormal + 1e-30;
+                     16 * u32 * std::fabs(ref[i]) + extra_rel * scale[i] + subnormal + 1e-30 +
+                     (carried ? (*carried)[i] : 0.0);
         double ratio = err / tol;
         if (ratio > 1) ++c.violations;
         if (ratio > c.max_err_over_tol) {

@@ -38,8 +38,11 @@ struct Comparison {
 //       + 1e-30
 // where u_out is the storage type's unit roundoff. NaN or Inf in the output never passes.
 // extra_rel: an additional extra_rel * scale term (blocks: hidden layers rounded to storage).
+// carried: an additional absolute term per element (blocks: the bound on the error the hidden layers' accumulation
+// and rounding carry into the output, propagated through the later layers; see block_reference).
 Comparison compare(const std::vector<double> &out, const std::vector<double> &ref, const std::vector<double> &scale,
-                   long long reduction_length, DType out_dtype, double extra_rel = 0);
+                   long long reduction_length, DType out_dtype, double extra_rel = 0,
+                   const std::vector<double> *carried = nullptr);
 
 // BatchNorm folded into the preceding conv's weights and bias (inference):
 //   s_k = gamma_k / sqrt(var_k + eps); w'_k = w_k * s_k; b'_k = (b_k - mean_k) * s_k + beta_k.
