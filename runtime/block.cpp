@@ -394,7 +394,7 @@ BlockReference block_reference(const BlockWorkload &w, BlockTensors &t) {
     const size_t L = layers.size();
     std::vector<double> x = to_doubles(t.input, w.dtype), y, scale;
     // err: the bound on the error the kernel's value of x may carry (BlockReference::carried says how it grows).
-    const double u_store = dtype_unit_roundoff(w.dtype), u32 = std::ldexp(1.0, -24), lipschitz = 1.2;
+    const double u_store = dtype_unit_roundoff(w.dtype);
     std::vector<double> err(x.size(), 0.0), carried, unused;
     for (int blk = 0; blk < w.blocks; ++blk) {
         if (blk > 0) {  // the previous block's output, stored
@@ -413,10 +413,9 @@ BlockReference block_reference(const BlockWorkload &w, BlockTensors &t) {
             linear.act = Activation::none;
             for (double &v : wt) v = std::fabs(v);
             conv2d_reference(linear, err, wt, std::vector<double>(layers[i].k, 0.0), &carried, &unused);
-            for (double &v : carried) v *= lipschitz;
+            for (double &v : carried) v *= kActivationLipschitz;
             if (i + 1 < L) {  // a hidden layer: its own accumulation and its rounding to storage join the error
-                const double gamma =
-                    lipschitz * 4.0 * double(layers[i].c / layers[i].groups * layers[i].r * layers[i].s + 2) * u32;
+                const double gamma = accumulation_bound(layers[i].reduction_length());
                 for (size_t e = 0; e < carried.size(); ++e)
                     carried[e] += gamma * scale[e] + 2 * u_store * std::fabs(y[e]);
             }
@@ -452,8 +451,8 @@ Comparison compare_to_reference(const BlockWorkload &w, BlockTensors &t, const B
     // block's rounding differences pass through the later blocks: counted as more hidden layers;
     // Squeeze-Excitation's gated layer is one more stored rounding.
     double extra = 4.0 * 2 * dtype_unit_roundoff(w.dtype) * double(w.blocks * L - 1 + (w.se ? 1 : 0));
-    return compare(to_doubles(t.output, w.dtype), ref.out, ref.scale, 1LL * (last.c / last.groups) * last.r * last.s,
-                   w.dtype, extra, ref.carried.empty() ? nullptr : &ref.carried);
+    return compare(to_doubles(t.output, w.dtype), ref.out, ref.scale, last.reduction_length(), w.dtype, extra,
+                   ref.carried.empty() ? nullptr : &ref.carried);
 }
 
 namespace {

@@ -30,7 +30,7 @@ Comparison check_conv2d(const Conv2dWorkload &w, Conv2dTensors &t, size_t max_po
     t.bias.copy_to_host();
     for (int k = 0; k < w.k; ++k) bias[k] = t.bias(k);
     std::vector<double> out = to_doubles(t.output, w.dtype);
-    const long long L = 1LL * (w.c / w.groups) * w.r * w.s;
+    const long long L = w.reduction_length();
     const int OH = w.out_h(), OW = w.out_w();
     if (out.size() <= max_points) {  // the whole reference at once (the same numbers, faster)
         std::vector<double> ref, scale;

@@ -64,6 +64,8 @@ std::string Comparison::summary() const {
     return s.str();
 }
 
+double accumulation_bound(long long L) { return kActivationLipschitz * 4.0 * double(L + 2) * std::ldexp(1.0, -24); }
+
 Comparison compare(const std::vector<double> &out, const std::vector<double> &ref, const std::vector<double> &scale,
                    long long L, DType out_dtype, double extra_rel, const std::vector<double> *carried) {
     if (out.size() != ref.size() || (carried && carried->size() != ref.size()))
@@ -81,9 +83,8 @@ Comparison compare(const std::vector<double> &out, const std::vector<double> &re
             continue;
         }
         double err = std::fabs(out[i] - ref[i]);
-        double tol = 1.2 * 4.0 * double(L + 2) * u32 * scale[i] + 2 * uo * std::fabs(ref[i]) +
-                     16 * u32 * std::fabs(ref[i]) + extra_rel * scale[i] + subnormal + 1e-30 +
-                     (carried ? (*carried)[i] : 0.0);
+        double tol = accumulation_bound(L) * scale[i] + 2 * uo * std::fabs(ref[i]) + 16 * u32 * std::fabs(ref[i]) +
+                     extra_rel * scale[i] + subnormal + 1e-30 + (carried ? (*carried)[i] : 0.0);
         double ratio = err / tol;
         if (ratio > 1) ++c.violations;
         if (ratio > c.max_err_over_tol) {

@@ -38,6 +38,9 @@ struct Comparison {
 //       + 1e-30
 // where u_out is the storage type's unit roundoff. NaN or Inf in the output never passes.
 // extra_rel: an additional extra_rel * scale term (blocks: hidden layers rounded to storage).
+constexpr double kActivationLipschitz = 1.2;
+// The first term of the tolerance per unit of scale: an f32 sum of L terms through an activation.
+double accumulation_bound(long long reduction_length);
 // carried: an additional absolute term per element (blocks: the bound on the error the hidden layers' accumulation
 // and rounding carry into the output, propagated through the later layers; see block_reference).
 Comparison compare(const std::vector<double> &out, const std::vector<double> &ref, const std::vector<double> &scale,

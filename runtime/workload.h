@@ -40,6 +40,7 @@ struct Conv2dWorkload {
 
     int out_h() const { return (h + pad_t + pad_b - dil_h * (r - 1) - 1) / stride_h + 1; }
     int out_w() const { return (w + pad_l + pad_r - dil_w * (s - 1) - 1) / stride_w + 1; }
+    long long reduction_length() const { return 1LL * (c / groups) * r * s; }  // terms summed into one output
     // Which kernel family serves it: depthwise (groups == C, C > 1), pointwise (1x1, one
     // group), general (everything else, grouped included).
     ConvKindTag kind() const;
